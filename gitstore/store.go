@@ -1,0 +1,843 @@
+// Package gitstore is git-lossless's one store: every writer (hooks, sweep,
+// proxy, MCP, CLI) archives through it, and nothing else touches refs or
+// objects.
+//
+// Archived file versions are real git blobs. Each writer (one Claude Code
+// session, one proxy instance, ...) appends batches of events as commits on
+// its own ref, refs/lossless/<writer>, so writers never contend; processes
+// of one writer serialise through git's own ref lock protocol
+// (compare-and-swap with retry). Each batch commit's tree holds the batch's
+// events as JSON lines and references every blob they name, so everything
+// archived is reachable: it survives `git gc` and travels with `git push`.
+// The events of each writer form a SHA-256 hash chain (package seal).
+//
+// FORMAT.md beside this file specifies the layout byte by byte.
+//
+// Write order (crash consistency): blobs, events blob, trees, commit — all
+// fsynced when fsync is on — and only then the ref, through <ref>.lock.
+// A crash at any point leaves either the old ref or the new one, plus at
+// worst unreachable objects that `git gc` removes.
+package gitstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/git-lossless/git-lossless/seal"
+)
+
+// RefPrefix is where writers' logs live.
+const RefPrefix = "refs/lossless/"
+
+// FormatVersion is written in every batch commit.
+const FormatVersion = 1
+
+// Options configures a Store. Zero values read the repository's config.
+type Options struct {
+	// Fsync overrides git config lossless.fsync (default true).
+	Fsync *bool
+	// Exclude adds deny globs to the defaults, LOSSLESS_ARCHIVE_EXCLUDE and
+	// git config lossless.exclude.
+	Exclude []string
+	// Warn receives one-line warnings (stale locks removed, fallbacks).
+	// Default: discard.
+	Warn func(string)
+	// Now is the clock (tests).
+	Now func() time.Time
+	// LockTimeout bounds the wait for a busy ref lock (default 10s).
+	LockTimeout time.Duration
+	// StaleLockAge overrides StaleLockAge.
+	StaleLockAge time.Duration
+}
+
+// Store is an open archive. Its methods are safe for concurrent use by
+// goroutines; several processes may use one archive at once.
+type Store struct {
+	loc   Location
+	cfg   *Config
+	odb   *objectDB
+	refs  *refStore
+	deny  *DenyList
+	warn  func(string)
+	now   func() time.Time
+	lockT time.Duration
+
+	appendMu sync.Mutex // one append at a time per process keeps retries rare
+}
+
+// Open opens the archive at loc.
+func Open(loc Location, opt Options) (*Store, error) {
+	cfg := LoadConfig(loc.CommonDir)
+	fsync := true
+	if v := cfg.Get("lossless.fsync"); v != "" {
+		b, err := parseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("git config lossless.fsync: %w", err)
+		}
+		fsync = b
+	}
+	if opt.Fsync != nil {
+		fsync = *opt.Fsync
+	}
+	warn := opt.Warn
+	if warn == nil {
+		warn = func(string) {}
+	}
+	globs := append([]string{}, opt.Exclude...)
+	globs = append(globs, ParseDenyEnv(os.Getenv("LOSSLESS_ARCHIVE_EXCLUDE"))...)
+	globs = append(globs, cfg.GetAll("lossless.exclude")...)
+	deny, err := NewDenyList(globs)
+	if err != nil {
+		return nil, fmt.Errorf("deny list: %w", err)
+	}
+	now := opt.Now
+	if now == nil {
+		now = time.Now
+	}
+	lt := opt.LockTimeout
+	if lt == 0 {
+		lt = 10 * time.Second
+	}
+	s := &Store{
+		loc:   loc,
+		cfg:   cfg,
+		odb:   newObjectDB(loc.CommonDir, fsync),
+		refs:  &refStore{gitDir: loc.CommonDir, fsync: fsync, staleAge: opt.StaleLockAge, warn: warn},
+		deny:  deny,
+		warn:  warn,
+		now:   now,
+		lockT: lt,
+	}
+	return s, nil
+}
+
+// OpenDir discovers the archive for dir and opens it.
+func OpenDir(dir string, opt Options) (*Store, error) {
+	loc, err := Discover(dir)
+	if err != nil {
+		return nil, err
+	}
+	if loc.Fallback != "" && opt.Warn != nil {
+		opt.Warn(loc.Fallback)
+	}
+	return Open(loc, opt)
+}
+
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "yes", "on", "1":
+		return true, nil
+	case "false", "no", "off", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not a boolean", v)
+}
+
+// Location returns where the store lives.
+func (s *Store) Location() Location { return s.loc }
+
+// Config returns the git configuration in force for this store.
+func (s *Store) Config() *Config { return s.cfg }
+
+// Deny returns the deny list in force.
+func (s *Store) Deny() *DenyList { return s.deny }
+
+var writerRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// ValidWriter checks a writer name: letters, digits, '.', '_', '-', not
+// starting with a punctuation mark, at most 128 bytes, and a valid git ref
+// component (no "..", no ".lock" suffix).
+func ValidWriter(w string) error {
+	if !writerRe.MatchString(w) || strings.Contains(w, "..") || strings.HasSuffix(w, ".lock") || strings.HasSuffix(w, ".") {
+		return fmt.Errorf("invalid writer name %q: use letters, digits, '.', '_' and '-'", w)
+	}
+	return nil
+}
+
+// WriterName turns any label (a session id, a host:port) into a valid
+// writer name, deterministically.
+func WriterName(prefix, label string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, r := range label {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	w := b.String()
+	if len(w) > 128 || ValidWriter(w) != nil {
+		sum := sha256.Sum256([]byte(label))
+		w = prefix + hex.EncodeToString(sum[:8])
+	}
+	return w
+}
+
+// Record is one event to append, with the content it archives.
+type Record struct {
+	Event
+	// Content is archived as a blob when HasContent is true (empty content
+	// is a valid, empty blob).
+	Content    []byte
+	HasContent bool
+	// File is the path on disk the content came from, when it did: the
+	// deny list also checks where its symlinks lead.
+	File string
+}
+
+// AppendResult says what an append stored.
+type AppendResult struct {
+	Commit  string  // the new head ("" when everything was a duplicate)
+	Events  []Event // the events stored, with seq and prev
+	Deduped int     // records skipped because their key was stored already
+}
+
+// head is a writer's state at one commit.
+type head struct {
+	Commit string
+	Seq    int64
+	Seal   string
+}
+
+// Append stores recs as one batch on writer's log: it writes the blobs,
+// then builds the batch commit on the writer's current head and moves the
+// ref by compare-and-swap, rebuilding on the new head when another process
+// got there first. A record whose Key was stored already (by anyone on this
+// writer, including a concurrent process) is skipped.
+func (s *Store) Append(ctx context.Context, writer string, recs []Record) (AppendResult, error) {
+	if err := ValidWriter(writer); err != nil {
+		return AppendResult{}, err
+	}
+	if len(recs) == 0 {
+		return AppendResult{}, nil
+	}
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+
+	// 1. Blobs: denied paths never reach an object.
+	events := make([]Event, len(recs))
+	var pending []string
+	blobs := map[string]bool{}
+	for i := range recs {
+		r := &recs[i]
+		e := r.Event
+		e.Seq, e.Prev, e.Raw, e.Writer, e.Commit = 0, "", nil, "", ""
+		if e.TS.IsZero() {
+			e.TS = s.now()
+		}
+		if e.Op == "" {
+			return AppendResult{}, fmt.Errorf("record %d: op is required", i)
+		}
+		if e.Source == "" {
+			return AppendResult{}, fmt.Errorf("record %d: source is required", i)
+		}
+		if e.Repo == "" {
+			e.Repo = s.repoLabel()
+		}
+		denied := e.Excluded
+		if !denied && (e.Path != "" || r.File != "") {
+			if _, _, d := s.deny.Check(e.RawPath()); d {
+				denied = true
+			}
+			if r.File != "" {
+				if _, _, d := s.deny.Check(r.File); d {
+					denied = true
+				}
+			}
+		}
+		if denied {
+			e.Excluded = true
+			e.Blob, e.SHA256, e.Bytes, e.Tokens = "", "", 0, 0
+		} else if r.HasContent {
+			id, err := s.odb.write("blob", r.Content, &pending)
+			if err != nil {
+				return AppendResult{}, err
+			}
+			sum := sha256.Sum256(r.Content)
+			e.Blob = id
+			e.SHA256 = hex.EncodeToString(sum[:])
+			e.Bytes = int64(len(r.Content))
+			if e.Tokens == 0 {
+				e.Tokens = EstimateTokens(len(r.Content))
+			}
+			blobs[id] = true
+		}
+		events[i] = e
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, s.lockT)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return AppendResult{}, fmt.Errorf("append to %s: %w", writer, err)
+		}
+		ref := RefPrefix + writer
+		cur, err := s.refs.read(ref)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		h, err := s.headAt(cur)
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("writer %s: %w", writer, err)
+		}
+		// 2. Dedupe against everything the writer holds at this head.
+		batch := events
+		deduped := 0
+		if hasKeys(events) {
+			lines, err := s.writerLines(ctx, writer, h)
+			if err != nil {
+				return AppendResult{}, err
+			}
+			batch, deduped = dedupe(events, lines)
+			if len(batch) == 0 {
+				return AppendResult{Deduped: deduped}, nil
+			}
+		}
+		// 3. Chain and commit on this head.
+		out, commit, newHead, err := s.buildBatch(writer, h, batch, &pending)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if err := s.odb.flush(pending); err != nil {
+			return AppendResult{}, err
+		}
+		pending = pending[:0]
+		// 4. Move the ref under its lock.
+		lk, err := s.refs.acquire(ctx, ref)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		err = lk.commit(cur, commit)
+		if errors.Is(err, ErrRefChanged) {
+			continue // another process appended: rebuild on its head
+		}
+		if err != nil {
+			return AppendResult{}, err
+		}
+		s.witness(writer, newHead)
+		s.indexAppend(writer, h, newHead, out)
+		for i := range out {
+			out[i].Writer, out[i].Commit = writer, commit
+		}
+		return AppendResult{Commit: commit, Events: out, Deduped: deduped}, nil
+	}
+}
+
+func (s *Store) repoLabel() string {
+	if s.loc.WorkTree != "" {
+		return s.loc.WorkTree
+	}
+	if s.loc.Embedded {
+		return ""
+	}
+	return s.loc.CommonDir
+}
+
+func hasKeys(evs []Event) bool {
+	for _, e := range evs {
+		if e.Key != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// dedupe drops events whose key occurs in lines or earlier in evs.
+func dedupe(evs []Event, lines [][]byte) ([]Event, int) {
+	out := make([]Event, 0, len(evs))
+	seen := map[string]bool{}
+	n := 0
+	for _, e := range evs {
+		if e.Key != "" {
+			if seen[e.Key] || linesHaveKey(lines, e.Key) {
+				n++
+				continue
+			}
+			seen[e.Key] = true
+		}
+		out = append(out, e)
+	}
+	return out, n
+}
+
+func linesHaveKey(lines [][]byte, key string) bool {
+	needle := append([]byte(`"key":`), jsonString(key)...)
+	for _, l := range lines {
+		if bytes.Contains(l, needle) {
+			return true
+		}
+	}
+	return false
+}
+
+// buildBatch chains evs after h and writes the events blob, trees and
+// commit (not yet durable: their paths are added to pending).
+func (s *Store) buildBatch(writer string, h head, evs []Event, pending *[]string) ([]Event, string, head, error) {
+	prev := h.Seal
+	if h.Seq == 0 {
+		prev = seal.Genesis(writer)
+	}
+	seq := h.Seq
+	out := make([]Event, len(evs))
+	var body bytes.Buffer
+	blobSet := map[string]bool{}
+	for i, e := range evs {
+		seq++
+		e.Seq, e.Prev = seq, prev
+		line, err := e.Canonical()
+		if err != nil {
+			return nil, "", head{}, fmt.Errorf("encode event: %w", err)
+		}
+		e.Raw = line
+		prev = seal.Hash(line)
+		body.Write(line)
+		body.WriteByte('\n')
+		out[i] = e
+		if e.Blob != "" {
+			blobSet[e.Blob] = true
+		}
+	}
+	eventsID, err := s.odb.write("blob", body.Bytes(), pending)
+	if err != nil {
+		return nil, "", head{}, err
+	}
+	root := []treeEntry{{mode: "100644", name: "events.jsonl", id: eventsID}}
+	if len(blobSet) > 0 {
+		ents := make([]treeEntry, 0, len(blobSet))
+		for id := range blobSet {
+			ents = append(ents, treeEntry{mode: "100644", name: id, id: id})
+		}
+		sub, err := s.odb.write("tree", encodeTree(ents), pending)
+		if err != nil {
+			return nil, "", head{}, err
+		}
+		root = append(root, treeEntry{mode: "40000", name: "blobs", id: sub})
+	}
+	treeID, err := s.odb.write("tree", encodeTree(root), pending)
+	if err != nil {
+		return nil, "", head{}, err
+	}
+	nh := head{Seq: seq, Seal: prev}
+	msg := batchMessage(writer, h.Seq+1, seq, prev)
+	commitID, err := s.odb.write("commit", encodeCommit(treeID, h.Commit, s.now(), msg), pending)
+	if err != nil {
+		return nil, "", head{}, err
+	}
+	nh.Commit = commitID
+	return out, commitID, nh, nil
+}
+
+func batchMessage(writer string, first, last int64, sealHex string) string {
+	n := last - first + 1
+	noun := "events"
+	if n == 1 {
+		noun = "event"
+	}
+	return fmt.Sprintf("lossless: %d %s on %s (%d-%d)\n\nLossless-Format: %d\nLossless-Writer: %s\nLossless-Seq: %d\nLossless-Seal: %s\n",
+		n, noun, writer, first, last, FormatVersion, writer, last, sealHex)
+}
+
+// Identity used for batch commits: the archive is written by the tool, not
+// by the user, and an unchanging identity keeps user names out of it.
+const commitIdent = "git-lossless <git-lossless@localhost>"
+
+func encodeCommit(tree, parent string, t time.Time, msg string) []byte {
+	var b bytes.Buffer
+	b.WriteString("tree " + tree + "\n")
+	if parent != "" {
+		b.WriteString("parent " + parent + "\n")
+	}
+	stamp := strconv.FormatInt(t.Unix(), 10) + " +0000"
+	b.WriteString("author " + commitIdent + " " + stamp + "\n")
+	b.WriteString("committer " + commitIdent + " " + stamp + "\n\n")
+	b.WriteString(msg)
+	return b.Bytes()
+}
+
+type treeEntry struct {
+	mode, name, id string
+}
+
+// encodeTree sorts entries git's way (a tree's name compares as if it
+// ended in '/') and encodes them.
+func encodeTree(ents []treeEntry) []byte {
+	key := func(e treeEntry) string {
+		if e.mode == "40000" {
+			return e.name + "/"
+		}
+		return e.name
+	}
+	sort.Slice(ents, func(i, j int) bool { return key(ents[i]) < key(ents[j]) })
+	var b bytes.Buffer
+	for _, e := range ents {
+		raw, _ := hex.DecodeString(e.id)
+		b.WriteString(e.mode + " " + e.name + "\x00")
+		b.Write(raw)
+	}
+	return b.Bytes()
+}
+
+func parseTree(body []byte) ([]treeEntry, error) {
+	var out []treeEntry
+	for len(body) > 0 {
+		sp := bytes.IndexByte(body, ' ')
+		nul := bytes.IndexByte(body, 0)
+		if sp < 0 || nul < sp || len(body) < nul+21 {
+			return nil, errors.New("malformed tree")
+		}
+		out = append(out, treeEntry{mode: string(body[:sp]), name: string(body[sp+1 : nul]), id: hex.EncodeToString(body[nul+1 : nul+21])})
+		body = body[nul+21:]
+	}
+	return out, nil
+}
+
+// commitInfo is the part of a batch commit the store reads.
+type commitInfo struct {
+	Tree    string
+	Parents []string
+	Seq     int64
+	Seal    string
+	Writer  string
+	Time    time.Time
+}
+
+func parseCommit(body []byte) (commitInfo, error) {
+	var c commitInfo
+	hdr, msg, _ := bytes.Cut(body, []byte("\n\n"))
+	for _, line := range strings.Split(string(hdr), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		switch k {
+		case "tree":
+			c.Tree = v
+		case "parent":
+			c.Parents = append(c.Parents, v)
+		case "committer":
+			if f := strings.Fields(v); len(f) >= 2 {
+				if sec, err := strconv.ParseInt(f[len(f)-2], 10, 64); err == nil {
+					c.Time = time.Unix(sec, 0)
+				}
+			}
+		}
+	}
+	if c.Tree == "" {
+		return c, errors.New("commit has no tree")
+	}
+	for _, line := range strings.Split(string(msg), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "Lossless-Seq":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err == nil {
+				c.Seq = n
+			}
+		case "Lossless-Seal":
+			c.Seal = v
+		case "Lossless-Writer":
+			c.Writer = v
+		}
+	}
+	return c, nil
+}
+
+func (s *Store) readCommit(id string) (commitInfo, error) {
+	typ, body, err := s.odb.read(id)
+	if err != nil {
+		return commitInfo{}, err
+	}
+	if typ != "commit" {
+		return commitInfo{}, fmt.Errorf("%s is a %s, not a commit", id, typ)
+	}
+	return parseCommit(body)
+}
+
+// headAt returns the chain state at commit id ("" = empty writer).
+func (s *Store) headAt(id string) (head, error) {
+	if id == "" {
+		return head{}, nil
+	}
+	c, err := s.readCommit(id)
+	if err != nil {
+		return head{}, err
+	}
+	if c.Seq == 0 || c.Seal == "" {
+		return head{}, fmt.Errorf("head %s is not a sealed batch commit; run `git lossless verify` to see where the chain breaks", short(id))
+	}
+	return head{Commit: id, Seq: c.Seq, Seal: c.Seal}, nil
+}
+
+// readBatch reads one batch commit.
+func (s *Store) readBatch(id string) (seal.Batch, commitInfo, error) {
+	b := seal.Batch{Commit: id}
+	c, err := s.readCommit(id)
+	if err != nil {
+		if errors.Is(err, ErrObjectMissing) || errors.Is(err, ErrObjectCorrupt) {
+			b.Err = err
+			return b, c, nil
+		}
+		return b, c, err
+	}
+	b.Seq, b.Seal = c.Seq, c.Seal
+	typ, body, err := s.odb.read(c.Tree)
+	if err != nil || typ != "tree" {
+		b.Err = fmt.Errorf("tree %s unreadable: %v", short(c.Tree), err)
+		return b, c, nil
+	}
+	ents, err := parseTree(body)
+	if err != nil {
+		b.Err = err
+		return b, c, nil
+	}
+	b.Blobs = map[string]bool{}
+	var eventsID string
+	for _, e := range ents {
+		switch e.name {
+		case "events.jsonl":
+			eventsID = e.id
+		case "blobs":
+			_, sub, err := s.odb.read(e.id)
+			if err != nil {
+				b.Err = fmt.Errorf("blobs tree unreadable: %v", err)
+				return b, c, nil
+			}
+			subEnts, err := parseTree(sub)
+			if err != nil {
+				b.Err = err
+				return b, c, nil
+			}
+			for _, se := range subEnts {
+				b.Blobs[se.id] = true
+			}
+		}
+	}
+	if eventsID == "" {
+		b.Err = errors.New("batch tree has no events.jsonl")
+		return b, c, nil
+	}
+	_, evBody, err := s.odb.read(eventsID)
+	if err != nil {
+		b.Err = fmt.Errorf("events.jsonl unreadable: %v", err)
+		return b, c, nil
+	}
+	b.Lines = splitLines(evBody)
+	return b, c, nil
+}
+
+func splitLines(body []byte) [][]byte {
+	var out [][]byte
+	for len(body) > 0 {
+		i := bytes.IndexByte(body, '\n')
+		if i < 0 {
+			out = append(out, body)
+			break
+		}
+		if i > 0 {
+			out = append(out, body[:i])
+		}
+		body = body[i+1:]
+	}
+	return out
+}
+
+// walk returns the batches from head back to (not including) stop, oldest
+// first, following first parents. It stops early, returning ok=false, when
+// it passes stopSeq without meeting stop (stop is not an ancestor).
+func (s *Store) walk(ctx context.Context, headID, stop string, stopSeq int64) (batches []seal.Batch, ok bool, err error) {
+	id := headID
+	for id != "" && id != stop {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		b, c, err := s.readBatch(id)
+		if err != nil {
+			return nil, false, err
+		}
+		batches = append(batches, b)
+		if b.Err != nil {
+			break
+		}
+		if stop != "" && c.Seq <= stopSeq {
+			reverse(batches)
+			return batches, false, nil
+		}
+		if len(c.Parents) == 0 {
+			id = ""
+		} else {
+			id = c.Parents[0]
+		}
+	}
+	reverse(batches)
+	return batches, stop == "" || id == stop, nil
+}
+
+func reverse[T any](s []T) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+}
+
+// WriterInfo describes one writer's log.
+type WriterInfo struct {
+	Name   string `json:"writer"`
+	Ref    string `json:"ref"`
+	Commit string `json:"commit"`
+	Seq    int64  `json:"entries"`
+	Seal   string `json:"seal"`
+	Err    string `json:"error,omitempty"`
+}
+
+// Writers lists every writer with its head.
+func (s *Store) Writers(ctx context.Context) ([]WriterInfo, error) {
+	refs, err := s.refs.list(RefPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]WriterInfo, 0, len(refs))
+	for name, id := range refs {
+		w := WriterInfo{Name: strings.TrimPrefix(name, RefPrefix), Ref: name, Commit: id}
+		if h, err := s.headAt(id); err != nil {
+			w.Err = err.Error()
+		} else {
+			w.Seq, w.Seal = h.Seq, h.Seal
+		}
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Locks lists lock files under refs/lossless, stale or not.
+func (s *Store) Locks() ([]LockInfo, error) { return s.refs.locks(RefPrefix) }
+
+// CleanStaleLocks removes the stale ones and returns what it removed.
+func (s *Store) CleanStaleLocks() ([]LockInfo, error) {
+	ls, err := s.Locks()
+	if err != nil {
+		return nil, err
+	}
+	var out []LockInfo
+	for _, l := range ls {
+		if l.Stale && s.refs.removeStale(l.Path) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// Blob returns the bytes of an archived blob.
+func (s *Store) Blob(ctx context.Context, id string) ([]byte, error) {
+	id = strings.ToLower(id)
+	if !isHexID(id) {
+		return nil, fmt.Errorf("%q is not a full 40-hex blob id", id)
+	}
+	typ, body, err := s.odb.read(id)
+	if err != nil {
+		return nil, err
+	}
+	if typ != "blob" {
+		return nil, fmt.Errorf("%s is a %s, not a blob", id, typ)
+	}
+	return body, nil
+}
+
+// Verify checks one writer's chain (see package seal).
+func (s *Store) Verify(ctx context.Context, writer string, opt seal.Options) (*seal.Report, error) {
+	return seal.Verify(ctx, sealSource{s}, writer, opt)
+}
+
+// sealSource adapts the store to seal.Source.
+type sealSource struct{ s *Store }
+
+func (src sealSource) Batches(ctx context.Context, writer string) ([]seal.Batch, error) {
+	id, err := src.s.refs.read(RefPrefix + writer)
+	if err != nil {
+		return nil, err
+	}
+	bs, _, err := src.s.walk(ctx, id, "", 0)
+	return bs, err
+}
+
+func (src sealSource) Content(ctx context.Context, blob string) ([]byte, error) {
+	typ, body, err := src.s.odb.read(blob)
+	switch {
+	case errors.Is(err, ErrObjectMissing):
+		return nil, fmt.Errorf("%w: %v", seal.ErrMissing, err)
+	case errors.Is(err, ErrObjectCorrupt):
+		return nil, fmt.Errorf("%w: %v", seal.ErrCorrupt, err)
+	case err != nil:
+		return nil, err
+	case typ != "blob":
+		return nil, fmt.Errorf("%w: %s is a %s", seal.ErrCorrupt, blob, typ)
+	}
+	return body, nil
+}
+
+func (src sealSource) Checkpoints(ctx context.Context, writer string) ([]seal.Checkpoint, error) {
+	return src.s.checkpoints(writer)
+}
+
+// stateDir is where derived, rebuildable state lives: the witness and the
+// index. Inside the common dir, never in objects or refs.
+func (s *Store) stateDir(parts ...string) string {
+	return filepath.Join(append([]string{s.loc.CommonDir, "lossless"}, parts...)...)
+}
+
+// witness appends the new head to the writer's checkpoint log: the heads
+// this machine saw, which verify compares the chain against, so a ref
+// later pointed at another history (or rolled back) is caught. O_APPEND
+// lines of this size are atomic, so concurrent appenders need no lock.
+func (s *Store) witness(writer string, h head) {
+	dir := s.stateDir("witness")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		s.warn("witness: " + err.Error())
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(dir, writer), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		s.warn("witness: " + err.Error())
+		return
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "%d %s\n", h.Seq, h.Seal); err != nil {
+		s.warn("witness: " + err.Error())
+	}
+}
+
+func (s *Store) checkpoints(writer string) ([]seal.Checkpoint, error) {
+	b, err := os.ReadFile(s.stateDir("witness", writer))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []seal.Checkpoint
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || len(f[1]) != 64 {
+			continue
+		}
+		out = append(out, seal.Checkpoint{Seq: n, Seal: f[1]})
+	}
+	return out, nil
+}

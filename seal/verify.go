@@ -1,0 +1,284 @@
+package seal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Kind names what a verifier found wrong with an entry. The names are part
+// of the CLI's output and of `verify --json`.
+type Kind string
+
+const (
+	// ContentChanged: the blob exists but its bytes no longer hash to the
+	// sha256 the entry recorded.
+	ContentChanged Kind = "content-changed"
+	// BlobMissing: the entry names a blob that is not in the repository (or
+	// not in its batch's tree), and no prune record explains it.
+	BlobMissing Kind = "blob-missing"
+	// EntryEdited: an entry's bytes no longer hash to the seal its successor
+	// (or its batch commit) recorded.
+	EntryEdited Kind = "entry-edited"
+	// EntryReordered: entries are out of sequence.
+	EntryReordered Kind = "entry-reordered"
+	// ChainForked: the chain disagrees with a checkpoint seen earlier (a
+	// sibling history, a rollback, or a rewrite past the witness).
+	ChainForked Kind = "chain-forked"
+	// Unsealed: a batch or entry carries no seal at all (written by
+	// something other than git-lossless, or a format this version cannot
+	// read).
+	Unsealed Kind = "unsealed"
+	// Pruned: the blob is gone and a prune record says it was removed on
+	// purpose. Expected, not a failure.
+	Pruned Kind = "pruned"
+)
+
+// ErrMissing is wrapped by Source.Content when a blob does not exist.
+var ErrMissing = errors.New("object missing")
+
+// ErrCorrupt is wrapped by Source.Content when a blob exists but cannot be
+// read back (a damaged object file): its content has changed.
+var ErrCorrupt = errors.New("object corrupt")
+
+// Batch is one commit of a writer's log as read from storage.
+type Batch struct {
+	Commit string
+	// Seq and Seal are the commit's trailers: the seq and seal of its last
+	// entry. Zero/empty when the commit carries none.
+	Seq  int64
+	Seal string
+	// Lines are the stored event lines, without newlines.
+	Lines [][]byte
+	// Blobs holds the blob ids the batch's tree references.
+	Blobs map[string]bool
+	// Err is set when the commit could not be read as a batch at all.
+	Err error
+}
+
+// Source is what a chain is verified against: the batches of one writer,
+// the content of blobs, and the checkpoints seen before.
+type Source interface {
+	// Batches returns the writer's batches, oldest first.
+	Batches(ctx context.Context, writer string) ([]Batch, error)
+	// Content returns a blob's bytes, or an error wrapping ErrMissing.
+	Content(ctx context.Context, blob string) ([]byte, error)
+	// Checkpoints returns the heads of this writer seen earlier.
+	Checkpoints(ctx context.Context, writer string) ([]Checkpoint, error)
+}
+
+// Break is the first problem found in a writer's chain.
+type Break struct {
+	Kind   Kind   `json:"kind"`
+	Seq    int64  `json:"seq,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	Blob   string `json:"blob,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// Report is the result of verifying one writer.
+type Report struct {
+	Writer  string `json:"writer"`
+	Entries int64  `json:"entries"`
+	Batches int    `json:"batches"`
+	Head    string `json:"head,omitempty"` // seal of the last entry
+	Commit  string `json:"commit,omitempty"`
+	Blobs   int    `json:"blobs_checked"`
+	// Pruned lists entries whose content was removed by a prune record.
+	Pruned []Break `json:"pruned,omitempty"`
+	Break  *Break  `json:"break,omitempty"`
+}
+
+// OK reports whether the writer verified without a break.
+func (r *Report) OK() bool { return r.Break == nil }
+
+// entry is the part of a line the verifier reads.
+type entry struct {
+	Seq      *int64 `json:"seq"`
+	Prev     string `json:"prev"`
+	Blob     string `json:"blob"`
+	SHA256   string `json:"sha256"`
+	Excluded bool   `json:"excluded"`
+	Op       string `json:"op"`
+	Pruned   []struct {
+		Blob   string `json:"blob"`
+		SHA256 string `json:"sha256"`
+	} `json:"pruned"`
+}
+
+// Options tunes verification.
+type Options struct {
+	// SkipContent skips reading blobs (structure and chain only).
+	SkipContent bool
+}
+
+// Verify walks one writer's chain and reports the first break: sequence,
+// links and batch trailers first, then every referenced blob's presence and
+// sha256, then the checkpoints. The earliest break (lowest seq) wins.
+func Verify(ctx context.Context, src Source, writer string, opt Options) (*Report, error) {
+	rep := &Report{Writer: writer}
+	batches, err := src.Batches(ctx, writer)
+	if err != nil {
+		return nil, fmt.Errorf("read writer %s: %w", writer, err)
+	}
+	rep.Batches = len(batches)
+	if len(batches) > 0 {
+		rep.Commit = batches[len(batches)-1].Commit
+	}
+
+	type ref struct {
+		seq    int64
+		commit string
+		blob   string
+		sha256 string
+		inTree bool
+	}
+	var (
+		prev    = Genesis(writer)
+		seq     int64
+		seals   [][32]byte
+		refs    []ref
+		pruned  = map[string]bool{}
+		first   *Break
+		setFrom = func(b Break) {
+			if first == nil || b.Seq < first.Seq {
+				bb := b
+				first = &bb
+			}
+		}
+	)
+structure:
+	for _, b := range batches {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if b.Err != nil {
+			setFrom(Break{Kind: Unsealed, Seq: seq + 1, Commit: b.Commit, Detail: b.Err.Error()})
+			break
+		}
+		if b.Seq == 0 || b.Seal == "" || len(b.Lines) == 0 {
+			setFrom(Break{Kind: Unsealed, Seq: seq + 1, Commit: b.Commit, Detail: "batch commit carries no seal"})
+			break
+		}
+		for _, line := range b.Lines {
+			var e entry
+			if err := json.Unmarshal(line, &e); err != nil {
+				setFrom(Break{Kind: EntryEdited, Seq: seq + 1, Commit: b.Commit, Detail: "entry is not valid JSON: " + err.Error()})
+				break structure
+			}
+			if e.Seq == nil || e.Prev == "" {
+				setFrom(Break{Kind: Unsealed, Seq: seq + 1, Commit: b.Commit, Detail: "entry has no seq/prev"})
+				break structure
+			}
+			if *e.Seq != seq+1 {
+				setFrom(Break{Kind: EntryReordered, Seq: seq + 1, Commit: b.Commit,
+					Detail: fmt.Sprintf("expected entry %d, found %d", seq+1, *e.Seq)})
+				break structure
+			}
+			if e.Prev != prev {
+				setFrom(Break{Kind: EntryEdited, Seq: seq, Commit: b.Commit,
+					Detail: fmt.Sprintf("entry %d names prev %.12s, but entry %d hashes to %.12s", seq+1, e.Prev, seq, prev)})
+				break structure
+			}
+			seq++
+			sum := sha256.Sum256(line)
+			seals = append(seals, sum)
+			prev = hex.EncodeToString(sum[:])
+			for _, p := range e.Pruned {
+				pruned[p.Blob] = true
+			}
+			if e.Blob != "" && !e.Excluded {
+				refs = append(refs, ref{seq: seq, commit: b.Commit, blob: e.Blob, sha256: e.SHA256, inTree: b.Blobs[e.Blob]})
+			}
+		}
+		if b.Seq != seq || b.Seal != prev {
+			setFrom(Break{Kind: EntryEdited, Seq: seq, Commit: b.Commit,
+				Detail: fmt.Sprintf("batch commit seals entry %d as %.12s, entries end at %d hashing to %.12s", b.Seq, b.Seal, seq, prev)})
+			break
+		}
+	}
+	rep.Entries = seq
+	if seq > 0 {
+		rep.Head = prev
+	}
+
+	if !opt.SkipContent {
+		checked := map[string]string{} // blob -> "" ok, or kind
+		for _, r := range refs {
+			if first != nil && r.seq >= first.Seq {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if !r.inTree {
+				if pruned[r.blob] {
+					rep.Pruned = append(rep.Pruned, Break{Kind: Pruned, Seq: r.seq, Commit: r.commit, Blob: r.blob, Detail: "removed by a prune record"})
+					continue
+				}
+				setFrom(Break{Kind: BlobMissing, Seq: r.seq, Commit: r.commit, Blob: r.blob, Detail: "blob is not in its batch's tree"})
+				break
+			}
+			key := r.blob + " " + r.sha256
+			res, seen := checked[key]
+			if !seen {
+				data, err := src.Content(ctx, r.blob)
+				switch {
+				case errors.Is(err, ErrMissing):
+					res = string(BlobMissing)
+				case errors.Is(err, ErrCorrupt):
+					res = string(ContentChanged)
+				case err != nil:
+					return nil, fmt.Errorf("read blob %s: %w", r.blob, err)
+				default:
+					rep.Blobs++
+					sum := sha256.Sum256(data)
+					if hex.EncodeToString(sum[:]) != r.sha256 || gitBlobID(data) != r.blob {
+						res = string(ContentChanged)
+					}
+				}
+				checked[key] = res
+			}
+			switch res {
+			case "":
+			case string(BlobMissing):
+				if pruned[r.blob] {
+					rep.Pruned = append(rep.Pruned, Break{Kind: Pruned, Seq: r.seq, Commit: r.commit, Blob: r.blob, Detail: "removed by a prune record"})
+					continue
+				}
+				setFrom(Break{Kind: BlobMissing, Seq: r.seq, Commit: r.commit, Blob: r.blob, Detail: "blob is not in the repository"})
+			default:
+				setFrom(Break{Kind: ContentChanged, Seq: r.seq, Commit: r.commit, Blob: r.blob, Detail: "blob content does not hash to the recorded sha256"})
+			}
+			if res != "" && first != nil {
+				break
+			}
+		}
+	}
+
+	cps, err := src.Checkpoints(ctx, writer)
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoints of %s: %w", writer, err)
+	}
+	for _, cp := range cps {
+		if cp.Seq <= 0 {
+			continue
+		}
+		if cp.Seq > int64(len(seals)) {
+			if first == nil { // a shorter chain because of an earlier break is that break
+				setFrom(Break{Kind: ChainForked, Seq: int64(len(seals)) + 1,
+					Detail: fmt.Sprintf("chain ends at entry %d but entry %d (%.12s) was seen before: rolled back or replaced", len(seals), cp.Seq, cp.Seal)})
+			}
+			continue
+		}
+		if hex.EncodeToString(seals[cp.Seq-1][:]) != cp.Seal {
+			setFrom(Break{Kind: ChainForked, Seq: cp.Seq,
+				Detail: fmt.Sprintf("entry %d hashes to %.12s but %.12s was seen before: the ref points at another history", cp.Seq, hex.EncodeToString(seals[cp.Seq-1][:]), cp.Seal)})
+		}
+	}
+	rep.Break = first
+	return rep, nil
+}
