@@ -841,3 +841,31 @@ func (s *Store) checkpoints(writer string) ([]seal.Checkpoint, error) {
 	}
 	return out, nil
 }
+
+// RelPath is the path recorded for the file at abs: relative to the work
+// tree's top (slash-separated) when inside it, absolute otherwise.
+func (s *Store) RelPath(abs string) string {
+	abs = filepath.Clean(abs)
+	wt := s.loc.WorkTree
+	if wt == "" {
+		return abs
+	}
+	try := func(p string) (string, bool) {
+		rel, err := filepath.Rel(wt, p)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return "", false
+		}
+		return filepath.ToSlash(rel), true
+	}
+	if r, ok := try(abs); ok {
+		return r
+	}
+	// The work tree is recorded with symlinks resolved; resolve the file's
+	// directory too (e.g. /tmp -> /private/tmp).
+	if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		if r, ok := try(filepath.Join(d, filepath.Base(abs))); ok {
+			return r
+		}
+	}
+	return abs
+}

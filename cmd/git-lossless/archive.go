@@ -1,0 +1,545 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/seal"
+)
+
+func recordCmd() *command {
+	return &command{
+		name:    "record",
+		summary: "archive files as an agent saw or wrote them",
+		usage:   "--op read|edit|write [--session S] [--agent A] [--writer W] PATH...",
+		long: `Archives each PATH's current content as a git blob and appends one event
+per path to the writer's log (refs/lossless/<writer>), sealed in its chain.
+Paths inside the repository are recorded relative to its top; others
+absolutely. A path on the deny list is recorded with excluded:true and its
+content is never written. Directories, missing and unreadable files are
+refused with an error; the other paths are still recorded (exit 1).
+
+The writer defaults to cli-<session> with --session, else cli.`,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			op := fs.String("op", "", "what happened: read, edit or write (required)")
+			session := fs.String("session", "", "session id the event belongs to")
+			agent := fs.String("agent", "", "subagent id (empty: the main context)")
+			writer := fs.String("writer", "", "writer name (ref refs/lossless/<writer>)")
+			view := fs.String("view", "full", "what part was seen: full or lines:A-B")
+			key := fs.String("key", "", "dedupe key: an event with a key already stored is skipped (one path only)")
+			source := fs.String("source", "cli", "who recorded: cli, hook, sweep, proxy or mcp")
+			quiet := fs.BoolP("quiet", "q", false, "print nothing on success")
+			return func(ctx context.Context, e *env, args []string) error {
+				switch *op {
+				case "read", "edit", "write":
+				case "":
+					return usagef("--op is required: read, edit or write")
+				default:
+					return usagef("--op %q: use read, edit or write", *op)
+				}
+				if len(args) == 0 {
+					return usagef("record needs at least one PATH")
+				}
+				if *key != "" && len(args) > 1 {
+					return usagef("--key applies to one PATH; got %d", len(args))
+				}
+				if !validView(*view) {
+					return usagef("--view %q: use full or lines:A-B", *view)
+				}
+				w := *writer
+				if w == "" {
+					w = "cli"
+					if *session != "" {
+						w = gitstore.WriterName("cli-", *session)
+					}
+				}
+				if err := gitstore.ValidWriter(w); err != nil {
+					return usagef("%v", err)
+				}
+				st, err := openStore(e)
+				if err != nil {
+					return err
+				}
+				var recs []gitstore.Record
+				var problems []string
+				for _, p := range args {
+					rec, err := fileRecord(st, e.dir, p)
+					if err != nil {
+						problems = append(problems, err.Error())
+						fmt.Fprintf(e.stderr, "git-lossless: error: %v\n", err)
+						continue
+					}
+					rec.Op, rec.Session, rec.Agent, rec.Sidechain = *op, *session, *agent, *agent != ""
+					rec.View, rec.Key, rec.Source = *view, *key, *source
+					recs = append(recs, rec)
+				}
+				if len(recs) > 0 {
+					res, err := st.Append(ctx, w, recs)
+					if err != nil {
+						return fmt.Errorf("record to %s: %w", w, err)
+					}
+					if !*quiet {
+						for _, ev := range res.Events {
+							printRecorded(e.stdout, ev)
+						}
+						if res.Deduped > 0 {
+							fmt.Fprintf(e.stdout, "skipped %d already recorded (same key)\n", res.Deduped)
+						}
+					}
+				}
+				if len(problems) > 0 {
+					return failedError{fmt.Sprintf("%d of %d paths refused", len(problems), len(args))}
+				}
+				return nil
+			}
+		},
+	}
+}
+
+var viewRe = regexp.MustCompile(`^(full|lines:[0-9]+-[0-9]+)$`)
+
+func validView(v string) bool { return viewRe.MatchString(v) }
+
+func printRecorded(w io.Writer, ev gitstore.Event) {
+	if ev.Excluded {
+		fmt.Fprintf(w, "recorded %s %s (excluded: content withheld by the deny list) as %s#%d\n", ev.Op, ev.Path, ev.Writer, ev.Seq)
+		return
+	}
+	fmt.Fprintf(w, "recorded %s %s blob %s (%d bytes) as %s#%d\n", ev.Op, ev.Path, ev.Blob, ev.Bytes, ev.Writer, ev.Seq)
+}
+
+// fileRecord reads one path for recording: regular files (or symlinks to
+// them) only, byte for byte.
+func fileRecord(st *gitstore.Store, dir, p string) (gitstore.Record, error) {
+	abs := p
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(dir, p)
+	}
+	abs = filepath.Clean(abs)
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return gitstore.Record{}, fmt.Errorf("%s: no such file", p)
+	case errors.Is(err, fs.ErrPermission):
+		return gitstore.Record{}, fmt.Errorf("%s: permission denied", p)
+	case err != nil:
+		return gitstore.Record{}, fmt.Errorf("%s: %v", p, err)
+	case fi.IsDir():
+		return gitstore.Record{}, fmt.Errorf("%s: is a directory; record files one by one", p)
+	case !fi.Mode().IsRegular():
+		return gitstore.Record{}, fmt.Errorf("%s: not a regular file", p)
+	}
+	rec := gitstore.Record{File: abs}
+	rec.SetPath(st.RelPath(abs))
+	if _, _, denied := st.Deny().Check(abs); denied {
+		rec.Excluded = true // never even read
+		return rec, nil
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return gitstore.Record{}, fmt.Errorf("%s: permission denied", p)
+		}
+		return gitstore.Record{}, fmt.Errorf("%s: %v", p, err)
+	}
+	rec.Content, rec.HasContent = data, true
+	return rec, nil
+}
+
+// filterFlags are the event filters shared by log and friends.
+type filterFlags struct {
+	session, agent, path, writer, op, source, since, until *string
+	limit                                                  *int
+}
+
+func addFilterFlags(fs *pflag.FlagSet) *filterFlags {
+	return &filterFlags{
+		session: fs.String("session", "", "only this session"),
+		agent:   fs.String("agent", "", "only this subagent id, or 'main' for main contexts"),
+		path:    fs.String("path", "", "only this path (exact, or a glob such as 'src/**/*.go')"),
+		writer:  fs.String("writer", "", "only this writer"),
+		op:      fs.String("op", "", "only this op (read, edit, write, span, ...)"),
+		source:  fs.String("source", "", "only this source (hook, sweep, proxy, mcp, cli)"),
+		since:   fs.String("since", "", "only events at or after: RFC 3339 time or age such as 30m, 24h, 7d, 2w"),
+		until:   fs.String("until", "", "only events before: RFC 3339 time or age"),
+		limit:   fs.Int("limit", 0, "only the last N events"),
+	}
+}
+
+func (f *filterFlags) query(now time.Time) (gitstore.Query, error) {
+	q := gitstore.Query{Session: *f.session, Agent: *f.agent, Path: *f.path, Op: *f.op, Source: *f.source, Limit: *f.limit}
+	if *f.writer != "" {
+		q.Writers = []string{*f.writer}
+	}
+	var err error
+	if q.Since, err = parseWhen(*f.since, now); err != nil {
+		return q, usagef("--since: %v", err)
+	}
+	if q.Until, err = parseWhen(*f.until, now); err != nil {
+		return q, usagef("--until: %v", err)
+	}
+	if *f.limit < 0 {
+		return q, usagef("--limit must be positive")
+	}
+	return q, nil
+}
+
+// parseWhen accepts RFC 3339 times, dates, and ages (30m, 24h, 7d, 2w).
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	if n := len(s); n >= 2 {
+		unit := s[n-1]
+		if v, err := strconv.ParseFloat(s[:n-1], 64); err == nil && v >= 0 {
+			mult := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour, 'w': 7 * 24 * time.Hour}[unit]
+			if mult != 0 {
+				return now.Add(-time.Duration(v * float64(mult))), nil
+			}
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a time (2026-12-02T15:04:05Z, 2026-12-02) nor an age (30m, 24h, 7d, 2w)", s)
+}
+
+func logCmd() *command {
+	return &command{
+		name:    "log",
+		summary: "show archived events of every writer in time order",
+		usage:   "[--json] [filters]",
+		long: `Merges all writers' logs in time order. The table shows time, writer and
+entry number, op, session, agent, path and blob; --json prints one stored
+event line per event (unknown fields kept), with its writer and commit.`,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			f := addFilterFlags(fs)
+			asJSON := fs.Bool("json", false, "one JSON object per line")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("log takes no arguments; use --path to select a file")
+				}
+				q, err := f.query(time.Now())
+				if err != nil {
+					return err
+				}
+				st, err := openStore(e)
+				if err != nil {
+					return err
+				}
+				evs, err := st.Events(ctx, q)
+				if err != nil {
+					return err
+				}
+				bw := bufio.NewWriter(e.stdout)
+				defer bw.Flush()
+				if *asJSON {
+					for _, ev := range evs {
+						b, err := json.Marshal(ev)
+						if err != nil {
+							return err
+						}
+						bw.Write(b)
+						bw.WriteByte('\n')
+					}
+					return nil
+				}
+				if len(evs) == 0 {
+					fmt.Fprintln(bw, "no events")
+					return nil
+				}
+				tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "TIME\tWRITER#SEQ\tOP\tSESSION\tAGENT\tPATH\tBLOB\tBYTES")
+				for _, ev := range evs {
+					blob := "-"
+					if ev.Excluded {
+						blob = "(excluded)"
+					} else if ev.Blob != "" {
+						blob = ev.Blob[:12]
+					}
+					agent := ev.Agent
+					if agent == "" {
+						agent = "main"
+					}
+					fmt.Fprintf(tw, "%s\t%s#%d\t%s\t%s\t%s\t%s\t%s\t%d\n",
+						ev.TS.Local().Format("2006-01-02 15:04:05"), ev.Writer, ev.Seq, ev.Op,
+						dash(shortText(ev.Session, 12)), agent, dash(ev.Path), blob, ev.Bytes)
+				}
+				return tw.Flush()
+			}
+		},
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func shortText(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func catCmd() *command {
+	return &command{
+		name:    "cat",
+		summary: "print an archived blob's exact bytes",
+		usage:   "SHA1",
+		long:    "Prints the blob byte for byte (binary included); the same as `git cat-file -p SHA1`.",
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 1 {
+					return usagef("cat needs exactly one blob id")
+				}
+				st, err := openStore(e)
+				if err != nil {
+					return err
+				}
+				b, err := st.Blob(ctx, args[0])
+				if errors.Is(err, gitstore.ErrObjectMissing) {
+					return withHint(fmt.Errorf("blob %s is not in %s", args[0], st.Location().CommonDir), "`git lossless log --json` lists the blobs events name; a pruned blob is gone on purpose")
+				}
+				if err != nil {
+					return err
+				}
+				_, err = e.stdout.Write(b)
+				return err
+			}
+		},
+	}
+}
+
+func verifyCmd() *command {
+	return &command{
+		name:    "verify",
+		summary: "check every writer's seal chain and archived content",
+		usage:   "[--all] [--json] [WRITER...]",
+		long: `Walks each writer's log from its first entry: sequence, links and batch
+seals, then every referenced blob's presence and sha256, then the heads this
+machine saw earlier (the witness). Reports OK or the first break per writer:
+content-changed, blob-missing, entry-edited, entry-reordered, chain-forked,
+unsealed. Entries whose blob a prune record removed are reported as pruned,
+which is expected. Exit 0 only when every writer verifies.`,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			all := fs.Bool("all", false, "verify every writer (the default without WRITER arguments)")
+			asJSON := fs.Bool("json", false, "print one JSON report per writer")
+			quick := fs.Bool("no-content", false, "check the chains only, not the blobs")
+			return func(ctx context.Context, e *env, args []string) error {
+				if *all && len(args) > 0 {
+					return usagef("give --all or WRITER names, not both")
+				}
+				st, err := openStore(e)
+				if err != nil {
+					return err
+				}
+				writers := args
+				if len(writers) == 0 {
+					ws, err := st.Writers(ctx)
+					if err != nil {
+						return err
+					}
+					for _, w := range ws {
+						writers = append(writers, w.Name)
+					}
+				}
+				if locks, err := st.Locks(); err == nil {
+					for _, l := range locks {
+						if l.Stale {
+							fmt.Fprintf(e.stderr, "git-lossless: warning: stale lock %s (%s); `git lossless locks --clean` removes it\n", l.Path, l.Why)
+						}
+					}
+				}
+				bad := 0
+				enc := json.NewEncoder(e.stdout)
+				for _, w := range writers {
+					if err := gitstore.ValidWriter(w); err != nil {
+						return usagef("%v", err)
+					}
+					rep, err := st.Verify(ctx, w, seal.Options{SkipContent: *quick})
+					if err != nil {
+						return err
+					}
+					if rep.Batches == 0 {
+						return fmt.Errorf("no writer %q in %s", w, st.Location().CommonDir)
+					}
+					if !rep.OK() {
+						bad++
+					}
+					if *asJSON {
+						if err := enc.Encode(struct {
+							*seal.Report
+							OK bool `json:"ok"`
+						}{rep, rep.OK()}); err != nil {
+							return err
+						}
+						continue
+					}
+					printReport(e.stdout, rep)
+				}
+				if !*asJSON {
+					fmt.Fprintf(e.stdout, "%d writers, %d ok, %d broken\n", len(writers), len(writers)-bad, bad)
+				}
+				if bad > 0 {
+					return failedError{fmt.Sprintf("%d of %d writers failed verification", bad, len(writers))}
+				}
+				return nil
+			}
+		},
+	}
+}
+
+func printReport(w io.Writer, r *seal.Report) {
+	if r.OK() {
+		fmt.Fprintf(w, "OK     %s: %d entries in %d batches, %d blobs checked, seal %.16s\n", r.Writer, r.Entries, r.Batches, r.Blobs, r.Head)
+	} else {
+		b := r.Break
+		fmt.Fprintf(w, "BREAK  %s: %s at entry %d", r.Writer, b.Kind, b.Seq)
+		if b.Commit != "" {
+			fmt.Fprintf(w, " (commit %.12s)", b.Commit)
+		}
+		if b.Blob != "" {
+			fmt.Fprintf(w, " blob %s", b.Blob)
+		}
+		fmt.Fprintf(w, ": %s\n", b.Detail)
+	}
+	if len(r.Pruned) > 0 {
+		fmt.Fprintf(w, "       %s: %d entries pruned (expected: removed by a prune record)\n", r.Writer, len(r.Pruned))
+	}
+}
+
+func headsCmd() *command {
+	return &command{
+		name:    "heads",
+		summary: "print each writer's chain head and length",
+		usage:   "[--json]",
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			asJSON := fs.Bool("json", false, "one JSON object per writer")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("heads takes no arguments")
+				}
+				st, err := openStore(e)
+				if err != nil {
+					return err
+				}
+				ws, err := st.Writers(ctx)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					enc := json.NewEncoder(e.stdout)
+					for _, w := range ws {
+						if err := enc.Encode(w); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				if len(ws) == 0 {
+					fmt.Fprintf(e.stdout, "no writers in %s\n", st.Location().CommonDir)
+					return nil
+				}
+				tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "WRITER\tENTRIES\tSEAL\tCOMMIT")
+				for _, w := range ws {
+					if w.Err != "" {
+						fmt.Fprintf(tw, "%s\t?\t(%s)\t%s\n", w.Name, w.Err, w.Commit)
+						continue
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", w.Name, w.Seq, w.Seal, w.Commit)
+				}
+				return tw.Flush()
+			}
+		},
+	}
+}
+
+func locksCmd() *command {
+	return &command{
+		name:    "locks",
+		summary: "report (and with --clean remove) stale ref locks",
+		usage:   "[--clean]",
+		long: `A process killed while moving a ref leaves refs/lossless/<writer>.lock.
+A lock is stale when the git-lossless process that took it is gone, or when
+any lock is older than 30 seconds (git holds ref locks for milliseconds).
+Appends remove stale locks themselves; this command shows them.`,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			clean := fs.Bool("clean", false, "remove stale locks")
+			return func(ctx context.Context, e *env, args []string) error {
+				st, err := openStore(e)
+				if err != nil {
+					return err
+				}
+				ls, err := st.Locks()
+				if err != nil {
+					return err
+				}
+				if len(ls) == 0 {
+					fmt.Fprintln(e.stdout, "no locks")
+					return nil
+				}
+				for _, l := range ls {
+					state := "held"
+					if l.Stale {
+						state = "stale: " + l.Why
+					}
+					fmt.Fprintf(e.stdout, "%s (%s, age %s)\n", l.Path, state, l.Age.Round(time.Millisecond))
+				}
+				if *clean {
+					removed, err := st.CleanStaleLocks()
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(e.stdout, "removed %d stale locks\n", len(removed))
+				}
+				return nil
+			}
+		},
+	}
+}
+
+func reindexCmd() *command {
+	return &command{
+		name:    "reindex",
+		summary: "rebuild the derived index from the commits",
+		usage:   "",
+		long: `The index under <git dir>/lossless/index is a cache of each writer's event
+lines; readers check it against the refs and catch it up themselves. This
+rebuilds it from scratch. It is never the source of truth.`,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			return func(ctx context.Context, e *env, args []string) error {
+				st, err := openStore(e)
+				if err != nil {
+					return err
+				}
+				if err := st.Reindex(ctx); err != nil {
+					return err
+				}
+				fmt.Fprintln(e.stdout, "index rebuilt")
+				return nil
+			}
+		},
+	}
+}
