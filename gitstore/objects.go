@@ -41,6 +41,9 @@ type objectDB struct {
 	mu  sync.Mutex
 	gg  *filesystem.ObjectStorage
 	sto *filesystem.Storage
+
+	packsOnce sync.Once
+	packs     bool
 }
 
 func newObjectDB(commonDir string, fsync bool) *objectDB {
@@ -217,17 +220,23 @@ func (db *objectDB) hasPacked(id string) bool {
 
 // hasPacks is a cheap directory check that spares repositories without
 // packs (the common case for a young archive) from go-git entirely.
+// The answer is cached for the process. A stale "no" (an outside gc packed
+// the repository since) only makes write store a loose copy of an object a
+// pack already holds, which is harmless; reads never consult it.
 func (db *objectDB) hasPacks() bool {
-	ents, err := os.ReadDir(filepath.Join(db.dir, "pack"))
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		if filepath.Ext(e.Name()) == ".pack" {
-			return true
+	db.packsOnce.Do(func() {
+		ents, err := os.ReadDir(filepath.Join(db.dir, "pack"))
+		if err != nil {
+			return
 		}
-	}
-	return false
+		for _, e := range ents {
+			if filepath.Ext(e.Name()) == ".pack" {
+				db.packs = true
+				return
+			}
+		}
+	})
+	return db.packs
 }
 
 func (db *objectDB) readPacked(id string) (string, []byte, error) {
@@ -263,5 +272,7 @@ func (db *objectDB) readPacked(id string) (string, []byte, error) {
 func (db *objectDB) reset() {
 	db.mu.Lock()
 	db.gg, db.sto = nil, nil
+	db.packsOnce = sync.Once{}
+	db.packs = false
 	db.mu.Unlock()
 }

@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,16 +153,33 @@ func (s *Store) Config() *Config { return s.cfg }
 // Deny returns the deny list in force.
 func (s *Store) Deny() *DenyList { return s.deny }
 
-var writerRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
 // ValidWriter checks a writer name: letters, digits, '.', '_', '-', not
 // starting with a punctuation mark, at most 128 bytes, and a valid git ref
 // component (no "..", no ".lock" suffix).
 func ValidWriter(w string) error {
-	if !writerRe.MatchString(w) || strings.Contains(w, "..") || strings.HasSuffix(w, ".lock") || strings.HasSuffix(w, ".") {
+	if !writerChars(w) || strings.Contains(w, "..") || strings.HasSuffix(w, ".lock") || strings.HasSuffix(w, ".") {
 		return fmt.Errorf("invalid writer name %q: use letters, digits, '.', '_' and '-'", w)
 	}
 	return nil
+}
+
+// writerChars checks the character rule by hand: a regexp with a {0,127}
+// repetition compiles into a program large enough to cost milliseconds at
+// every process start, which every hook pays.
+func writerChars(w string) bool {
+	if len(w) == 0 || len(w) > 128 {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case (c == '.' || c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // WriterName turns any label (a session id, a host:port) into a valid
@@ -229,54 +245,11 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 	defer s.appendMu.Unlock()
 
 	// 1. Blobs: denied paths never reach an object.
-	events := make([]Event, len(recs))
 	var pending []string
-	blobs := map[string]bool{}
-	for i := range recs {
-		r := &recs[i]
-		e := r.Event
-		e.Seq, e.Prev, e.Raw, e.Writer, e.Commit = 0, "", nil, "", ""
-		if e.TS.IsZero() {
-			e.TS = s.now()
-		}
-		if e.Op == "" {
-			return AppendResult{}, fmt.Errorf("record %d: op is required", i)
-		}
-		if e.Source == "" {
-			return AppendResult{}, fmt.Errorf("record %d: source is required", i)
-		}
-		if e.Repo == "" {
-			e.Repo = s.repoLabel()
-		}
-		denied := e.Excluded
-		if !denied && (e.Path != "" || r.File != "") {
-			if _, _, d := s.deny.Check(e.RawPath()); d {
-				denied = true
-			}
-			if r.File != "" {
-				if _, _, d := s.deny.Check(r.File); d {
-					denied = true
-				}
-			}
-		}
-		if denied {
-			e.Excluded = true
-			e.Blob, e.SHA256, e.Bytes, e.Tokens = "", "", 0, 0
-		} else if r.HasContent {
-			id, err := s.odb.write("blob", r.Content, &pending)
-			if err != nil {
-				return AppendResult{}, err
-			}
-			sum := sha256.Sum256(r.Content)
-			e.Blob = id
-			e.SHA256 = hex.EncodeToString(sum[:])
-			e.Bytes = int64(len(r.Content))
-			if e.Tokens == 0 {
-				e.Tokens = EstimateTokens(len(r.Content))
-			}
-			blobs[id] = true
-		}
-		events[i] = e
+	sink := looseSink{s.odb, &pending}
+	events, err := s.prepareRecords(recs, sink)
+	if err != nil {
+		return AppendResult{}, err
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, s.lockT)
@@ -308,7 +281,7 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 			}
 		}
 		// 3. Chain and commit on this head.
-		out, commit, newHead, err := s.buildBatch(writer, h, batch, &pending)
+		out, commit, newHead, err := s.buildBatchTo(sink, writer, h, batch)
 		if err != nil {
 			return AppendResult{}, err
 		}
@@ -335,6 +308,81 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 		}
 		return AppendResult{Commit: commit, Events: out, Deduped: deduped}, nil
 	}
+}
+
+// objectSink receives the objects of an append: looseSink writes each as
+// a loose object (Append), packSink collects them into one packfile
+// (Import). The batch encoding (prepareRecords, buildBatchTo) is shared, so
+// both produce byte-identical objects.
+type objectSink interface {
+	// put stores an object (unless the sink knows it exists) and returns
+	// its id. The sink may keep body until it is finished: callers must not
+	// modify it afterwards.
+	put(typ string, body []byte) (string, error)
+}
+
+// looseSink writes loose objects, collecting the paths still to fsync.
+type looseSink struct {
+	db      *objectDB
+	pending *[]string
+}
+
+func (l looseSink) put(typ string, body []byte) (string, error) {
+	return l.db.write(typ, body, l.pending)
+}
+
+// prepareRecords turns records into events ready to chain: it validates
+// them, fills defaults, applies the deny list (a denied path never reaches
+// an object: its event is stored with excluded:true and no content) and
+// stores each kept content as a blob through sink.
+func (s *Store) prepareRecords(recs []Record, sink objectSink) ([]Event, error) {
+	events := make([]Event, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		e := r.Event
+		e.Seq, e.Prev, e.Raw, e.Writer, e.Commit = 0, "", nil, "", ""
+		if e.TS.IsZero() {
+			e.TS = s.now()
+		}
+		if e.Op == "" {
+			return nil, fmt.Errorf("record %d: op is required", i)
+		}
+		if e.Source == "" {
+			return nil, fmt.Errorf("record %d: source is required", i)
+		}
+		if e.Repo == "" {
+			e.Repo = s.repoLabel()
+		}
+		denied := e.Excluded
+		if !denied && (e.Path != "" || r.File != "") {
+			if _, _, d := s.deny.Check(e.RawPath()); d {
+				denied = true
+			}
+			if r.File != "" {
+				if _, _, d := s.deny.Check(r.File); d {
+					denied = true
+				}
+			}
+		}
+		if denied {
+			e.Excluded = true
+			e.Blob, e.SHA256, e.Bytes, e.Tokens = "", "", 0, 0
+		} else if r.HasContent {
+			id, err := sink.put("blob", r.Content)
+			if err != nil {
+				return nil, err
+			}
+			sum := sha256.Sum256(r.Content)
+			e.Blob = id
+			e.SHA256 = hex.EncodeToString(sum[:])
+			e.Bytes = int64(len(r.Content))
+			if e.Tokens == 0 {
+				e.Tokens = EstimateTokens(len(r.Content))
+			}
+		}
+		events[i] = e
+	}
+	return events, nil
 }
 
 func (s *Store) repoLabel() string {
@@ -385,8 +433,16 @@ func linesHaveKey(lines [][]byte, key string) bool {
 }
 
 // buildBatch chains evs after h and writes the events blob, trees and
-// commit (not yet durable: their paths are added to pending).
+// commit as loose objects (not yet durable: their paths are added to
+// pending).
 func (s *Store) buildBatch(writer string, h head, evs []Event, pending *[]string) ([]Event, string, head, error) {
+	return s.buildBatchTo(looseSink{s.odb, pending}, writer, h, evs)
+}
+
+// buildBatchTo chains evs after h and stores the batch's events blob, trees
+// and commit through sink. It returns the chained events (Raw set), the
+// commit id and the new head.
+func (s *Store) buildBatchTo(sink objectSink, writer string, h head, evs []Event) ([]Event, string, head, error) {
 	prev := h.Seal
 	if h.Seq == 0 {
 		prev = seal.Genesis(writer)
@@ -411,7 +467,7 @@ func (s *Store) buildBatch(writer string, h head, evs []Event, pending *[]string
 			blobSet[e.Blob] = true
 		}
 	}
-	eventsID, err := s.odb.write("blob", body.Bytes(), pending)
+	eventsID, err := sink.put("blob", body.Bytes())
 	if err != nil {
 		return nil, "", head{}, err
 	}
@@ -421,19 +477,19 @@ func (s *Store) buildBatch(writer string, h head, evs []Event, pending *[]string
 		for id := range blobSet {
 			ents = append(ents, treeEntry{mode: "100644", name: id, id: id})
 		}
-		sub, err := s.odb.write("tree", encodeTree(ents), pending)
+		sub, err := sink.put("tree", encodeTree(ents))
 		if err != nil {
 			return nil, "", head{}, err
 		}
 		root = append(root, treeEntry{mode: "40000", name: "blobs", id: sub})
 	}
-	treeID, err := s.odb.write("tree", encodeTree(root), pending)
+	treeID, err := sink.put("tree", encodeTree(root))
 	if err != nil {
 		return nil, "", head{}, err
 	}
 	nh := head{Seq: seq, Seal: prev}
 	msg := batchMessage(writer, h.Seq+1, seq, prev)
-	commitID, err := s.odb.write("commit", encodeCommit(treeID, h.Commit, s.now(), msg), pending)
+	commitID, err := sink.put("commit", encodeCommit(treeID, h.Commit, s.now(), msg))
 	if err != nil {
 		return nil, "", head{}, err
 	}
@@ -869,3 +925,6 @@ func (s *Store) RelPath(abs string) string {
 	}
 	return abs
 }
+
+// Now returns the store's clock.
+func (s *Store) Now() time.Time { return s.now() }

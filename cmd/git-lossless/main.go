@@ -85,7 +85,7 @@ func withHint(err error, hint string) error { return hintError{err, hint} }
 func commands() []*command {
 	cs := []*command{
 		recordCmd(), logCmd(), catCmd(), verifyCmd(), headsCmd(), locksCmd(), reindexCmd(),
-		demoCmd(), benchCmd(),
+		demoCmd(), benchCmd(), pruneCmd(),
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
 	return cs
