@@ -24,6 +24,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -406,30 +407,50 @@ func hasKeys(evs []Event) bool {
 
 // dedupe drops events whose key occurs in lines or earlier in evs.
 func dedupe(evs []Event, lines [][]byte) ([]Event, int) {
+	stored := keySet(lines)
 	out := make([]Event, 0, len(evs))
-	seen := map[string]bool{}
 	n := 0
 	for _, e := range evs {
 		if e.Key != "" {
-			if seen[e.Key] || linesHaveKey(lines, e.Key) {
+			if stored[e.Key] {
 				n++
 				continue
 			}
-			seen[e.Key] = true
+			stored[e.Key] = true
 		}
 		out = append(out, e)
 	}
 	return out, n
 }
 
-func linesHaveKey(lines [][]byte, key string) bool {
-	needle := append([]byte(`"key":`), jsonString(key)...)
+// keySet extracts every dedupe key from stored lines. It scans for the
+// canonical `"key":"` member instead of decoding each line: a sweep checks
+// thousands of keys against thousands of lines, and this keeps that linear.
+func keySet(lines [][]byte) map[string]bool {
+	set := make(map[string]bool, len(lines))
+	needle := []byte(`"key":"`)
 	for _, l := range lines {
-		if bytes.Contains(l, needle) {
-			return true
+		i := bytes.Index(l, needle)
+		if i < 0 {
+			continue
+		}
+		rest := l[i+len(needle)-1:] // from the opening quote
+		end := 1
+		for end < len(rest) && rest[end] != '"' {
+			if rest[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		if end >= len(rest) {
+			continue
+		}
+		var k string
+		if err := json.Unmarshal(rest[:end+1], &k); err == nil {
+			set[k] = true
 		}
 	}
-	return false
+	return set
 }
 
 // buildBatch chains evs after h and writes the events blob, trees and
