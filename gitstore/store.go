@@ -949,3 +949,17 @@ func (s *Store) RelPath(abs string) string {
 
 // Now returns the store's clock.
 func (s *Store) Now() time.Time { return s.now() }
+
+// StateDir returns (creating it, 0700) a directory for an adapter's own
+// derived state, such as transcript cursors: <common dir>/lossless/<name>.
+// Such state must be rebuildable; the archive is the refs and objects.
+func (s *Store) StateDir(name string) (string, error) {
+	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." || name == "index" || name == "witness" {
+		return "", fmt.Errorf("invalid state dir name %q", name)
+	}
+	d := s.stateDir(name)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", fmt.Errorf("create state dir: %w", err)
+	}
+	return d, nil
+}
