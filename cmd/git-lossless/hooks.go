@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/git-lossless/git-lossless/hooks"
+)
+
+func hookCmd() *command {
+	return &command{
+		name:    "hook",
+		summary: "Claude Code hook entry point (reads the hook JSON on stdin)",
+		usage:   "session-start|pre-tool-use|post-tool-use|pre-compact|subagent-stop|session-end",
+		long: `Installed into Claude Code's settings by ` + "`git lossless install claude-code`" + `.
+post-tool-use archives what each Read, Write and Edit put into the context;
+pre-tool-use is the edit guard (denies edits of files the context has not
+seen in their current version; LOSSLESS_GUARD=off disables it);
+session-start (compact, resume) prints the working set back; pre-compact,
+subagent-stop and session-end sweep the transcripts into the archive.
+A hook never blocks Claude Code because of its own failure: errors are one
+line on stderr and exit 0. Claude Code's event names (PreToolUse, ...) are
+accepted too.`,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 1 {
+					fmt.Fprintf(e.stderr, "git-lossless: hook: expected one event name, got %d (ignored)\n", len(args))
+					return nil
+				}
+				hooks.Run(ctx, args[0], hooks.Env{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv})
+				return nil
+			}
+		},
+	}
+}
+
+func restoreCmd() *command {
+	return &command{
+		name:    "restore",
+		summary: "print a context's working set (current content) back for the model",
+		usage:   "[--session S] [--agent A] [--files F...] [--budget N]",
+		long: `Prints the current content of the files a context worked on (ranked:
+edited first, then by touches, then recency), each annotated with how it
+relates to what the context last saw, within a character budget. What it
+prints is recorded as seen by that context, so the edit guard lets the
+model edit those files afterwards.`,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			session := fs.String("session", "", "Claude Code session id")
+			agent := fs.String("agent", "", "subagent id (empty: the main context)")
+			files := fs.StringSlice("files", nil, "only these files (comma-separated or repeated)")
+			budget := fs.Int("budget", hooks.RestoreBudget, "characters of content at most")
+			return func(ctx context.Context, e *env, args []string) error {
+				all := append(append([]string{}, *files...), args...)
+				if *session == "" && len(all) == 0 {
+					return usagef("restore needs --session or --files")
+				}
+				if *budget <= 0 {
+					return usagef("--budget must be positive")
+				}
+				st, err := openStore(e)
+				if err != nil {
+					return err
+				}
+				for i, f := range all {
+					if !strings.HasPrefix(f, "/") {
+						all[i] = e.dir + "/" + f
+					}
+				}
+				out, err := hooks.Restore(ctx, st, hooks.RestoreOptions{Session: *session, Agent: *agent, Files: all, Budget: *budget})
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprint(e.stdout, out)
+				return err
+			}
+		},
+	}
+}
+
+func sweepCmd() *command {
+	return &command{
+		name:    "sweep",
+		summary: "archive Claude Code transcripts (and their subagents) by hand",
+		usage:   "TRANSCRIPT.jsonl...",
+		long: `Parses each session transcript and every subagent transcript under
+<session>/subagents/ from where the last sweep stopped, and archives the
+file versions the model was shown and the conversation as spans. A second
+sweep with nothing new adds nothing.`,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) == 0 {
+					return usagef("sweep needs at least one transcript path")
+				}
+				st, err := openStore(e)
+				if err != nil {
+					return err
+				}
+				for _, p := range args {
+					stats, err := hooks.SweepSession(ctx, st, p, hooks.SweepOptions{})
+					if err != nil {
+						return fmt.Errorf("sweep %s: %w", p, err)
+					}
+					fmt.Fprintf(e.stdout, "%s: %+v\n", p, stats)
+				}
+				return nil
+			}
+		},
+	}
+}

@@ -1,0 +1,152 @@
+// Package guard decides whether a model may edit a file: only when, in
+// its own current context, it has seen the version of the file that is on
+// disk now. It is pure: callers gather the evidence (from the archive and
+// the transcript) and the disk state; Decide applies the rules.
+//
+// The rules, in order:
+//
+//  1. A file that does not exist may be created.
+//  2. Evidence counts only in the context it was produced in (the main
+//     agent, or one subagent: a subagent's read never vouches for the main
+//     context, nor the other way round) and only after that context's last
+//     compaction boundary. Evidence is a RESULT the model received: a Read
+//     result, the content after its own Write or Edit, a file Claude Code
+//     re-attached after compaction, or content `git lossless restore`
+//     printed. Never a tool_use intent: the pending call's own tool_use is
+//     already in the transcript when the guard runs.
+//  3. No evidence in the context at all: deny (never seen). Evidence only
+//     before the last boundary: deny (compacted away).
+//  4. The latest evidence decides. If it carries a content hash, the file
+//     on disk must still have it (or the disk hash recorded beside it when
+//     the model saw it); otherwise deny (drift: someone else changed it).
+//  5. Latest evidence without a hash — a partial read (lines A-B), a
+//     non-text result — allows the edit. This is the deliberate fail-open
+//     direction: a model that read lines 10-20 of a file cannot be said to
+//     have seen "the version on disk", and denying every edit after a
+//     partial read would make the guard unusable on large files. Drift in
+//     such a file goes unnoticed.
+package guard
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Evidence is one result that put (a version of) a file into a context.
+type Evidence struct {
+	TS time.Time
+	// Op is what produced it: read, write, edit, attach, restore.
+	Op string
+	// Blob is the git blob id of the content the model received; empty
+	// when it carried no content we can hash.
+	Blob string
+	// DiskBlob is the git blob id of the file on disk when the evidence
+	// was taken, recorded only when it equals what the model was shown up
+	// to line endings (so it vouches for the same version).
+	DiskBlob string
+	// Partial is true for a view of part of the file.
+	Partial bool
+}
+
+// hashed reports whether the evidence pins a version of the file.
+func (e Evidence) hashed() bool { return !e.Partial && (e.Blob != "" || e.DiskBlob != "") }
+
+// Input is everything Decide needs about one edit.
+type Input struct {
+	// Path is the file as the model named it (for messages).
+	Path string
+	// Exists, DiskBlob: the file on disk now.
+	Exists   bool
+	DiskBlob string
+	// Evidence for this path in this context, any order, any time.
+	Evidence []Evidence
+	// Boundary is the context's last compaction boundary (zero: none).
+	Boundary time.Time
+	// Agent names the context in messages ("" = main agent).
+	Agent string
+	// RestoreHint is the command that brings content back, for messages.
+	RestoreHint string
+}
+
+// Kind classifies a decision.
+type Kind string
+
+const (
+	AllowCreate   Kind = "create"         // file does not exist
+	AllowCurrent  Kind = "current"        // latest evidence matches disk
+	AllowPartial  Kind = "partial"        // latest evidence has no hash (fail open)
+	DenyNeverSeen Kind = "never-seen"     // no evidence in this context
+	DenyCompacted Kind = "compacted"      // evidence only before the last boundary
+	DenyDrift     Kind = "drift"          // disk differs from what was seen
+	AllowOff      Kind = "guard-off"      // LOSSLESS_GUARD=off
+	AllowError    Kind = "internal-error" // our failure: fail open
+)
+
+// Decision is the guard's answer.
+type Decision struct {
+	Allow bool
+	Kind  Kind
+	// Reason is written for the model: what happened and what to do.
+	Reason string
+	// Latest is the evidence the decision rested on, if any.
+	Latest *Evidence
+}
+
+// Decide applies the rules in the package doc.
+func Decide(in Input) Decision {
+	if !in.Exists {
+		return Decision{Allow: true, Kind: AllowCreate}
+	}
+	var latest *Evidence
+	before := 0
+	for i := range in.Evidence {
+		e := &in.Evidence[i]
+		if !in.Boundary.IsZero() && !e.TS.After(in.Boundary) {
+			before++
+			continue
+		}
+		if latest == nil || !e.TS.Before(latest.TS) {
+			latest = e
+		}
+	}
+	ctx := "this context"
+	if in.Agent != "" {
+		ctx = "this subagent's context (" + in.Agent + ")"
+	}
+	hint := in.RestoreHint
+	if hint == "" {
+		hint = "git lossless restore --files " + quote(in.Path)
+	}
+	what := fmt.Sprintf("Read %s again with the Read tool (or run `%s`), then retry the edit.", in.Path, hint)
+	if latest == nil {
+		if before > 0 {
+			return Decision{Kind: DenyCompacted, Reason: fmt.Sprintf(
+				"git-lossless guard: edit of %s denied. You saw this file only before %s was compacted (%s), and it was not re-attached afterwards, so your view of it is gone. %s",
+				in.Path, ctx, in.Boundary.UTC().Format(time.RFC3339), what)}
+		}
+		return Decision{Kind: DenyNeverSeen, Reason: fmt.Sprintf(
+			"git-lossless guard: edit of %s denied. It exists, but %s has not seen its content (a read by another agent does not count). %s",
+			in.Path, ctx, what)}
+	}
+	if !latest.hashed() {
+		return Decision{Allow: true, Kind: AllowPartial, Latest: latest}
+	}
+	if in.DiskBlob != "" && (in.DiskBlob == latest.Blob || in.DiskBlob == latest.DiskBlob) {
+		return Decision{Allow: true, Kind: AllowCurrent, Latest: latest}
+	}
+	seen := latest.Blob
+	if seen == "" {
+		seen = latest.DiskBlob
+	}
+	return Decision{Kind: DenyDrift, Latest: latest, Reason: fmt.Sprintf(
+		"git-lossless guard: edit of %s denied. The file changed on disk after you last saw it (you saw version %.12s via %s at %s; disk now has %.12s): someone or something else edited it. %s",
+		in.Path, seen, latest.Op, latest.TS.UTC().Format(time.RFC3339), in.DiskBlob, what)}
+}
+
+func quote(p string) string {
+	if strings.ContainsAny(p, " \t'\"$`\\") {
+		return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+	}
+	return p
+}

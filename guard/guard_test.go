@@ -1,0 +1,63 @@
+package guard
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecideTable(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	const A, B, C = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "cccccccccccccccccccccccccccccccccccccccc"
+	cases := []struct {
+		name string
+		in   Input
+		want Kind
+	}{
+		{"missing file may be created", Input{Exists: false}, AllowCreate},
+		{"missing file even with stale evidence", Input{Exists: false, Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}}}, AllowCreate},
+		{"never seen", Input{Exists: true, DiskBlob: A}, DenyNeverSeen},
+		{"read current", Input{Exists: true, DiskBlob: A, Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}}}, AllowCurrent},
+		{"read then drift", Input{Exists: true, DiskBlob: B, Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}}}, DenyDrift},
+		{"disk blob vouches (line endings)", Input{Exists: true, DiskBlob: B, Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A, DiskBlob: B}}}, AllowCurrent},
+		{"own write is current", Input{Exists: true, DiskBlob: B, Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}, {TS: at(2), Op: "write", Blob: B}}}, AllowCurrent},
+		{"latest wins over older match", Input{Exists: true, DiskBlob: A, Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}, {TS: at(2), Op: "edit", Blob: B}}}, DenyDrift},
+		{"order of evidence slice does not matter", Input{Exists: true, DiskBlob: B, Evidence: []Evidence{{TS: at(2), Op: "edit", Blob: B}, {TS: at(1), Op: "read", Blob: A}}}, AllowCurrent},
+		{"partial read fails open", Input{Exists: true, DiskBlob: C, Evidence: []Evidence{{TS: at(1), Op: "read", Partial: true}}}, AllowPartial},
+		{"partial after full still fails open", Input{Exists: true, DiskBlob: C, Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}, {TS: at(2), Op: "read", Partial: true}}}, AllowPartial},
+		{"full after partial checks hash", Input{Exists: true, DiskBlob: C, Evidence: []Evidence{{TS: at(1), Op: "read", Partial: true}, {TS: at(2), Op: "read", Blob: A}}}, DenyDrift},
+		{"no-content evidence fails open", Input{Exists: true, DiskBlob: C, Evidence: []Evidence{{TS: at(1), Op: "edit"}}}, AllowPartial},
+		{"seen only before compaction", Input{Exists: true, DiskBlob: A, Boundary: at(5), Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}}}, DenyCompacted},
+		{"evidence at the boundary instant is before it", Input{Exists: true, DiskBlob: A, Boundary: at(5), Evidence: []Evidence{{TS: at(5), Op: "read", Blob: A}}}, DenyCompacted},
+		{"re-attached after compaction", Input{Exists: true, DiskBlob: A, Boundary: at(5), Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}, {TS: at(6), Op: "attach", Blob: A}}}, AllowCurrent},
+		{"re-attached then changed behind the agent", Input{Exists: true, DiskBlob: B, Boundary: at(5), Evidence: []Evidence{{TS: at(6), Op: "attach", Blob: A}}}, DenyDrift},
+		{"restore output counts", Input{Exists: true, DiskBlob: A, Boundary: at(5), Evidence: []Evidence{{TS: at(7), Op: "restore", Blob: A}}}, AllowCurrent},
+		{"unknown disk hash never matches", Input{Exists: true, DiskBlob: "", Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}}}, DenyDrift},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.in.Path = "src/x.go"
+			d := Decide(c.in)
+			if d.Kind != c.want {
+				t.Fatalf("kind = %s, want %s (reason %q)", d.Kind, c.want, d.Reason)
+			}
+			allow := (c.want == AllowCreate || c.want == AllowCurrent || c.want == AllowPartial)
+			if d.Allow != allow {
+				t.Fatalf("allow = %v, want %v", d.Allow, allow)
+			}
+			if !d.Allow {
+				if !strings.Contains(d.Reason, "src/x.go") || !strings.Contains(d.Reason, "Read") || !strings.Contains(d.Reason, "git lossless restore") {
+					t.Fatalf("deny reason does not say what and what to do: %q", d.Reason)
+				}
+			}
+		})
+	}
+}
+
+func TestDenyReasonNamesSubagentContext(t *testing.T) {
+	d := Decide(Input{Path: "a.txt", Exists: true, DiskBlob: "x", Agent: "ab12"})
+	if d.Allow || !strings.Contains(d.Reason, "subagent") || !strings.Contains(d.Reason, "ab12") {
+		t.Fatalf("%+v", d)
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package claudetest
+
+// lockFile is a no-op where flock is missing; concurrent installs there
+// still end in one rename winning.
+func lockFile(string) (unlock func(), err error) { return func() {}, nil }

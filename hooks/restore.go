@@ -1,0 +1,225 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/guard"
+)
+
+// ManifestBudget caps the working-set manifest printed at SessionStart:
+// Claude Code spills additionalContext over 10,000 characters to a file.
+const ManifestBudget = 8000
+
+// RestoreBudget is the default cap on content `restore` prints.
+const RestoreBudget = 24000
+
+// contextTouches returns the accesses of one context (agent "" = main),
+// in archive order.
+func contextTouches(ctx context.Context, st *gitstore.Store, session, agent string) ([]guard.Touch, error) {
+	ag := agent
+	if ag == "" {
+		ag = gitstore.MainAgent
+	}
+	q := gitstore.Query{Session: session, Agent: ag}
+	if session != "" {
+		q.Writers = []string{gitstore.WriterName("cc-", session)}
+	}
+	evs, err := st.Events(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	var out []guard.Touch
+	for _, e := range evs {
+		if !seenOps[e.Op] || e.Path == "" {
+			continue
+		}
+		ev := evidenceOf(e)
+		out = append(out, guard.Touch{Path: e.RawPath(), TS: e.TS, Op: e.Op, Blob: ev.Blob, DiskBlob: ev.DiskBlob,
+			Partial: ev.Partial, View: e.View, Excluded: e.Excluded})
+	}
+	return out, nil
+}
+
+// absPath maps a recorded path back to the file system.
+func absPath(st *gitstore.Store, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	if wt := st.Location().WorkTree; wt != "" {
+		return filepath.Join(wt, filepath.FromSlash(p))
+	}
+	return p
+}
+
+func diskState(st *gitstore.Store, f guard.FileState) (guard.Disk, []byte) {
+	data, err := os.ReadFile(absPath(st, f.Path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return f.State(false, ""), nil
+	}
+	if err != nil {
+		return f.State(true, ""), nil
+	}
+	return f.State(true, gitstore.BlobID(data)), data
+}
+
+// Manifest is the working set of one context, for SessionStart after a
+// compaction or resume: files ranked (edited first, then by touches, then
+// recency), each with its state on disk now, within budget characters,
+// and how to get content back. Empty when nothing is archived.
+func Manifest(ctx context.Context, st *gitstore.Store, session, agent, source string, budget int) (string, error) {
+	touches, err := contextTouches(ctx, st, session, agent)
+	if err != nil {
+		return "", err
+	}
+	ws := guard.WorkingSet(touches)
+	if len(ws) == 0 {
+		return "", nil
+	}
+	var b strings.Builder
+	why := "was compacted"
+	if source == "resume" {
+		why = "was resumed"
+	}
+	fmt.Fprintf(&b, "git-lossless: this session (%s) %s. Its working set, as archived in git, most important first, with each file's state on disk now:\n", session, why)
+	tail := fmt.Sprintf("\nTo get content back, Read the file again, or run `git lossless restore --session %s --files PATH...` (prints current content; counts as seen for the edit guard). Do not edit a file from memory: the guard denies edits of files not seen in this context since the compaction. `git lossless log --session %s` lists everything archived.\n", session, session)
+	shown := 0
+	for _, f := range ws {
+		state, _ := diskState(st, f)
+		role := "read"
+		if f.Edited {
+			role = "edited by you"
+		}
+		line := fmt.Sprintf("- %s: %s, %d touches, last %s; %s", f.Path, role, f.Touches, f.Last.UTC().Format("15:04:05"), state)
+		if f.Latest.Partial && f.Latest.View != "" {
+			line += " (" + f.Latest.View + ")"
+		}
+		line += "\n"
+		if b.Len()+len(line)+len(tail)+64 > budget {
+			break
+		}
+		b.WriteString(line)
+		shown++
+	}
+	if shown < len(ws) {
+		fmt.Fprintf(&b, "- ... and %d more files (`git lossless log --session %s`)\n", len(ws)-shown, session)
+	}
+	b.WriteString(tail)
+	return b.String(), nil
+}
+
+// RestoreOptions selects what Restore prints.
+type RestoreOptions struct {
+	Session string
+	Agent   string
+	Files   []string // absolute or repository-relative; empty: the working set
+	Budget  int      // characters of content at most
+	Now     time.Time
+}
+
+// Restore prints the current content of a context's working set (or of
+// the named files), annotated, and records what it printed as restore
+// events of that context: the model now has seen exactly that content.
+func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (string, error) {
+	if opt.Budget <= 0 {
+		opt.Budget = RestoreBudget
+	}
+	if opt.Now.IsZero() {
+		opt.Now = time.Now()
+	}
+	var files []guard.FileState
+	if len(opt.Files) > 0 {
+		for _, f := range opt.Files {
+			rel := f
+			if filepath.IsAbs(f) {
+				rel = st.RelPath(f)
+			}
+			files = append(files, guard.FileState{Path: rel})
+		}
+		if opt.Session != "" {
+			if touches, err := contextTouches(ctx, st, opt.Session, opt.Agent); err == nil {
+				known := map[string]guard.FileState{}
+				for _, f := range guard.WorkingSet(touches) {
+					known[f.Path] = f
+				}
+				for i, f := range files {
+					if k, ok := known[f.Path]; ok {
+						files[i] = k
+					}
+				}
+			}
+		}
+	} else {
+		if opt.Session == "" {
+			return "", errors.New("restore needs --session (or --files)")
+		}
+		touches, err := contextTouches(ctx, st, opt.Session, opt.Agent)
+		if err != nil {
+			return "", err
+		}
+		files = guard.WorkingSet(touches)
+		if len(files) == 0 {
+			return fmt.Sprintf("git-lossless: nothing archived for session %s.\n", opt.Session), nil
+		}
+	}
+	var b strings.Builder
+	var recs []gitstore.Record
+	nonce := strconv.FormatInt(opt.Now.UnixNano(), 36)
+	left := opt.Budget
+	for i, f := range files {
+		abs := absPath(st, f.Path)
+		if _, _, denied := st.Deny().Check(abs); denied {
+			fmt.Fprintf(&b, "=== %s: excluded by the deny list; content not shown\n\n", f.Path)
+			continue
+		}
+		state, data := diskState(st, f)
+		if data == nil {
+			fmt.Fprintf(&b, "=== %s: %s; nothing to show\n\n", f.Path, state)
+			continue
+		}
+		note := string(state)
+		if f.Touches == 0 {
+			note = "not in the archive for this context"
+		}
+		text := string(data)
+		view := "full"
+		if len(text) > left {
+			cut := strings.LastIndexByte(text[:max(left, 0)], '\n') + 1
+			text = text[:cut]
+			view = fmt.Sprintf("lines:1-%d", strings.Count(text, "\n"))
+		}
+		if text == "" && len(data) > 0 {
+			fmt.Fprintf(&b, "=== %s: %s; over the budget, not shown (restore it alone with --files)\n\n", f.Path, note)
+			continue
+		}
+		fmt.Fprintf(&b, "=== %s (%s; current content, %s) ===\n%s", f.Path, note, view, text)
+		if !strings.HasSuffix(text, "\n") {
+			b.WriteString("\n")
+		}
+		b.WriteString("=== end of " + f.Path + " ===\n\n")
+		left -= len(text)
+		rec := gitstore.Record{Event: gitstore.Event{TS: opt.Now, Session: opt.Session, Agent: opt.Agent, Sidechain: opt.Agent != "",
+			Source: "cli", Op: "restore", View: view, Key: "restore:" + nonce + ":" + strconv.Itoa(i)}, File: abs,
+			Content: []byte(text), HasContent: true}
+		rec.SetPath(f.Path)
+		if view == "full" {
+			rec.Extra = map[string]json.RawMessage{"disk_blob": jsonStr(gitstore.BlobID(data))}
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) > 0 && opt.Session != "" {
+		if _, err := st.Append(ctx, gitstore.WriterName("cc-", opt.Session), recs); err != nil {
+			return "", fmt.Errorf("record restore: %w", err)
+		}
+	}
+	return b.String(), nil
+}
