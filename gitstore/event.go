@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -140,9 +141,25 @@ func isKnownKey(k string) bool {
 }
 
 // jsonString encodes s as a JSON string the way encoding/json does with
-// HTML escaping off. Invalid UTF-8 becomes U+FFFD, as in encoding/json;
-// callers that must keep raw bytes (paths) store them base64 beside.
+// HTML escaping off. Each run of invalid UTF-8 becomes one U+FFFD, written
+// as the character itself (encoding/json would write the escape \ufffd,
+// which decodes to the character and re-encodes raw: the line would not
+// survive a parse and re-encode unchanged). Callers that must keep raw
+// bytes (paths) store them base64 beside.
 func jsonString(s string) []byte {
+	plain := true // printable ASCII without quote or backslash: as it is
+	for i := 0; i < len(s) && plain; i++ {
+		plain = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\'
+	}
+	if plain {
+		b := make([]byte, 0, len(s)+2)
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -154,6 +171,15 @@ func jsonString(s string) []byte {
 // ParseEvent decodes one stored line. Unknown fields land in Extra; the
 // line itself is kept in Raw.
 func ParseEvent(line []byte) (Event, error) {
+	if e, ok := parseEventFast(line); ok {
+		e.Raw = append([]byte(nil), line...)
+		return e, nil
+	}
+	return parseEventJSON(line)
+}
+
+// parseEventJSON decodes any line with encoding/json.
+func parseEventJSON(line []byte) (Event, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(line, &m); err != nil {
 		return Event{}, fmt.Errorf("event line: %w", err)
@@ -199,7 +225,8 @@ func (a *eventAlias) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes the event as its stored line when it has one, so that
 // `log --json` shows exactly what is sealed, unknown fields included, plus
-// the writer and commit for context.
+// the writer (and the batch commit, when the reader knows it: events read
+// through the index do not carry it) for context.
 func (e Event) MarshalJSON() ([]byte, error) {
 	line := e.Raw
 	if line == nil {

@@ -32,7 +32,7 @@ func (s *Store) indexPaths(writer string) (jsonl, headFile, lockFile string) {
 
 func (s *Store) readIndexHead(writer string) (indexHead, bool) {
 	_, hf, _ := s.indexPaths(writer)
-	b, err := os.ReadFile(hf)
+	b, err := readFile(hf)
 	if err != nil {
 		return indexHead{}, false
 	}
@@ -138,7 +138,7 @@ func (s *Store) indexWrite(writer string, h head, lines [][]byte, on *indexHead)
 	if err := os.MkdirAll(filepath.Dir(jf), 0o700); err != nil {
 		return
 	}
-	lk, err := os.OpenFile(lf, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	lk, err := openFile(lf, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			if st, err := os.Stat(lf); err == nil && s.now().Sub(st.ModTime()) > StaleLockAge {
@@ -169,7 +169,7 @@ func (s *Store) indexWrite(writer string, h head, lines [][]byte, on *indexHead)
 		if !ok || cur.Commit != on.Commit {
 			return
 		}
-		f, err := os.OpenFile(jf, os.O_WRONLY, 0o600)
+		f, err := openFile(jf, os.O_WRONLY, 0o600)
 		if err != nil {
 			return
 		}
@@ -186,7 +186,7 @@ func (s *Store) indexWrite(writer string, h head, lines [][]byte, on *indexHead)
 	}
 	tmp := hf + ".tmp"
 	body := fmt.Sprintf("%s %d %s %d\n", h.Commit, h.Seq, h.Seal, length)
-	if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
+	if err := writeFile(tmp, []byte(body), 0o600); err != nil {
 		return
 	}
 	os.Rename(tmp, hf)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -31,23 +32,30 @@ var ErrObjectCorrupt = errors.New("object corrupt")
 // objectDB writes loose objects itself, so that it can fsync them (go-git
 // never does), and reads loose objects itself, so that a fresh process that
 // only needs the writer's head commit never loads a pack index. Packed
-// objects are read through go-git's filesystem storage, opened on first
-// need. go-git is not safe for concurrent use, so that handle sits behind a
-// mutex.
+// objects are read by packReader (packread.go), which loads an index on
+// first need; what it cannot read (index version 1) goes through go-git's
+// filesystem storage, which is not safe for concurrent use and so sits
+// behind a mutex.
 type objectDB struct {
 	dir   string // <common dir>/objects
 	fsync bool
 
-	mu  sync.Mutex
-	gg  *filesystem.ObjectStorage
-	sto *filesystem.Storage
+	mu        sync.Mutex
+	gg        *filesystem.ObjectStorage
+	sto       *filesystem.Storage
+	packStamp time.Time // objects/pack's mtime when gg was opened
 
 	packsOnce sync.Once
 	packs     bool
+
+	// native reads packs without go-git (and without db.mu); go-git is
+	// asked only for what it cannot read (see packReader).
+	native *packReader
 }
 
 func newObjectDB(commonDir string, fsync bool) *objectDB {
-	return &objectDB{dir: filepath.Join(commonDir, "objects"), fsync: fsync}
+	dir := filepath.Join(commonDir, "objects")
+	return &objectDB{dir: dir, fsync: fsync, native: newPackReader(dir)}
 }
 
 // objectID returns the git id of an object of the given type and body.
@@ -83,17 +91,22 @@ func (db *objectDB) write(typ string, body []byte, pending *[]string) (string, e
 		return id, nil
 	}
 	var buf bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&buf, zlib.BestSpeed)
+	zw := getZlibWriter(&buf) // a new one allocates ~1 MB: pooled
 	zw.Write([]byte(typ + " " + strconv.Itoa(len(body)) + "\x00"))
 	zw.Write(body)
-	if err := zw.Close(); err != nil {
+	err := zw.Close()
+	zlibWriters.Put(zw)
+	if err != nil {
 		return "", fmt.Errorf("compress object: %w", err)
 	}
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create object dir: %w", err)
+	tmp, err := createTemp(dir, "tmp_obj_")
+	if errors.Is(err, fs.ErrNotExist) { // the fan-out directory is new
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("create object dir: %w", err)
+		}
+		tmp, err = createTemp(dir, "tmp_obj_")
 	}
-	tmp, err := os.CreateTemp(dir, "tmp_obj_")
 	if err != nil {
 		return "", fmt.Errorf("create object: %w", err)
 	}
@@ -125,6 +138,17 @@ func (db *objectDB) write(typ string, body []byte, pending *[]string) (string, e
 	return id, nil
 }
 
+var zlibWriters sync.Pool
+
+func getZlibWriter(w io.Writer) *zlib.Writer {
+	if zw, ok := zlibWriters.Get().(*zlib.Writer); ok {
+		zw.Reset(w)
+		return zw
+	}
+	zw, _ := zlib.NewWriterLevel(w, zlib.BestSpeed)
+	return zw
+}
+
 // flush makes the named object files durable, in parallel: each fsync on
 // this kind of disk costs ~0.5 ms, and the kernel commits concurrent ones
 // together. A no-op with fsync off.
@@ -138,7 +162,7 @@ func (db *objectDB) flush(paths []string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f, err := os.Open(p)
+			f, err := openFile(p, os.O_RDONLY, 0)
 			if err != nil {
 				errs[i] = err
 				return
@@ -159,7 +183,12 @@ func (db *objectDB) read(id string) (string, []byte, error) {
 	if len(id) != 40 {
 		return "", nil, fmt.Errorf("object id %q: %w", id, ErrObjectMissing)
 	}
-	raw, err := os.ReadFile(db.loosePath(id))
+	// Once pack indexes are loaded, a lookup there costs less than a
+	// failed open: read from a pack first when it is known to hold id.
+	if typ, body, ok := db.native.readLoaded(id); ok {
+		return typ, body, nil
+	}
+	raw, err := readFile(db.loosePath(id))
 	if err == nil {
 		typ, body, err := inflateLoose(raw)
 		if err != nil {
@@ -198,11 +227,22 @@ func inflateLoose(raw []byte) (string, []byte, error) {
 	return hdr[:sp], data[nul+1:], nil
 }
 
+// storage returns go-git's view of the packs, opened afresh when the pack
+// directory changed since (an outside git gc or repack added or removed
+// packs). A stale view (go-git #2242) fails reads of objects it knows from
+// a deleted pack ("packfile not found"), misses objects of new packs, and
+// answers "present" for objects gc deleted, which would make write skip an
+// object that no longer exists.
 func (db *objectDB) storage() *filesystem.ObjectStorage {
-	if db.gg == nil {
+	var stamp time.Time
+	if st, err := os.Stat(filepath.Join(db.dir, "pack")); err == nil {
+		stamp = st.ModTime()
+	}
+	if db.gg == nil || !stamp.Equal(db.packStamp) {
 		db.sto = filesystem.NewStorageWithOptions(osfs.New(filepath.Dir(db.dir)),
 			cache.NewObjectLRU(16*cache.MiByte), filesystem.Options{})
 		db.gg = &db.sto.ObjectStorage
+		db.packStamp = stamp
 	}
 	return db.gg
 }
@@ -210,6 +250,9 @@ func (db *objectDB) storage() *filesystem.ObjectStorage {
 // hasPacked reports whether a pack holds id. It loads pack indexes, so it
 // is only asked after the cheap loose check failed.
 func (db *objectDB) hasPacked(id string) bool {
+	if found, known := db.native.has(id); known {
+		return found
+	}
 	if !db.hasPacks() {
 		return false
 	}
@@ -240,13 +283,18 @@ func (db *objectDB) hasPacks() bool {
 }
 
 func (db *objectDB) readPacked(id string) (string, []byte, error) {
+	if typ, body, err := db.native.read(id); !errors.Is(err, errPackUnsupported) {
+		return typ, body, err
+	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	h := plumbing.NewHash(id)
 	obj, err := db.storage().EncodedObject(plumbing.AnyObject, h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
+	if err != nil {
 		// An outside repack (git gc) may have replaced the packs this
-		// handle knows (go-git #2242): look again with a fresh handle.
+		// handle knows (go-git #2242) within the pack directory's mtime
+		// resolution: look again with a fresh handle. A stale handle
+		// reports "packfile not found", not ErrObjectNotFound.
 		db.gg, db.sto = nil, nil
 		obj, err = db.storage().EncodedObject(plumbing.AnyObject, h)
 	}
@@ -270,6 +318,7 @@ func (db *objectDB) readPacked(id string) (string, []byte, error) {
 
 // reset drops go-git's cached view of the packs (after we wrote one).
 func (db *objectDB) reset() {
+	db.native.invalidate()
 	db.mu.Lock()
 	db.gg, db.sto = nil, nil
 	db.packsOnce = sync.Once{}

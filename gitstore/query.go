@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -60,9 +62,28 @@ func (s *Store) Events(ctx context.Context, q Query) ([]Event, error) {
 	}
 
 	var out []Event
+	var scratch []byte // one buffer for every writer's index
 	for ref, id := range refs {
 		writer := strings.TrimPrefix(ref, RefPrefix)
 		if len(want) > 0 && !want[writer] {
+			continue
+		}
+		each := func(l []byte) {
+			e, err := ParseEvent(l)
+			if err != nil {
+				s.warn(fmt.Sprintf("writer %s: %v", writer, err))
+				return
+			}
+			if !q.match(&e, isGlob) {
+				return
+			}
+			e.Writer = writer
+			out = append(out, e)
+		}
+		// Fast path: the index is current; search its bytes for the
+		// filter's needles and parse only the lines that hold them.
+		if data, ok := s.currentIndex(writer, id, &scratch); ok {
+			scanLines(data, needles, each)
 			continue
 		}
 		lines, err := s.linesAtRef(ctx, writer, id)
@@ -77,16 +98,7 @@ func (s *Store) Events(ctx context.Context, q Query) ([]Event, error) {
 					continue line
 				}
 			}
-			e, err := ParseEvent(l)
-			if err != nil {
-				s.warn(fmt.Sprintf("writer %s: %v", writer, err))
-				continue
-			}
-			if !q.match(&e, isGlob) {
-				continue
-			}
-			e.Writer = writer
-			out = append(out, e)
+			each(l)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -155,4 +167,136 @@ func (s *Store) linesAtRef(ctx context.Context, writer, id string) ([][]byte, er
 		return nil, err
 	}
 	return s.writerLines(ctx, writer, h)
+}
+
+// currentIndex reads writer's index into *buf when it covers exactly the
+// ref value id, and returns its bytes (valid until *buf is reused).
+func (s *Store) currentIndex(writer, id string, buf *[]byte) ([]byte, bool) {
+	ih, ok := s.readIndexHead(writer)
+	if !ok || ih.Commit != id || ih.Length <= 0 {
+		return nil, false
+	}
+	jf, _, _ := s.indexPaths(writer)
+	f, err := os.Open(jf)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	if int64(cap(*buf)) < ih.Length {
+		*buf = make([]byte, ih.Length)
+	}
+	data := (*buf)[:ih.Length]
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, false
+	}
+	// The same check readIndex makes: ih.Seq lines, each ending in a
+	// newline, none empty.
+	if data[len(data)-1] != '\n' || int64(bytes.Count(data, []byte{'\n'})) != ih.Seq || bytes.Contains(data, []byte("\n\n")) || data[0] == '\n' {
+		return nil, false
+	}
+	return data, true
+}
+
+// scanLines calls fn with every line of data (newline-terminated lines)
+// that contains all needles. It searches the whole buffer for the first
+// needle rather than each line, so a selective filter skips most lines
+// without looking at them one by one.
+func scanLines(data []byte, needles [][]byte, fn func([]byte)) {
+	if len(needles) == 0 {
+		for len(data) > 0 {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				i = len(data)
+			}
+			if i > 0 {
+				fn(data[:i])
+			}
+			data = data[min(i+1, len(data)):]
+		}
+		return
+	}
+	first, rest := needles[0], needles[1:]
+	find := newFinder(first, data[:min(len(data), 16<<10)])
+	pos := 0
+	for pos < len(data) {
+		k := find.index(data[pos:])
+		if k < 0 {
+			return
+		}
+		k += pos
+		start := bytes.LastIndexByte(data[:k], '\n') + 1
+		end := bytes.IndexByte(data[k:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += k
+		}
+		line := data[start:end]
+		ok := true
+		for _, n := range rest {
+			if !bytes.Contains(line, n) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			fn(line)
+		}
+		pos = end + 1
+	}
+}
+
+// finder searches for a needle by its rarest byte. Every needle here
+// starts with `"` (a JSON key), the commonest byte of an event line, which
+// makes bytes.Index test almost every position; looking for the byte of
+// the needle that is rarest in a sample of the text with bytes.IndexByte
+// (vectorised) and comparing only there is several times faster.
+type finder struct {
+	needle []byte
+	at     int  // offset of the rare byte in needle
+	c      byte // the rare byte
+	fails  int  // candidates that were not matches, to give up on a bad pick
+}
+
+func newFinder(needle, sample []byte) *finder {
+	var count [256]int
+	for _, c := range sample {
+		count[c]++
+	}
+	f := &finder{needle: needle}
+	for i, c := range needle {
+		if i == 0 || count[c] < count[f.c] {
+			f.at, f.c = i, c
+		}
+	}
+	return f
+}
+
+// index returns the first offset of the needle in data, or -1.
+func (f *finder) index(data []byte) int {
+	n := len(f.needle)
+	if n == 0 {
+		return 0
+	}
+	off := 0
+	for off+n <= len(data) {
+		if f.fails > 64 && f.fails > off/32 {
+			// The rare byte is not rare here: plain search for the rest.
+			if k := bytes.Index(data[off:], f.needle); k >= 0 {
+				return off + k
+			}
+			return -1
+		}
+		j := bytes.IndexByte(data[off+f.at:len(data)-n+f.at+1], f.c)
+		if j < 0 {
+			return -1
+		}
+		p := off + j
+		if bytes.Equal(data[p:p+n], f.needle) {
+			return p
+		}
+		f.fails++
+		off = p + 1
+	}
+	return -1
 }

@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -22,23 +24,32 @@ var ErrRefChanged = errors.New("ref changed concurrently")
 // ErrLocked is returned when a ref's lock could not be taken in time.
 var ErrLocked = errors.New("ref is locked")
 
-// refStore reads and updates refs with C git's own lock protocol, so that it
+// refStore reads and updates refs under C git's own ref lock, so that it
 // interoperates with concurrent git processes:
 //
-//  1. create <ref>.lock with O_CREAT|O_EXCL (only one holder at a time);
+//  1. create <ref>.lock exclusively (only one holder at a time), already
+//     holding "lossless-pid <pid>": the content is written to a temporary
+//     file first, which is then hard-linked to the lock name (link fails
+//     when the lock exists, as O_CREAT|O_EXCL does);
 //  2. read the current value (loose file, else packed-refs) and compare it
 //     with the expected old value while holding the lock;
-//  3. write the new value into the lock file, fsync it;
-//  4. rename the lock file over <ref>.
+//  3. write the new value into a temporary file beside the lock, fsync it,
+//     and rename it over <ref>;
+//  4. remove the lock.
 //
 // Readers that take no lock (C git, us) therefore only ever see the old or
-// the new complete file, never an empty or half-written one. go-git's
+// the new complete file, never an empty or half-written one; writers that
+// take the lock (C git, us) are excluded throughout. go-git's
 // CheckAndSetReference truncates the ref in place and is not used.
 //
-// Before the value is written, the lock file holds "lossless-pid <pid>", so
-// a lock left by a crashed git-lossless process is recognised at once as
-// stale (its process is gone). A lock of anyone else is judged stale only
-// by age (StaleLockAge).
+// Unlike C git, the value is not written into the lock itself: the lock
+// holds "lossless-pid <pid>" from the moment it exists until it is removed,
+// so a lock left by a killed git-lossless process, whatever it was doing,
+// is recognised at once as stale (its process is gone). A lock of anyone
+// else is judged stale only by age (StaleLockAge). Temporary files are
+// named <ref>~<pid>-<n>.lock: git ignores names ending in ".lock", and '~'
+// cannot occur in a ref name, so such a file is nobody's lock; one left by
+// a killed process is judged by the pid in its name.
 type refStore struct {
 	gitDir   string // common dir: refs and packed-refs live here
 	fsync    bool
@@ -52,13 +63,41 @@ const StaleLockAge = 30 * time.Second
 
 const pidPrefix = "lossless-pid "
 
+// tempSeq numbers this process's temporary files under refs.
+var tempSeq atomic.Int64
+
+// tempRe matches a temporary file's name and captures its pid.
+var tempRe = regexp.MustCompile(`~([0-9]+)-[0-9]+\.lock$`)
+
+// writeTemp writes body to a fresh temporary file beside the ref name
+// (fsynced when sync is set) and returns its path.
+func (r *refStore) writeTemp(name string, body []byte, sync bool) (string, error) {
+	p := fmt.Sprintf("%s~%d-%d.lock", r.path(name), os.Getpid(), tempSeq.Add(1))
+	f, err := openFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(body)
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(p)
+		return "", err
+	}
+	return p, nil
+}
+
 func (r *refStore) path(name string) string {
 	return filepath.Join(r.gitDir, filepath.FromSlash(name))
 }
 
 // read returns a ref's value ("" when it does not exist).
 func (r *refStore) read(name string) (string, error) {
-	b, err := os.ReadFile(r.path(name))
+	b, err := readFile(r.path(name))
 	switch {
 	case err == nil:
 		v := strings.TrimSpace(string(b))
@@ -138,7 +177,9 @@ func (r *refStore) list(prefix string) (map[string]string, error) {
 			}
 			return err
 		}
-		if d.IsDir() || strings.Contains(d.Name(), ".lock") {
+		// Lock and temporary files end in ".lock" (git's own rule); a
+		// writer may well be named "x.lockfile" or "a.lock.b".
+		if d.IsDir() || strings.HasSuffix(d.Name(), ".lock") {
 			return nil
 		}
 		rel, err := filepath.Rel(r.gitDir, p)
@@ -166,7 +207,6 @@ func (r *refStore) list(prefix string) (map[string]string, error) {
 type lock struct {
 	r    *refStore
 	name string
-	f    *os.File
 	path string
 }
 
@@ -177,16 +217,31 @@ func (r *refStore) acquire(ctx context.Context, name string) (*lock, error) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, fmt.Errorf("create ref dir: %w", err)
 	}
+	pidLine := []byte(pidPrefix + strconv.Itoa(os.Getpid()) + "\n")
+	tmp, err := r.writeTemp(name, pidLine, false)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	defer os.Remove(tmp)
 	delay := 50 * time.Microsecond
 	for {
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			if _, err := f.WriteString(pidPrefix + strconv.Itoa(os.Getpid()) + "\n"); err != nil {
-				f.Close()
-				os.Remove(p)
-				return nil, fmt.Errorf("write lock %s: %w", p, err)
+		err := os.Link(tmp, p)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			// No hard links here: create and fill the lock in two steps.
+			var f *os.File
+			if f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+				_, err = f.Write(pidLine)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					os.Remove(p)
+					return nil, fmt.Errorf("write lock %s: %w", p, err)
+				}
 			}
-			return &lock{r: r, name: name, f: f, path: p}, nil
+		}
+		if err == nil {
+			return &lock{r: r, name: name, path: p}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("lock %s: %w", name, err)
@@ -210,12 +265,21 @@ func (r *refStore) acquire(ctx context.Context, name string) (*lock, error) {
 
 // isStale judges a lock file left behind: ours with a dead pid, or anyone's
 // older than staleAge.
-func (r *refStore) isStale(p string) (bool, string) {
+func (r *refStore) isStale(p string) (bool, string) { return r.staleAs(p, p) }
+
+// staleAs judges the file at p as if it had the name name (a lock moved
+// aside is judged as the lock it was).
+func (r *refStore) staleAs(p, name string) (bool, string) {
 	st, err := os.Stat(p)
 	if err != nil {
 		return false, ""
 	}
-	if b, err := os.ReadFile(p); err == nil && bytes.HasPrefix(b, []byte(pidPrefix)) {
+	if m := tempRe.FindStringSubmatch(filepath.Base(name)); m != nil {
+		// Our temporary file: its pid is in its name.
+		if pid, err := strconv.Atoi(m[1]); err == nil && pid > 0 && !processAlive(pid) {
+			return true, fmt.Sprintf("temporary file of git-lossless process %d, which is gone", pid)
+		}
+	} else if b, err := os.ReadFile(p); err == nil && bytes.HasPrefix(b, []byte(pidPrefix)) {
 		pid, err := strconv.Atoi(strings.TrimSpace(string(b[len(pidPrefix):])))
 		if err == nil && pid > 0 && !processAlive(pid) {
 			return true, fmt.Sprintf("its git-lossless process %d is gone", pid)
@@ -240,11 +304,14 @@ func processAlive(pid int) bool {
 // name first and checking that what was renamed is still stale, so that two
 // cleaners racing never delete a lock someone took in between.
 func (r *refStore) removeStale(p string) bool {
-	aside := fmt.Sprintf("%s.stale-%d-%d", p, os.Getpid(), time.Now().UnixNano())
+	// The aside name ends in ".lock" so that, should we die before removing
+	// it, git never takes it for a ref (a name such as x.lock.stale-1 would
+	// be a broken ref to git: fsck fails).
+	aside := fmt.Sprintf("%s~stale-%d-%d.lock", strings.TrimSuffix(p, ".lock"), os.Getpid(), time.Now().UnixNano())
 	if err := os.Rename(p, aside); err != nil {
 		return false
 	}
-	if stale, _ := r.isStale(aside); !stale {
+	if stale, _ := r.staleAs(aside, p); !stale {
 		// Someone took the lock between our check and the rename: give it
 		// back if the name is still free (it normally is).
 		if err := os.Link(aside, p); err == nil {
@@ -257,45 +324,29 @@ func (r *refStore) removeStale(p string) bool {
 }
 
 // commit compares name's current value with old ("" = must not exist),
-// then moves it to new: write into the lock, fsync, rename into place.
-// The lock is released either way.
+// then moves it to new: write a temporary file, fsync, rename it over the
+// ref while the lock is held. The lock is released either way.
 func (l *lock) commit(old, new string) error {
+	defer l.release()
 	cur, err := l.r.read(l.name)
 	if err != nil {
-		l.release()
 		return err
 	}
 	if cur != old {
-		l.release()
 		return fmt.Errorf("%w: %s is %s, expected %s", ErrRefChanged, l.name, short(cur), short(old))
 	}
-	if err := l.f.Truncate(0); err != nil {
-		l.release()
-		return fmt.Errorf("write lock: %w", err)
+	tmp, err := l.r.writeTemp(l.name, []byte(new+"\n"), l.r.fsync)
+	if err != nil {
+		return fmt.Errorf("write ref %s: %w", l.name, err)
 	}
-	if _, err := l.f.WriteAt([]byte(new+"\n"), 0); err != nil {
-		l.release()
-		return fmt.Errorf("write lock: %w", err)
-	}
-	if l.r.fsync {
-		if err := l.f.Sync(); err != nil {
-			l.release()
-			return fmt.Errorf("fsync lock: %w", err)
-		}
-	}
-	if err := l.f.Close(); err != nil {
-		os.Remove(l.path)
-		return fmt.Errorf("close lock: %w", err)
-	}
-	if err := os.Rename(l.path, l.r.path(l.name)); err != nil {
-		os.Remove(l.path)
+	if err := os.Rename(tmp, l.r.path(l.name)); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("update ref %s: %w", l.name, err)
 	}
 	return nil
 }
 
 func (l *lock) release() {
-	l.f.Close()
 	os.Remove(l.path)
 }
 
@@ -327,7 +378,7 @@ func (r *refStore) locks(prefix string) ([]LockInfo, error) {
 			}
 			return err
 		}
-		if d.IsDir() || !strings.Contains(d.Name(), ".lock") {
+		if d.IsDir() || !strings.HasSuffix(d.Name(), ".lock") {
 			return nil
 		}
 		st, err := os.Stat(p)

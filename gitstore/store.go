@@ -214,6 +214,9 @@ type Record struct {
 	// File is the path on disk the content came from, when it did: the
 	// deny list also checks where its symlinks lead.
 	File string
+	// Encrypt stores the content as age ciphertext when git config
+	// lossless.encrypt is on (see crypt.go).
+	Encrypt bool
 }
 
 // AppendResult says what an append stored.
@@ -255,11 +258,26 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 
 	ctx, cancel := context.WithTimeout(ctx, s.lockT)
 	defer cancel()
+	ref := RefPrefix + writer
+	// The first attempt is optimistic: build on the head as read, take the
+	// lock only to move the ref. A process that lost that race takes the
+	// lock first and builds under it, so under contention every attempt
+	// after the first succeeds instead of writing objects for nothing.
+	var held *lock
+	defer func() {
+		if held != nil {
+			held.release()
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return AppendResult{}, fmt.Errorf("append to %s: %w", writer, err)
 		}
-		ref := RefPrefix + writer
+		if attempt > 0 && held == nil {
+			if held, err = s.refs.acquire(ctx, ref); err != nil {
+				return AppendResult{}, err
+			}
+		}
 		cur, err := s.refs.read(ref)
 		if err != nil {
 			return AppendResult{}, err
@@ -291,9 +309,12 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 		}
 		pending = pending[:0]
 		// 4. Move the ref under its lock.
-		lk, err := s.refs.acquire(ctx, ref)
-		if err != nil {
-			return AppendResult{}, err
+		lk := held
+		held = nil // commit releases it either way
+		if lk == nil {
+			if lk, err = s.refs.acquire(ctx, ref); err != nil {
+				return AppendResult{}, err
+			}
 		}
 		err = lk.commit(cur, commit)
 		if errors.Is(err, ErrRefChanged) {
@@ -338,6 +359,18 @@ func (l looseSink) put(typ string, body []byte) (string, error) {
 // stores each kept content as a blob through sink.
 func (s *Store) prepareRecords(recs []Record, sink objectSink) ([]Event, error) {
 	events := make([]Event, len(recs))
+	// A batch names the same files many times (a sweep: every read, edit
+	// and span of a file), and each check resolves symlinks component by
+	// component: check each path once per batch.
+	denyMemo := map[string]bool{}
+	checkDeny := func(p string) bool {
+		d, ok := denyMemo[p]
+		if !ok {
+			_, _, d = s.deny.Check(p)
+			denyMemo[p] = d
+		}
+		return d
+	}
 	for i := range recs {
 		r := &recs[i]
 		e := r.Event
@@ -356,27 +389,42 @@ func (s *Store) prepareRecords(recs []Record, sink objectSink) ([]Event, error) 
 		}
 		denied := e.Excluded
 		if !denied && (e.Path != "" || r.File != "") {
-			if _, _, d := s.deny.Check(e.RawPath()); d {
-				denied = true
-			}
-			if r.File != "" {
-				if _, _, d := s.deny.Check(r.File); d {
-					denied = true
+			if e.Path != "" {
+				// A recorded path is relative to the work tree, not to this
+				// process's directory: check it where it really is (or by
+				// name alone when there is no work tree).
+				p := e.RawPath()
+				switch {
+				case filepath.IsAbs(p):
+					denied = denied || (p != r.File && checkDeny(p))
+				case s.loc.WorkTree != "":
+					abs := filepath.Join(s.loc.WorkTree, filepath.FromSlash(p))
+					denied = denied || (abs != r.File && checkDeny(abs))
+				default:
+					_, byName := s.deny.Match(p)
+					denied = denied || byName
 				}
+			}
+			if r.File != "" && checkDeny(r.File) {
+				denied = true
 			}
 		}
 		if denied {
 			e.Excluded = true
 			e.Blob, e.SHA256, e.Bytes, e.Tokens = "", "", 0, 0
 		} else if r.HasContent {
-			id, err := sink.put("blob", r.Content)
+			content, err := s.storedContent(r, &e)
+			if err != nil {
+				return nil, fmt.Errorf("record %d: %w", i, err)
+			}
+			id, err := sink.put("blob", content)
 			if err != nil {
 				return nil, err
 			}
-			sum := sha256.Sum256(r.Content)
+			sum := sha256.Sum256(content)
 			e.Blob = id
 			e.SHA256 = hex.EncodeToString(sum[:])
-			e.Bytes = int64(len(r.Content))
+			e.Bytes = int64(len(content))
 			if e.Tokens == 0 {
 				e.Tokens = EstimateTokens(len(r.Content))
 			}
@@ -885,7 +933,7 @@ func (s *Store) witness(writer string, h head) {
 		s.warn("witness: " + err.Error())
 		return
 	}
-	f, err := os.OpenFile(filepath.Join(dir, writer), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openFile(filepath.Join(dir, writer), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		s.warn("witness: " + err.Error())
 		return
@@ -962,4 +1010,24 @@ func (s *Store) StateDir(name string) (string, error) {
 		return "", fmt.Errorf("create state dir: %w", err)
 	}
 	return d, nil
+}
+
+// WitnessedWriters lists the writers this machine has seen a head of (the
+// witness files), whether or not their refs still exist: verify checks
+// them too, so a deleted or emptied writer ref is reported, not skipped.
+func (s *Store) WitnessedWriters() ([]string, error) {
+	ents, err := os.ReadDir(s.stateDir("witness"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() && ValidWriter(e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
 }

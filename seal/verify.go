@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 )
 
 // Kind names what a verifier found wrong with an entry. The names are part
@@ -65,6 +67,7 @@ type Source interface {
 	// Batches returns the writer's batches, oldest first.
 	Batches(ctx context.Context, writer string) ([]Batch, error)
 	// Content returns a blob's bytes, or an error wrapping ErrMissing.
+	// Verify calls it from several goroutines at once.
 	Content(ctx context.Context, blob string) ([]byte, error)
 	// Checkpoints returns the heads of this writer seen earlier.
 	Checkpoints(ctx context.Context, writer string) ([]Checkpoint, error)
@@ -165,7 +168,7 @@ structure:
 		}
 		for _, line := range b.Lines {
 			var e entry
-			if err := json.Unmarshal(line, &e); err != nil {
+			if err := decodeEntry(line, &e); err != nil {
 				setFrom(Break{Kind: EntryEdited, Seq: seq + 1, Commit: b.Commit, Detail: "entry is not valid JSON: " + err.Error()})
 				break structure
 			}
@@ -206,6 +209,28 @@ structure:
 	}
 
 	if !opt.SkipContent {
+		// Read and hash the blobs on every core first (inflating packed
+		// blobs is most of verify's time), then judge them in order below
+		// exactly as if each were read when its entry came up.
+		var todo []blobCheck
+		idx := map[string]int{}
+		for _, r := range refs {
+			if first != nil && r.seq >= first.Seq {
+				break
+			}
+			if !r.inTree {
+				if pruned[r.blob] {
+					continue
+				}
+				break
+			}
+			key := r.blob + " " + r.sha256
+			if _, ok := idx[key]; !ok {
+				idx[key] = len(todo)
+				todo = append(todo, blobCheck{blob: r.blob, sha256: r.sha256})
+			}
+		}
+		checkBlobs(ctx, src, todo)
 		checked := map[string]string{} // blob -> "" ok, or kind
 		for _, r := range refs {
 			if first != nil && r.seq >= first.Seq {
@@ -225,21 +250,14 @@ structure:
 			key := r.blob + " " + r.sha256
 			res, seen := checked[key]
 			if !seen {
-				data, err := src.Content(ctx, r.blob)
-				switch {
-				case errors.Is(err, ErrMissing):
-					res = string(BlobMissing)
-				case errors.Is(err, ErrCorrupt):
-					res = string(ContentChanged)
-				case err != nil:
-					return nil, fmt.Errorf("read blob %s: %w", r.blob, err)
-				default:
-					rep.Blobs++
-					sum := sha256.Sum256(data)
-					if hex.EncodeToString(sum[:]) != r.sha256 || gitBlobID(data) != r.blob {
-						res = string(ContentChanged)
-					}
+				c := &todo[idx[key]]
+				if c.err != nil {
+					return nil, fmt.Errorf("read blob %s: %w", r.blob, c.err)
 				}
+				if c.read {
+					rep.Blobs++
+				}
+				res = c.res
 				checked[key] = res
 			}
 			switch res {
@@ -281,4 +299,53 @@ structure:
 	}
 	rep.Break = first
 	return rep, nil
+}
+
+// blobCheck is one blob to read and hash, and what came of it.
+type blobCheck struct {
+	blob, sha256 string
+	res          string // "" ok, or a Kind
+	read         bool   // the content was read (counted in Report.Blobs)
+	err          error  // a failure to read other than missing or corrupt
+}
+
+// checkBlobs reads and hashes the blobs of todo, on as many goroutines as
+// there are cores (Source.Content must allow concurrent calls).
+func checkBlobs(ctx context.Context, src Source, todo []blobCheck) {
+	workers := min(runtime.GOMAXPROCS(0), len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(todo) {
+					return
+				}
+				c := &todo[i]
+				if err := ctx.Err(); err != nil {
+					c.err = err
+					continue
+				}
+				data, err := src.Content(ctx, c.blob)
+				switch {
+				case errors.Is(err, ErrMissing):
+					c.res = string(BlobMissing)
+				case errors.Is(err, ErrCorrupt):
+					c.res = string(ContentChanged)
+				case err != nil:
+					c.err = err
+				default:
+					c.read = true
+					sum := sha256.Sum256(data)
+					if hex.EncodeToString(sum[:]) != c.sha256 || gitBlobID(data) != c.blob {
+						c.res = string(ContentChanged)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -360,9 +361,24 @@ which is expected. Exit 0 only when every writer verifies.`,
 					if err != nil {
 						return err
 					}
+					seen := map[string]bool{}
 					for _, w := range ws {
 						writers = append(writers, w.Name)
+						seen[w.Name] = true
 					}
+					// Writers whose refs are gone or unreadable but whose
+					// heads this machine witnessed are verified too: a
+					// deleted log is a break, not an absence.
+					ww, err := st.WitnessedWriters()
+					if err != nil {
+						return err
+					}
+					for _, w := range ww {
+						if !seen[w] {
+							writers = append(writers, w)
+						}
+					}
+					sort.Strings(writers)
 				}
 				if locks, err := st.Locks(); err == nil {
 					for _, l := range locks {
@@ -381,7 +397,7 @@ which is expected. Exit 0 only when every writer verifies.`,
 					if err != nil {
 						return err
 					}
-					if rep.Batches == 0 {
+					if rep.Batches == 0 && rep.OK() {
 						return fmt.Errorf("no writer %q in %s", w, st.Location().CommonDir)
 					}
 					if !rep.OK() {

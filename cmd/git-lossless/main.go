@@ -85,7 +85,9 @@ func withHint(err error, hint string) error { return hintError{err, hint} }
 func commands() []*command {
 	cs := []*command{
 		recordCmd(), logCmd(), catCmd(), verifyCmd(), headsCmd(), locksCmd(), reindexCmd(),
-		demoCmd(), benchCmd(), pruneCmd(),
+		demoCmd(), benchCmd(), pruneCmd(), hookCmd(), restoreCmd(), sweepCmd(),
+		installCmd(), uninstallCmd(), doctorCmd(), receiptCmd(), keyCmd(),
+		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(),
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
 	return cs

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/git-lossless/git-lossless/hooks"
+)
+
+// The Claude Code adapter's setup commands. install and uninstall share
+// one shape: compute the new settings, show the diff, and write only with
+// --apply (backup first), so that a user sees exactly what changes in a
+// file other tools and people also edit.
+
+func installCmd() *command {
+	return &command{
+		name:    "install",
+		summary: "add git-lossless's hooks to Claude Code's settings (a dry run without --apply)",
+		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE] [--command PATH]",
+		long: `Merges the hooks into Claude Code's settings.json and prints the diff.
+Without --apply nothing is written. With --apply the current file is first
+copied to settings.json.bak-YYYYMMDD-HHMMSS beside it, then the new file
+replaces it atomically (mode 0600).
+
+Hooks: SessionStart (compact|resume) runs ` + "`git-lossless hook session-start`" + `,
+PreToolUse (Edit|Write|MultiEdit|NotebookEdit) the edit guard, PostToolUse
+(Read|Edit|Write|MultiEdit|NotebookEdit) the recorder, PreCompact,
+SubagentStop and SessionEnd the transcript sweeps; 10 s timeouts for the
+per-tool hooks, 30 s for the sweeps.
+
+Hooks of other tools, other keys and the file's layout are kept; entries
+of ours from an earlier install (another path, matcher or timeout) are
+replaced, never duplicated; running install twice changes nothing the
+second time. A settings file that is not valid JSON, or whose "hooks" is
+not shaped as Claude Code documents, is refused and left untouched.
+
+The hooks run the git-lossless found on PATH when that is this program,
+else this program's absolute path; --command names another.
+--scope user is $CLAUDE_CONFIG_DIR/settings.json (default
+~/.claude/settings.json); --scope project is .claude/settings.json at the
+top of the repository (or here, outside one).`,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			return claudeSettingsFlags(fs, "install")
+		},
+	}
+}
+
+func uninstallCmd() *command {
+	return &command{
+		name:    "uninstall",
+		summary: "remove git-lossless's hooks from Claude Code's settings (a dry run without --apply)",
+		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE]",
+		long: `Removes every hook of ours (any path, any version) from Claude Code's
+settings.json, and the matcher groups, event keys and "hooks" key that held
+only ours; everything else stays as it is. Prints the diff; writes only
+with --apply, after a backup (settings.json.bak-YYYYMMDD-HHMMSS).`,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			return claudeSettingsFlags(fs, "uninstall")
+		},
+	}
+}
+
+// claudeSettingsFlags is the shared body of install and uninstall.
+func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *env, []string) error {
+	scope := fs.String("scope", "user", "which settings: user (every project) or project (this repository)")
+	apply := fs.Bool("apply", false, "write the change (after a backup); without it nothing is written")
+	settings := fs.String("settings", "", "settings file to change instead of the scope's")
+	var command *string
+	if verb == "install" {
+		command = fs.String("command", "", "program the hooks run (default: this git-lossless)")
+	} else {
+		command = fs.String("command", "", "also treat `PATH hook ...` commands as ours")
+		fs.MarkHidden("command")
+	}
+	return func(ctx context.Context, e *env, args []string) error {
+		if len(args) != 1 {
+			return usagef("%s needs one target: claude-code (`git lossless %s claude-code`)", verb, verb)
+		}
+		if args[0] != "claude-code" {
+			return usagef("%s: unknown target %q; the supported target is claude-code", verb, args[0])
+		}
+		sc := hooks.SettingsScope(*scope)
+		if sc != hooks.ScopeUser && sc != hooks.ScopeProject {
+			return usagef("--scope %q: use user or project", *scope)
+		}
+		getenv := e.getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		path := *settings
+		var err error
+		if path == "" {
+			if path, err = hooks.SettingsPath(sc, e.dir, getenv); err != nil {
+				return err
+			}
+		} else if !filepath.IsAbs(path) {
+			path = filepath.Join(e.dir, path)
+		}
+
+		var bin hooks.HookBinary
+		if verb == "install" || *command != "" {
+			bin, err = hooks.ResolveBinary(hooks.BinaryOptions{Override: *command, Dir: e.dir, Getenv: getenv})
+			if err != nil {
+				return err
+			}
+			if bin.Warning != "" {
+				fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", bin.Warning)
+			}
+		}
+		planFn := hooks.PlanInstall
+		if verb == "uninstall" {
+			planFn = hooks.PlanUninstall
+		}
+		plan, err := planFn(path, bin.Path)
+		if err != nil {
+			var se *hooks.SettingsError
+			if errors.As(err, &se) {
+				return withHint(err, "nothing was written; fix the file (or move it aside) and run again")
+			}
+			return err
+		}
+		where := plan.Path
+		if *settings == "" {
+			where += " (" + *scope + " settings)"
+		}
+		if verb == "install" {
+			fmt.Fprintf(e.stdout, "settings: %s\nhook program: %s\n", where, bin.Path)
+		} else {
+			fmt.Fprintf(e.stdout, "settings: %s\n", where)
+		}
+		if !plan.Changed() {
+			if verb == "install" {
+				fmt.Fprintf(e.stdout, "git-lossless hooks are already installed in %s; nothing to change\n", plan.Path)
+			} else {
+				fmt.Fprintf(e.stdout, "no git-lossless hooks in %s; nothing to change\n", plan.Path)
+			}
+			return nil
+		}
+		io.WriteString(e.stdout, plan.Diff())
+		printSettingsChanges(e.stdout, plan.Changes)
+		if !*apply {
+			fmt.Fprintf(e.stdout, "dry run: nothing was written; run again with --apply to write %s (a backup is made first)\n", plan.Path)
+			return nil
+		}
+		backup, err := plan.Apply(time.Now())
+		if backup != "" {
+			fmt.Fprintf(e.stdout, "backup: %s\n", backup)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "wrote %s\n", plan.Path)
+		if verb == "install" {
+			fmt.Fprintln(e.stdout, "the hooks apply to Claude Code sessions started from now on")
+		}
+		return nil
+	}
+}
+
+func printSettingsChanges(w io.Writer, cs []hooks.SettingsChange) {
+	for _, c := range cs {
+		if c.Action == "removed" && c.Command == "" {
+			fmt.Fprintf(w, "  %-9s %s: hooks of git-lossless\n", c.Action, c.Event)
+			continue
+		}
+		m := ""
+		if c.Matcher != "" {
+			m = " (" + c.Matcher + ")"
+		}
+		fmt.Fprintf(w, "  %-9s %s%s: %s\n", c.Action, c.Event, m, c.Command)
+	}
+}
+
+func doctorCmd() *command {
+	return &command{
+		name:    "doctor",
+		summary: "check the installation: PATH, archive, seal chains, locks, Claude Code hooks",
+		usage:   "[--json]",
+		long: `One line per check: OK, WARN (works, but less than it should) or FAIL
+(broken: records lost or untrustworthy), with a fix line under every
+problem, then the counts. Checks: git-lossless and git on PATH; where the
+archive for this directory is and whether it reads; every writer's seal
+chain (chains only, as verify --no-content); stale ref locks; the hooks in
+Claude Code's user and project settings; that the program the hooks run
+exists; LOSSLESS_GUARD. Changes nothing. Exit 1 when a check fails.`,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			asJSON := fs.Bool("json", false, "print the checks as a JSON array of {check,status,detail,fix}")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("doctor takes no arguments")
+				}
+				getenv := e.getenv
+				if getenv == nil {
+					getenv = os.Getenv
+				}
+				checks := hooks.Doctor(ctx, hooks.DoctorOptions{Dir: e.dir, Getenv: getenv, Version: version})
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				_, _, nfail := hooks.CountChecks(checks)
+				if *asJSON {
+					b, err := json.MarshalIndent(checks, "", "  ")
+					if err != nil {
+						return err
+					}
+					e.stdout.Write(append(b, '\n'))
+				} else {
+					printDoctor(e.stdout, checks)
+				}
+				if nfail > 0 {
+					return failedError{fmt.Sprintf("%d of %d checks failed", nfail, len(checks))}
+				}
+				return nil
+			}
+		},
+	}
+}
+
+func printDoctor(w io.Writer, checks []hooks.DoctorCheck) {
+	var b strings.Builder
+	for _, c := range checks {
+		fmt.Fprintf(&b, "%-4s  %s: %s\n", c.Status, c.Check, c.Detail)
+		if c.Status != hooks.DoctorOK && c.Fix != "" {
+			fmt.Fprintf(&b, "  fix: %s\n", c.Fix)
+		}
+	}
+	ok, warn, fail := hooks.CountChecks(checks)
+	fmt.Fprintf(&b, "%d ok, %d warn, %d fail\n", ok, warn, fail)
+	io.WriteString(w, b.String())
+}

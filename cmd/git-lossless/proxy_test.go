@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/proxy"
+	"github.com/git-lossless/git-lossless/proxy/stub"
+)
+
+// proxyTestEnv isolates a test from the machine's git configuration and
+// archives.
+func proxyTestEnv(t *testing.T) {
+	t.Helper()
+	base := t.TempDir()
+	t.Setenv("HOME", filepath.Join(base, "home"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(base, "data"))
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("LOSSLESS_AGE_IDENTITY", "")
+	t.Setenv("LOSSLESS_PROXY_URL", "")
+	t.Setenv("LOSSLESS_PROXY_LISTEN", "")
+}
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: os.Getenv})
+	return code, out.String(), errb.String()
+}
+
+// Every setting the code reads is documented, in --help and the README.
+func TestProxySettingsDocumented(t *testing.T) {
+	proxyTestEnv(t)
+	files, _ := filepath.Glob("../../proxy/*.go")
+	mine, _ := filepath.Glob("proxy*.go")
+	files = append(files, mine...)
+	files = append(files, "../../gitstore/crypt.go")
+	re := regexp.MustCompile(`\blossless\.(?:proxy\.)?[a-z][a-z0-9-]*[a-z0-9]\b|\bLOSSLESS_[A-Z0-9_]+\b`)
+	keys := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range re.FindAllString(string(src), -1) {
+			if k != "lossless.proxy" {
+				keys[k] = true
+			}
+		}
+	}
+	for _, s := range proxy.Settings {
+		keys[s.Git] = true
+		if s.Env != "" {
+			keys[s.Env] = true
+		}
+	}
+	if len(keys) < 30 {
+		t.Fatalf("found only %d settings: the scan is broken", len(keys))
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var help strings.Builder
+	for _, c := range []string{"proxy", "statusline", "span", "savings"} {
+		code, out, _ := runCLI(t, c, "--help")
+		if code != 0 {
+			t.Fatalf("%s --help: exit %d", c, code)
+		}
+		help.WriteString(out)
+	}
+	var sorted []string
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		if !bytes.Contains(readme, []byte("`"+k+"`")) {
+			t.Errorf("%s is read but not documented in README.md", k)
+		}
+		if !strings.Contains(help.String(), k) {
+			t.Errorf("%s is read but not documented in `git lossless proxy --help`", k)
+		}
+	}
+	// Every flag of the proxy command is a setting.
+	_, out, _ := runCLI(t, "proxy", "--help")
+	for _, s := range proxy.Settings {
+		if s.Kind != "" && s.Name != "" && !strings.Contains(out, "--"+s.Name) {
+			t.Errorf("proxy --help lacks --%s", s.Name)
+		}
+	}
+}
+
+// proxyWithStub starts a stub backend and an in-process proxy on a free
+// port; it returns the proxy's URL.
+func proxyWithStub(t *testing.T, st *stub.Server, cfg func(*proxy.Config)) string {
+	t.Helper()
+	up, err := st.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	c := proxy.DefaultConfig()
+	c.Listen, c.Upstream, c.Archive = "127.0.0.1:0", up, &proxy.MemoryArchive{}
+	if cfg != nil {
+		cfg(&c)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	addr, err := proxy.Start(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr
+}
+
+func TestStatusline(t *testing.T) {
+	proxyTestEnv(t)
+	url := proxyWithStub(t, &stub.Server{Kind: stub.LlamaCpp, Window: 32768}, nil)
+	// No request yet: ctx ? and exit 1.
+	code, out, _ := runCLI(t, "statusline", "--url", url)
+	if code != 1 || out != "ctx ?\n" {
+		t.Fatalf("before any request: exit %d %q", code, out)
+	}
+	c := stub.NewConversation("stub-model", "sys")
+	c.User(stub.Code(1, 40000))
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(c.Body(false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	time.Sleep(50 * time.Millisecond) // let the proxy record the exchange
+	code, out, _ = runCLI(t, "statusline", "--url", url)
+	if code != 0 || !regexp.MustCompile(`^ctx \d+% \(\d+(\.\d)?k/32\.8k\) (exact|est|reported)\n$`).MatchString(out) {
+		t.Fatalf("exit %d %q", code, out)
+	}
+	// The URL from the environment; an unknown session.
+	t.Setenv("LOSSLESS_PROXY_URL", url)
+	if code, out, _ = runCLI(t, "statusline"); code != 0 || !strings.HasPrefix(out, "ctx ") || out == "ctx ?\n" {
+		t.Fatalf("env URL: exit %d %q", code, out)
+	}
+	if code, out, _ = runCLI(t, "statusline", "--session", "nope"); code != 1 || out != "ctx ?\n" {
+		t.Fatalf("unknown session: exit %d %q", code, out)
+	}
+	// Nothing listening.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	if code, out, _ = runCLI(t, "statusline", "--url", dead); code != 1 || out != "ctx ?\n" {
+		t.Fatalf("no proxy: exit %d %q", code, out)
+	}
+	// A server that never answers: ctx ? within the 2 s limit.
+	hang, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer hang.Close()
+	go func() {
+		for {
+			c, err := hang.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	t0 := time.Now()
+	code, out, _ = runCLI(t, "statusline", "--url", "http://"+hang.Addr().String())
+	if d := time.Since(t0); code != 1 || out != "ctx ?\n" || d > 3*time.Second || d < 1500*time.Millisecond {
+		t.Fatalf("hanging proxy: exit %d %q after %s", code, out, d)
+	}
+	for n, want := range map[int64]string{950: "950", 12900: "12.9k", 32000: "32k", 32768: "32.8k", 1250000: "1.2M"} {
+		if got := kfmt(n); got != want {
+			t.Errorf("kfmt(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func gitInitRepo(t *testing.T, config ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not on PATH")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	for i := 0; i+1 < len(config); i += 2 {
+		if out, err := exec.Command("git", "-C", dir, "config", "--add", config[i], config[i+1]).CombinedOutput(); err != nil {
+			t.Fatalf("git config: %v %s", err, out)
+		}
+	}
+	return dir
+}
+
+// The proxy command end to end: it serves in the repository it was
+// started in, archives encrypted spans there, and savings and span read
+// them back.
+func TestProxyCommandSavingsSpan(t *testing.T) {
+	proxyTestEnv(t)
+	id, _ := age.GenerateX25519Identity()
+	repo := gitInitRepo(t, "lossless.encrypt", "true", "lossless.recipient", id.Recipient().String(), "lossless.proxy.window", "8192")
+	st := &stub.Server{Kind: stub.OpenAI, Window: 8192}
+	up, err := st.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errb := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-C", repo, "proxy", "--listen", "127.0.0.1:0", "--upstream", up, "--min-tail", "2"}, &env{stdin: strings.NewReader(""), stdout: out, stderr: errb, getenv: os.Getenv})
+	}()
+	addrRe := regexp.MustCompile(`on http://(127\.0\.0\.1:\d+) -> `)
+	var base string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && base == ""; time.Sleep(10 * time.Millisecond) {
+		if m := addrRe.FindStringSubmatch(out.String()); m != nil {
+			base = "http://" + m[1]
+		}
+	}
+	if base == "" {
+		cancel()
+		t.Fatalf("proxy did not start: %s %s", out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "spans age-encrypted") || !strings.Contains(out.String(), "writer proxy-127_0_0_1_") {
+		t.Errorf("banner: %s", out.String())
+	}
+	c := stub.NewConversation("stub-model", "sys")
+	for i := 1; i <= 10; i++ {
+		c.User(stub.DemoTurn(i))
+		resp, err := http.Post(base+"/v1/chat/completions", "application/json", bytes.NewReader(c.Body(false)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: HTTP %d", i, resp.StatusCode)
+		}
+		c.Assistant("ok")
+	}
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("proxy exit %d: %s", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("proxy did not stop")
+	}
+	if !strings.Contains(errb.String(), "compacted ") {
+		t.Errorf("no compaction logged: %s", errb.String())
+	}
+
+	code, sout, serr := runCLI(t, "-C", repo, "savings", "--json")
+	var rep proxy.Report
+	if code != 0 || json.Unmarshal([]byte(sout), &rep) != nil {
+		t.Fatalf("savings: exit %d %s %s", code, sout, serr)
+	}
+	if rep.Requests != 10 || rep.Compacted == 0 || rep.Spans == 0 || rep.SpansEncrypted != rep.Spans || rep.TokensKeptOut <= 0 {
+		t.Fatalf("savings %+v", rep)
+	}
+	code, sout, _ = runCLI(t, "-C", repo, "savings", "--since", "1h")
+	for _, want := range []string{"requests     10 (", "kept out of the window", "span", "encrypted"} {
+		if code != 0 || !strings.Contains(sout, want) {
+			t.Errorf("savings text lacks %q:\n%s", want, sout)
+		}
+	}
+	if code, _, _ := runCLI(t, "-C", repo, "savings", "--since", "yesterday-ish"); code != 2 {
+		t.Errorf("bad --since: exit %d", code)
+	}
+
+	store, err := gitstore.OpenDir(repo, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := store.Events(context.Background(), gitstore.Query{Op: "span", Source: "proxy"})
+	if len(evs) == 0 {
+		t.Fatal("no span in the repository")
+	}
+	spanID := proxy.SpanIDOf(&evs[0])
+	code, sout, serr = runCLI(t, "-C", repo, "span", spanID)
+	if code != 1 || !strings.Contains(sout, "locked") || !strings.Contains(serr, "hint:") {
+		t.Fatalf("span without identity: exit %d %q %q", code, sout, serr)
+	}
+	keyFile := filepath.Join(t.TempDir(), "key.txt")
+	os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600)
+	code, sout, serr = runCLI(t, "-C", repo, "span", "--identity", keyFile, spanID)
+	if code != 0 || !strings.Contains(sout, "Turn 1. Here is src/module1.go") || !strings.Contains(sout, "--- summary ---") {
+		t.Fatalf("span with identity: exit %d %.300s %s", code, sout, serr)
+	}
+	t.Setenv("LOSSLESS_AGE_IDENTITY", keyFile)
+	code, sout, _ = runCLI(t, "-C", repo, "span", "--json", spanID)
+	var sp proxy.Span
+	if code != 0 || json.Unmarshal([]byte(sout), &sp) != nil || sp.ID != spanID {
+		t.Fatalf("span --json: exit %d %.200s", code, sout)
+	}
+	if code, _, _ := runCLI(t, "-C", repo, "span", "not-a-span"); code != 2 {
+		t.Errorf("bad span id: exit %d", code)
+	}
+	if code, _, _ := runCLI(t, "-C", repo, "verify"); code != 0 {
+		t.Errorf("verify without the key: exit %d", code)
+	}
+}
+
+func TestProxyCommandRefusesRemoteListen(t *testing.T) {
+	proxyTestEnv(t)
+	repo := gitInitRepo(t)
+	code, _, errOut := runCLI(t, "-C", repo, "proxy", "--listen", "0.0.0.0:0")
+	if code == 0 || !strings.Contains(errOut, "loopback") {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "-C", repo, "proxy", "--window", "lots")
+	if code != 2 || !strings.Contains(errOut, "--window") {
+		t.Fatalf("bad window: exit %d %s", code, errOut)
+	}
+}
+
+func TestDemoProxy(t *testing.T) {
+	proxyTestEnv(t)
+	code, out, errOut := runCLI(t, "demo", "proxy")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^ +1 +1,\d{3} +200 answered +200 answered +1,\d{3} +forwarded as sent$`),
+		regexp.MustCompile(`(?m)^ +7 +7,\d{3} +200 answered +200 answered +\d,\d{3} +compacted: new summary, originals in sp-[a-z2-7]{16}$`),
+		regexp.MustCompile(`(?m)^ +8 +8,\d{3} +400 too long +200 answered +\d,\d{3} +compacted`),
+		regexp.MustCompile(`(?m)^ +12 +12,\d{3} +400 too long +200 answered +\d,\d{3} +compacted`),
+		regexp.MustCompile(`(?m)^direct: +7/12 answered; rejected from turn 8 on \(over the 8,192-token window\)$`),
+		regexp.MustCompile(`(?m)^via proxy: +12/12 answered; \d+ requests compacted \(\d+ new summaries, \d+ from the memo\), \d+ originals archived in \d+ spans$`),
+		regexp.MustCompile(`(?m)^archive: +OK proxy-demo: \d+ entries`),
+		regexp.MustCompile(`(?m)^pinned: +"the release branch is called lossless-2026 and must not be force-pushed" kept verbatim`),
+		regexp.MustCompile(`(?m)^Demo OK\.$`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("demo proxy output lacks %s\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "UNEXPECTED") || strings.Contains(out, "FAILED") {
+		t.Errorf("demo reported a problem:\n%s", out)
+	}
+}
+
+func TestBenchProxySmall(t *testing.T) {
+	proxyTestEnv(t)
+	var out bytes.Buffer
+	o := defaultBenchProxyOpts()
+	o.turns, o.duration, o.clients = 12, 200*time.Millisecond, 4
+	if err := runBenchProxy(context.Background(), &env{stdout: &out, stderr: &out, getenv: os.Getenv}, o); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^tokens_before=\d+ tokens_after=\d+ compactions=[1-9]\d* p50_added_ms=[\d.]+ p95_added_ms=[\d.]+$`),
+		regexp.MustCompile(`(?m)^non-compacting +\d+ +-?[\d.]+ +-?[\d.]+ +[\d.]+ +p50 <= 0\.5 ms: (met|NOT met)$`),
+		regexp.MustCompile(`(?m)^compacting +\d+ +[\d.]+ +[\d.]+ +[\d.]+ +p50 <= 3 ms`),
+		regexp.MustCompile(`(?m)^  12/12 turns answered; `),
+		regexp.MustCompile(`(?m)^  pass-through, 4 concurrent clients, 200ms: [\d,]+ req/s through the proxy, [\d,]+ req/s direct$`),
+	} {
+		if !want.MatchString(out.String()) {
+			t.Errorf("bench output lacks %s\n%s", want, out.String())
+		}
+	}
+}

@@ -1,0 +1,464 @@
+package gitstore
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"context"
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+)
+
+// DefaultImportBatch is the batch size Import uses when given none.
+const DefaultImportBatch = 100
+
+// ImportResult says what an import stored.
+type ImportResult struct {
+	AppendResult     // Commit is the new head; each event names its batch commit
+	Batches      int // batch commits written
+	Objects      int // objects in the pack
+	Pack         string
+}
+
+// Import stores recs on writer's log in batches of batchSize events (0:
+// DefaultImportBatch), the way that many Appends would, but writes every
+// object (blobs, events blobs, trees, commits) into ONE packfile and moves
+// the ref once. It is the bulk path (sweeps of old transcripts, benchmarks):
+// a loose object per blob costs a file, a rename and with fsync an fsync
+// each; a pack costs two files.
+//
+// Records are prepared exactly as Append prepares them (same deny list,
+// same defaults, same dedupe keys against the writer's stored events), the
+// pack and its index are fsynced (when fsync is on) before the ref moves,
+// and the ref moves by compare-and-swap under its lock; when another process
+// moved it meanwhile, the batches are rebuilt once on the new head, under
+// the lock, into a further (small) pack. The witness and index are updated as Append updates them.
+// Content slices of recs must not be modified until Import returns.
+func (s *Store) Import(ctx context.Context, writer string, recs []Record, batchSize int) (ImportResult, error) {
+	if err := ValidWriter(writer); err != nil {
+		return ImportResult{}, err
+	}
+	if len(recs) == 0 {
+		return ImportResult{}, nil
+	}
+	if batchSize <= 0 {
+		batchSize = DefaultImportBatch
+	}
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+
+	pk := newPackSink(nil)
+	defer pk.close()
+	events, err := s.prepareRecords(recs, pk)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	ref := RefPrefix + writer
+	var lk *lock // held across the whole attempt after a lost race
+	defer func() {
+		if lk != nil {
+			lk.release()
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return ImportResult{}, fmt.Errorf("import to %s: %w", writer, err)
+		}
+		if attempt > 0 {
+			// Another process moved the ref while the first attempt was
+			// being built. Building the batches again is cheap next to the
+			// blobs (already packed), so hold the lock from reading the
+			// head to moving it: this attempt cannot lose the race again
+			// however busy the writer is. Appenders wait meanwhile.
+			if lk, err = s.lockRef(ctx, ref); err != nil {
+				return ImportResult{}, err
+			}
+		}
+		cur, err := s.refs.read(ref)
+		if err != nil {
+			return ImportResult{}, err
+		}
+		h, err := s.headAt(cur)
+		if err != nil {
+			return ImportResult{}, fmt.Errorf("writer %s: %w", writer, err)
+		}
+		batch := events
+		deduped := 0
+		if hasKeys(events) {
+			lines, err := s.writerLines(ctx, writer, h)
+			if err != nil {
+				return ImportResult{}, err
+			}
+			batch, deduped = dedupe(events, lines)
+		}
+		if len(batch) == 0 {
+			// Nothing new: blobs already packed stay unreferenced, as with
+			// Append's loose ones, until git gc.
+			if pk.len() > 0 {
+				if _, err := s.writePack(pk); err != nil {
+					return ImportResult{}, err
+				}
+			}
+			return ImportResult{AppendResult: AppendResult{Deduped: deduped}}, nil
+		}
+		res := ImportResult{AppendResult: AppendResult{Deduped: deduped, Events: make([]Event, 0, len(batch))}}
+		nh := h
+		for len(batch) > 0 {
+			n := min(batchSize, len(batch))
+			out, commit, next, err := s.buildBatchTo(pk, writer, nh, batch[:n])
+			if err != nil {
+				return ImportResult{}, err
+			}
+			for i := range out {
+				out[i].Writer, out[i].Commit = writer, commit
+			}
+			res.Events = append(res.Events, out...)
+			res.Batches++
+			nh = next
+			batch = batch[n:]
+		}
+		res.Commit = nh.Commit
+		res.Objects = pk.len()
+		if res.Pack, err = s.writePack(pk); err != nil {
+			return ImportResult{}, err
+		}
+		if lk == nil {
+			if lk, err = s.lockRef(ctx, ref); err != nil {
+				return ImportResult{}, err
+			}
+		}
+		err = lk.commit(cur, nh.Commit) // releases the lock either way
+		lk = nil
+		if errors.Is(err, ErrRefChanged) && attempt == 0 {
+			// Rebuild the batches on the new head. The blobs are in the
+			// pack just written; only the batch objects go into the next.
+			pk.reset()
+			continue
+		}
+		if err != nil {
+			return ImportResult{}, err
+		}
+		s.witness(writer, nh)
+		s.indexAppend(writer, h, nh, res.Events)
+		return res, nil
+	}
+}
+
+// lockRef takes ref's lock, waiting at most the store's lock timeout.
+func (s *Store) lockRef(ctx context.Context, ref string) (*lock, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.lockT)
+	defer cancel()
+	return s.refs.acquire(ctx, ref)
+}
+
+// packSink collects objects for one packfile: ids are computed at once (the
+// caller needs them), compression runs on worker goroutines, and writePack
+// lays the entries out in the order they were put.
+type packSink struct {
+	ents  []*packEntry
+	known map[[20]byte]bool // in this pack, or in a pack written before
+	work  chan *packEntry
+	wg    sync.WaitGroup
+}
+
+type packEntry struct {
+	id   [20]byte
+	typ  byte // pack type code: 1 commit, 2 tree, 3 blob
+	body []byte
+	data []byte // the entry as stored: header and zlib stream
+	err  error
+	crc  uint32
+	off  uint64
+}
+
+func newPackSink(known map[[20]byte]bool) *packSink {
+	if known == nil {
+		known = map[[20]byte]bool{}
+	}
+	p := &packSink{known: known}
+	p.start()
+	return p
+}
+
+// start runs the compression workers.
+func (p *packSink) start() {
+	p.work = make(chan *packEntry, 256)
+	work := p.work
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			// git's own level for packs: a third slower to write than
+			// BestSpeed (loose objects, where latency counts), a tenth
+			// smaller, and a quarter faster to read back (verify).
+			zw, _ := zlib.NewWriterLevel(nil, zlib.DefaultCompression)
+			for e := range work {
+				e.data, e.err = deflateEntry(zw, e.typ, e.body)
+				e.body = nil
+			}
+		}()
+	}
+}
+
+func (p *packSink) put(typ string, body []byte) (string, error) {
+	var code byte
+	switch typ {
+	case "commit":
+		code = 1
+	case "tree":
+		code = 2
+	case "blob":
+		code = 3
+	default:
+		return "", fmt.Errorf("pack: unsupported object type %q", typ)
+	}
+	h := sha1.New()
+	h.Write(objectHeader(typ, len(body)))
+	h.Write(body)
+	var id [20]byte
+	h.Sum(id[:0])
+	if !p.known[id] {
+		p.known[id] = true
+		e := &packEntry{id: id, typ: code, body: body}
+		p.ents = append(p.ents, e)
+		p.work <- e
+	}
+	return hex.EncodeToString(id[:]), nil
+}
+
+func (p *packSink) len() int { return len(p.ents) }
+
+// finish waits for the compression workers.
+func (p *packSink) finish() {
+	if p.work != nil {
+		close(p.work)
+		p.wg.Wait()
+		p.work = nil
+	}
+}
+
+// close stops the workers (after an error, or when done).
+func (p *packSink) close() { p.finish() }
+
+// reset empties the sink for a further pack, remembering what was packed.
+func (p *packSink) reset() {
+	p.finish()
+	p.ents = nil
+	p.start()
+}
+
+func objectHeader(typ string, n int) []byte {
+	b := make([]byte, 0, 32)
+	b = append(b, typ...)
+	b = append(b, ' ')
+	b = appendInt(b, n)
+	return append(b, 0)
+}
+
+func appendInt(b []byte, n int) []byte {
+	var tmp [20]byte
+	i := len(tmp)
+	if n == 0 {
+		return append(b, '0')
+	}
+	for n > 0 {
+		i--
+		tmp[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(b, tmp[i:]...)
+}
+
+// deflateEntry encodes one undeltified pack entry: the type and size
+// header (size in little-endian 7-bit groups, the first holding 4 bits)
+// followed by the zlib-compressed body.
+func deflateEntry(zw *zlib.Writer, typ byte, body []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(body)/2 + 64)
+	size := uint64(len(body))
+	c := typ<<4 | byte(size&0x0f)
+	size >>= 4
+	for size > 0 {
+		buf.WriteByte(c | 0x80)
+		c = byte(size & 0x7f)
+		size >>= 7
+	}
+	buf.WriteByte(c)
+	zw.Reset(&buf)
+	if _, err := zw.Write(body); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writePack writes the sink's objects as objects/pack/pack-<sum>.pack and
+// its version 2 .idx, both fsynced when fsync is on, and returns the pack's
+// file name. The .idx is renamed into place before the .pack: git and
+// go-git find packs by different names (git lists .idx files and skips one
+// whose pack is missing, go-git lists .pack files and fails on one without
+// an index), so neither ever sees half a pack.
+func (s *Store) writePack(p *packSink) (string, error) {
+	p.finish()
+	for _, e := range p.ents {
+		if e.err != nil {
+			return "", fmt.Errorf("pack: compress object %x: %w", e.id, e.err)
+		}
+	}
+	dir := filepath.Join(s.odb.dir, "pack")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create pack dir: %w", err)
+	}
+	fsync := s.odb.fsync
+
+	// The pack: header, entries, sha1 trailer over everything before it.
+	tmpPack, err := os.CreateTemp(dir, "tmp_pack_")
+	if err != nil {
+		return "", fmt.Errorf("create pack: %w", err)
+	}
+	defer os.Remove(tmpPack.Name()) // no-op once renamed
+	sum := sha1.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(tmpPack, sum), 1<<20)
+	var hdr [12]byte
+	copy(hdr[:], "PACK")
+	binary.BigEndian.PutUint32(hdr[4:], 2)
+	binary.BigEndian.PutUint32(hdr[8:], uint32(len(p.ents)))
+	bw.Write(hdr[:])
+	off := uint64(len(hdr))
+	for _, e := range p.ents {
+		e.off = off
+		e.crc = crc32.ChecksumIEEE(e.data)
+		bw.Write(e.data)
+		off += uint64(len(e.data))
+		e.data = nil
+	}
+	if err := bw.Flush(); err != nil {
+		tmpPack.Close()
+		return "", fmt.Errorf("write pack: %w", err)
+	}
+	var packSum [20]byte
+	sum.Sum(packSum[:0])
+	if _, err := tmpPack.Write(packSum[:]); err != nil {
+		tmpPack.Close()
+		return "", fmt.Errorf("write pack: %w", err)
+	}
+	if err := finishFile(tmpPack, fsync); err != nil {
+		return "", fmt.Errorf("write pack: %w", err)
+	}
+
+	// The index: fanout, sorted ids, crc32s, offsets (with the 64-bit
+	// table for offsets past 2 GiB), pack sum, own sum.
+	sorted := make([]*packEntry, len(p.ents))
+	copy(sorted, p.ents)
+	sort.Slice(sorted, func(i, j int) bool { return bytes.Compare(sorted[i].id[:], sorted[j].id[:]) < 0 })
+	tmpIdx, err := os.CreateTemp(dir, "tmp_idx_")
+	if err != nil {
+		return "", fmt.Errorf("create pack index: %w", err)
+	}
+	defer os.Remove(tmpIdx.Name())
+	isum := sha1.New()
+	iw := bufio.NewWriterSize(io.MultiWriter(tmpIdx, isum), 1<<20)
+	var u32 [4]byte
+	put32 := func(v uint32) {
+		binary.BigEndian.PutUint32(u32[:], v)
+		iw.Write(u32[:])
+	}
+	iw.Write([]byte{0xff, 't', 'O', 'c'})
+	put32(2)
+	var fan [256]uint32
+	for _, e := range sorted {
+		fan[e.id[0]]++
+	}
+	var acc uint32
+	for i := range fan {
+		acc += fan[i]
+		put32(acc)
+	}
+	for _, e := range sorted {
+		iw.Write(e.id[:])
+	}
+	for _, e := range sorted {
+		put32(e.crc)
+	}
+	var large []uint64
+	for _, e := range sorted {
+		if e.off < 1<<31 {
+			put32(uint32(e.off))
+		} else {
+			put32(1<<31 | uint32(len(large)))
+			large = append(large, e.off)
+		}
+	}
+	for _, o := range large {
+		var u64 [8]byte
+		binary.BigEndian.PutUint64(u64[:], o)
+		iw.Write(u64[:])
+	}
+	iw.Write(packSum[:])
+	if err := iw.Flush(); err != nil {
+		tmpIdx.Close()
+		return "", fmt.Errorf("write pack index: %w", err)
+	}
+	var idxSum [20]byte
+	isum.Sum(idxSum[:0])
+	if _, err := tmpIdx.Write(idxSum[:]); err != nil {
+		tmpIdx.Close()
+		return "", fmt.Errorf("write pack index: %w", err)
+	}
+	if err := finishFile(tmpIdx, fsync); err != nil {
+		return "", fmt.Errorf("write pack index: %w", err)
+	}
+
+	base := filepath.Join(dir, "pack-"+hex.EncodeToString(packSum[:]))
+	if err := os.Rename(tmpIdx.Name(), base+".idx"); err != nil {
+		return "", fmt.Errorf("store pack index: %w", err)
+	}
+	if err := os.Rename(tmpPack.Name(), base+".pack"); err != nil {
+		os.Remove(base + ".idx")
+		return "", fmt.Errorf("store pack: %w", err)
+	}
+	if fsync {
+		if err := syncDir(dir); err != nil {
+			return "", fmt.Errorf("fsync pack dir: %w", err)
+		}
+	}
+	s.odb.reset()
+	return filepath.Base(base) + ".pack", nil
+}
+
+// finishFile makes a written file read-only (as git leaves packs), fsyncs
+// it when asked, and closes it.
+func finishFile(f *os.File, fsync bool) error {
+	if err := f.Chmod(0o444); err != nil {
+		f.Close()
+		return err
+	}
+	if fsync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,657 @@
+package gitstore
+
+// Notes: git notes under refs/notes/lossless/<writer>, read and written
+// through the store with the same ref lock protocol as every other ref
+// (refs.go). Receipts (package receipt) are stored this way; the store
+// knows nothing about their content and does not import any OpenPGP code:
+// a caller that wants a signed notes commit passes a signer callback.
+//
+// Layout, as git itself defines notes: the notes ref points at a commit
+// whose tree maps the annotated object's 40-hex id to a blob holding the
+// note, either flat ("<40 hex>") or fanned out ("xx/<38 hex>",
+// "xx/xx/<36 hex>", ...). Each change is a new commit whose parent is the
+// previous notes commit. Readers here accept any fanout; WriteNote writes
+// flat, removing any fanned-out entry for the same object first, and keeps
+// every other entry of the tree (other notes, non-note files) as it was.
+// Plain git reads the result: `git notes --ref=lossless/<writer> show
+// <commit>`, `git log --notes='lossless/*'`.
+//
+// C git's `git notes add` takes the same <ref>.lock but moves the ref
+// without comparing it with the commit it built on: it never corrupts a
+// notes ref we write, but if it races with a writer on the same ref it can
+// drop that writer's newest note. Writers here compare and swap.
+//
+// The ref refs/notes/lossless itself is never created: a ref cannot be
+// both a file and a directory, and refs/notes/lossless/<writer> are the
+// refs.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// NotesPrefix is where notes writers live: refs/notes/lossless/<writer>.
+const NotesPrefix = "refs/notes/lossless/"
+
+// ErrNoNote is returned when an object has no note on a notes ref (or the
+// ref does not exist).
+var ErrNoNote = errors.New("no note")
+
+// NoteSigner signs a notes commit: it receives the commit exactly as
+// encoded without a signature (the payload git verify-commit checks) and
+// returns an ASCII-armored detached OpenPGP signature of it.
+type NoteSigner func(payload []byte) (armoredSig string, err error)
+
+// Note is one note on a notes ref.
+type Note struct {
+	Writer string // the notes writer (ref refs/notes/lossless/<writer>)
+	Target string // the annotated object's id
+	Blob   string // the note blob's id
+	// Path is the note's path in the notes tree ("<40 hex>" when flat,
+	// "xx/<38 hex>" and so on when fanned out).
+	Path string
+}
+
+// NotesCommit is a notes ref's head commit, split the way a signature
+// check needs it.
+type NotesCommit struct {
+	ID      string
+	Tree    string
+	Parents []string
+	// Payload is the commit without its gpgsig header: the bytes the
+	// signature signs. Signature is the armored signature from the
+	// gpgsig header ("" when the commit carries none).
+	Payload   []byte
+	Signature string
+}
+
+// noteIdentity signs notes commits: like batch commits, they are written
+// by the tool, and the signature (not the name) says who vouches for them.
+const noteIdentity = commitIdent
+
+// WriteNote attaches text to target (a 40-hex object id) on writer's notes
+// ref, replacing any note target had there. It writes the note blob, the
+// tree and a new notes commit whose parent is the ref's current commit,
+// signed through sign when sign is not nil (a gpgsig header, as `git
+// commit -S` writes it), makes them durable, and moves the ref by
+// compare-and-swap under <ref>.lock, rebuilding on the new head when
+// another process moved it first. It returns the new notes commit.
+func (s *Store) WriteNote(ctx context.Context, writer, target string, text []byte, sign NoteSigner) (string, error) {
+	if err := ValidWriter(writer); err != nil {
+		return "", err
+	}
+	target = strings.ToLower(target)
+	if !isHexID(target) {
+		return "", fmt.Errorf("note target %q is not a full 40-hex object id", target)
+	}
+	if s.loc.Embedded {
+		return "", errors.New("notes need a repository; this is the embedded archive")
+	}
+	ref := NotesPrefix + writer
+	var pending []string
+	blob, err := s.odb.write("blob", text, &pending)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.lockT)
+	defer cancel()
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("write note on %s: %w", ref, err)
+		}
+		cur, err := s.refs.read(ref)
+		if err != nil {
+			return "", err
+		}
+		var oldTree string
+		if cur != "" {
+			c, err := s.readCommit(cur)
+			if err != nil {
+				return "", fmt.Errorf("notes ref %s: %w", ref, err)
+			}
+			oldTree = c.Tree
+		}
+		tree, err := s.notesTreeWith(oldTree, target, blob, &pending)
+		if err != nil {
+			return "", fmt.Errorf("notes ref %s: %w", ref, err)
+		}
+		msg := "Notes added by 'git lossless receipt'\n\nLossless-Note-Writer: " + writer + "\nLossless-Note-Target: " + target + "\n"
+		body, err := encodeSignedCommit(tree, cur, s.now().Unix(), msg, sign)
+		if err != nil {
+			return "", err
+		}
+		commit, err := s.odb.write("commit", body, &pending)
+		if err != nil {
+			return "", err
+		}
+		if err := s.odb.flush(pending); err != nil {
+			return "", err
+		}
+		pending = pending[:0]
+		lk, err := s.refs.acquire(ctx, ref)
+		if err != nil {
+			return "", err
+		}
+		err = lk.commit(cur, commit)
+		if errors.Is(err, ErrRefChanged) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		return commit, nil
+	}
+}
+
+// encodeSignedCommit encodes a commit and, with sign, inserts the gpgsig
+// header after the committer line: continuation lines start with one
+// space, as git writes them.
+func encodeSignedCommit(tree, parent string, unix int64, msg string, sign NoteSigner) ([]byte, error) {
+	var hdr bytes.Buffer
+	hdr.WriteString("tree " + tree + "\n")
+	if parent != "" {
+		hdr.WriteString("parent " + parent + "\n")
+	}
+	stamp := strconv.FormatInt(unix, 10) + " +0000"
+	hdr.WriteString("author " + noteIdentity + " " + stamp + "\n")
+	hdr.WriteString("committer " + noteIdentity + " " + stamp + "\n")
+	payload := append(append(hdr.Bytes()[:hdr.Len():hdr.Len()], '\n'), msg...)
+	if sign == nil {
+		return payload, nil
+	}
+	sig, err := sign(append([]byte(nil), payload...))
+	if err != nil {
+		return nil, fmt.Errorf("sign notes commit: %w", err)
+	}
+	sig = strings.TrimRight(strings.ReplaceAll(sig, "\r\n", "\n"), "\n")
+	if !strings.HasPrefix(sig, "-----BEGIN PGP SIGNATURE-----") {
+		return nil, errors.New("sign notes commit: the signer returned no armored PGP signature")
+	}
+	var out bytes.Buffer
+	out.Write(hdr.Bytes())
+	out.WriteString("gpgsig ")
+	out.WriteString(strings.ReplaceAll(sig, "\n", "\n "))
+	out.WriteString("\n\n")
+	out.WriteString(msg)
+	return out.Bytes(), nil
+}
+
+// SplitCommitSignature splits a raw commit into the signed payload (the
+// commit without its gpgsig header) and the armored signature, as `git
+// verify-commit` does. sig is "" when the commit carries no gpgsig header.
+func SplitCommitSignature(body []byte) (payload []byte, sig string) {
+	hdr, msg, ok := bytes.Cut(body, []byte("\n\n"))
+	if !ok {
+		return body, ""
+	}
+	lines := strings.Split(string(hdr), "\n")
+	var keep []string
+	var sigLines []string
+	in := false
+	for _, l := range lines {
+		switch {
+		case in && strings.HasPrefix(l, " "):
+			sigLines = append(sigLines, l[1:])
+			continue
+		case strings.HasPrefix(l, "gpgsig "):
+			in = true
+			sigLines = append(sigLines, strings.TrimPrefix(l, "gpgsig "))
+			continue
+		}
+		in = false
+		keep = append(keep, l)
+	}
+	if sigLines == nil {
+		return body, ""
+	}
+	var p bytes.Buffer
+	p.WriteString(strings.Join(keep, "\n"))
+	p.WriteString("\n\n")
+	p.Write(msg)
+	return p.Bytes(), strings.Join(sigLines, "\n") + "\n"
+}
+
+// notesTreeWith returns the id of oldTree ("" = empty) with target's note
+// set to blob at the top level, any fanned-out entry for target removed.
+func (s *Store) notesTreeWith(oldTree, target, blob string, pending *[]string) (string, error) {
+	var ents []treeEntry
+	if oldTree != "" {
+		typ, body, err := s.odb.read(oldTree)
+		if err != nil {
+			return "", err
+		}
+		if typ != "tree" {
+			return "", fmt.Errorf("%s is a %s, not a tree", short(oldTree), typ)
+		}
+		if ents, err = parseTree(body); err != nil {
+			return "", err
+		}
+	}
+	out := make([]treeEntry, 0, len(ents)+1)
+	for _, e := range ents {
+		switch {
+		case e.name == target:
+			continue // replaced below
+		case e.mode == "40000" && len(e.name) == 2 && isHexPrefix(e.name) && strings.HasPrefix(target, e.name):
+			id, empty, err := s.withoutNote(e.id, target[2:], pending)
+			if err != nil {
+				return "", err
+			}
+			if empty {
+				continue
+			}
+			e.id = id
+		}
+		out = append(out, e)
+	}
+	out = append(out, treeEntry{mode: "100644", name: target, id: blob})
+	return s.odb.write("tree", encodeTree(out), pending)
+}
+
+// withoutNote returns the fanout subtree id with the note for rest (the
+// target's remaining hex digits) removed, and whether it became empty.
+func (s *Store) withoutNote(tree, rest string, pending *[]string) (string, bool, error) {
+	typ, body, err := s.odb.read(tree)
+	if err != nil {
+		return "", false, err
+	}
+	if typ != "tree" {
+		return "", false, fmt.Errorf("%s is a %s, not a tree", short(tree), typ)
+	}
+	ents, err := parseTree(body)
+	if err != nil {
+		return "", false, err
+	}
+	out := make([]treeEntry, 0, len(ents))
+	changed := false
+	for _, e := range ents {
+		switch {
+		case e.name == rest && e.mode != "40000":
+			changed = true
+			continue
+		case e.mode == "40000" && len(e.name) == 2 && len(rest) > 2 && isHexPrefix(e.name) && strings.HasPrefix(rest, e.name):
+			id, empty, err := s.withoutNote(e.id, rest[2:], pending)
+			if err != nil {
+				return "", false, err
+			}
+			if id != e.id || empty {
+				changed = true
+			}
+			if empty {
+				continue
+			}
+			e.id = id
+		}
+		out = append(out, e)
+	}
+	if !changed {
+		return tree, false, nil
+	}
+	if len(out) == 0 {
+		return "", true, nil
+	}
+	id, err := s.odb.write("tree", encodeTree(out), pending)
+	return id, false, err
+}
+
+func isHexPrefix(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// NoteRefs returns every notes writer with its notes commit, sorted by
+// writer name.
+func (s *Store) NoteRefs(ctx context.Context) ([]Note, error) {
+	refs, err := s.refs.list(NotesPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Note, 0, len(refs))
+	for name, id := range refs {
+		out = append(out, Note{Writer: strings.TrimPrefix(name, NotesPrefix), Blob: id})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Writer < out[j].Writer })
+	return out, nil
+}
+
+// NotesHead returns writer's notes commit, split for a signature check.
+// It returns ErrNoNote when the ref does not exist.
+func (s *Store) NotesHead(ctx context.Context, writer string) (NotesCommit, error) {
+	if err := ValidWriter(writer); err != nil {
+		return NotesCommit{}, err
+	}
+	id, err := s.refs.read(NotesPrefix + writer)
+	if err != nil {
+		return NotesCommit{}, err
+	}
+	if id == "" {
+		return NotesCommit{}, fmt.Errorf("%w: %s%s does not exist", ErrNoNote, NotesPrefix, writer)
+	}
+	typ, body, err := s.odb.read(id)
+	if err != nil {
+		return NotesCommit{}, err
+	}
+	if typ != "commit" {
+		return NotesCommit{}, fmt.Errorf("%s%s points at a %s, not a commit", NotesPrefix, writer, typ)
+	}
+	c, err := parseCommit(body)
+	if err != nil {
+		return NotesCommit{}, err
+	}
+	payload, sig := SplitCommitSignature(body)
+	return NotesCommit{ID: id, Tree: c.Tree, Parents: c.Parents, Payload: payload, Signature: sig}, nil
+}
+
+// ReadNote returns target's note on writer's notes ref: the note and the
+// note's bytes. It returns an error wrapping ErrNoNote when there is none.
+func (s *Store) ReadNote(ctx context.Context, writer, target string) (Note, []byte, error) {
+	target = strings.ToLower(target)
+	if !isHexID(target) {
+		return Note{}, nil, fmt.Errorf("note target %q is not a full 40-hex object id", target)
+	}
+	head, err := s.NotesHead(ctx, writer)
+	if err != nil {
+		return Note{}, nil, err
+	}
+	n, ok, err := s.findNote(head.Tree, target, "")
+	if err != nil {
+		return Note{}, nil, err
+	}
+	if !ok {
+		return Note{}, nil, fmt.Errorf("%w for %s on %s%s", ErrNoNote, short(target), NotesPrefix, writer)
+	}
+	n.Writer, n.Target = writer, target
+	typ, body, err := s.odb.read(n.Blob)
+	if err != nil {
+		return n, nil, err
+	}
+	if typ != "blob" {
+		return n, nil, fmt.Errorf("note %s is a %s, not a blob", n.Path, typ)
+	}
+	return n, body, nil
+}
+
+// findNote looks for rest (the remaining hex digits of the target) in
+// tree, following fanout directories. prefix is the path so far.
+func (s *Store) findNote(tree, rest, prefix string) (Note, bool, error) {
+	typ, body, err := s.odb.read(tree)
+	if err != nil {
+		return Note{}, false, err
+	}
+	if typ != "tree" {
+		return Note{}, false, fmt.Errorf("%s is a %s, not a tree", short(tree), typ)
+	}
+	ents, err := parseTree(body)
+	if err != nil {
+		return Note{}, false, err
+	}
+	for _, e := range ents {
+		if e.name == rest && e.mode != "40000" {
+			return Note{Blob: e.id, Path: prefix + e.name}, true, nil
+		}
+	}
+	for _, e := range ents {
+		if e.mode == "40000" && len(e.name) == 2 && len(rest) > 2 && strings.HasPrefix(rest, e.name) {
+			if n, ok, err := s.findNote(e.id, rest[2:], prefix+e.name+"/"); err != nil || ok {
+				return n, ok, err
+			}
+		}
+	}
+	return Note{}, false, nil
+}
+
+// Notes lists every note on writer's notes ref, sorted by target. Entries
+// that are not notes (names that do not make up a 40-hex id) are skipped.
+func (s *Store) Notes(ctx context.Context, writer string) ([]Note, error) {
+	head, err := s.NotesHead(ctx, writer)
+	if errors.Is(err, ErrNoNote) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Note
+	if err := s.listNotes(head.Tree, "", "", &out); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Writer = writer
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Target < out[j].Target })
+	return out, nil
+}
+
+func (s *Store) listNotes(tree, hexSoFar, prefix string, out *[]Note) error {
+	typ, body, err := s.odb.read(tree)
+	if err != nil {
+		return err
+	}
+	if typ != "tree" {
+		return fmt.Errorf("%s is a %s, not a tree", short(tree), typ)
+	}
+	ents, err := parseTree(body)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		full := hexSoFar + e.name
+		switch {
+		case e.mode == "40000" && len(e.name) == 2 && isHexPrefix(e.name) && len(full) < 40:
+			if err := s.listNotes(e.id, full, prefix+e.name+"/", out); err != nil {
+				return err
+			}
+		case e.mode != "40000" && isHexID(full):
+			*out = append(*out, Note{Target: full, Blob: e.id, Path: prefix + e.name})
+		}
+	}
+	return nil
+}
+
+// ReadObject returns any object's type and body, loose or packed. Receipts
+// read the annotated commit and its trees through it.
+func (s *Store) ReadObject(id string) (typ string, body []byte, err error) {
+	id = strings.ToLower(id)
+	if !isHexID(id) {
+		return "", nil, fmt.Errorf("%q is not a full 40-hex object id", id)
+	}
+	return s.odb.read(id)
+}
+
+// WriterHead returns one writer's head: commit, entries and the seal of
+// the last entry. Err is set in the result when the head is not a sealed
+// batch commit; the error is for a ref that cannot be read at all.
+func (s *Store) WriterHead(ctx context.Context, writer string) (WriterInfo, error) {
+	if err := ValidWriter(writer); err != nil {
+		return WriterInfo{}, err
+	}
+	w := WriterInfo{Name: writer, Ref: RefPrefix + writer}
+	id, err := s.refs.read(w.Ref)
+	if err != nil {
+		return w, err
+	}
+	if id == "" {
+		w.Err = "no such writer"
+		return w, nil
+	}
+	w.Commit = id
+	h, err := s.headAt(id)
+	if err != nil {
+		w.Err = err.Error()
+		return w, nil
+	}
+	w.Seq, w.Seal = h.Seq, h.Seal
+	return w, nil
+}
+
+// Selection says which events Select reads.
+type Selection struct {
+	// Writers to read (every writer when empty). A named writer that
+	// cannot be read is an error; with Writers empty such a writer is
+	// skipped with a warning.
+	Writers []string
+	// Any, when set, preselects the lines that contain at least one of
+	// these byte strings, searching each writer's data as a whole, so a
+	// selective needle skips most lines without looking at them one by
+	// one. Without Any every line is a candidate.
+	Any [][]byte
+	// Keep sees every candidate line of a writer, in seq order, before
+	// anything of the next writer (writers in name order), and says which
+	// to parse and return; nil keeps every candidate. It must not retain
+	// line.
+	Keep func(writer string, line []byte) bool
+}
+
+// Select reads stored event lines and parses those the selection keeps,
+// returning them with Writer set, writer by writer in seq order. Lines
+// come from the derived index where it is current, else from the commits
+// (as Events reads them). It is the bulk reader receipts use to filter on
+// raw bytes before paying for a parse.
+func (s *Store) Select(ctx context.Context, sel Selection) ([]Event, error) {
+	var names []string
+	ids := map[string]string{}
+	if len(sel.Writers) == 0 {
+		refs, err := s.refs.list(RefPrefix)
+		if err != nil {
+			return nil, err
+		}
+		for ref, id := range refs {
+			w := strings.TrimPrefix(ref, RefPrefix)
+			names = append(names, w)
+			ids[w] = id
+		}
+		sort.Strings(names)
+	} else {
+		for _, w := range sel.Writers {
+			if err := ValidWriter(w); err != nil {
+				return nil, err
+			}
+			id, err := s.refs.read(RefPrefix + w)
+			if err != nil {
+				return nil, err
+			}
+			if id == "" {
+				return nil, fmt.Errorf("no writer %q", w)
+			}
+			names = append(names, w)
+			ids[w] = id
+		}
+	}
+	named := len(sel.Writers) > 0
+	var out []Event
+	var scratch []byte
+	for _, w := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var perr error
+		each := func(l []byte) {
+			if perr != nil || (sel.Keep != nil && !sel.Keep(w, l)) {
+				return
+			}
+			e, err := ParseEvent(l)
+			if err != nil {
+				perr = fmt.Errorf("writer %s: %w", w, err)
+				return
+			}
+			e.Writer = w
+			out = append(out, e)
+		}
+		if data, ok := s.currentIndex(w, ids[w], &scratch); ok {
+			scanAny(data, sel.Any, each)
+		} else {
+			lines, err := s.linesAtRef(ctx, w, ids[w])
+			if err != nil {
+				if named {
+					return nil, fmt.Errorf("writer %s: %w", w, err)
+				}
+				s.warn(fmt.Sprintf("skipping writer %s: %v", w, err))
+				continue
+			}
+		line:
+			for _, l := range lines {
+				if len(sel.Any) > 0 {
+					for _, n := range sel.Any {
+						if bytes.Contains(l, n) {
+							each(l)
+							continue line
+						}
+					}
+					continue
+				}
+				each(l)
+			}
+		}
+		if perr != nil {
+			if named {
+				return nil, perr
+			}
+			s.warn(perr.Error())
+		}
+	}
+	return out, nil
+}
+
+// scanAny calls fn, in order, with every newline-terminated line of data
+// that contains any of needles (every line when there are none).
+func scanAny(data []byte, needles [][]byte, fn func([]byte)) {
+	if len(needles) <= 1 {
+		scanLines(data, needles, fn)
+		return
+	}
+	var starts []int
+	for _, n := range needles {
+		scanLinesAt(data, n, func(start int) { starts = append(starts, start) })
+	}
+	sort.Ints(starts)
+	last := -1
+	for _, st := range starts {
+		if st == last {
+			continue
+		}
+		last = st
+		end := bytes.IndexByte(data[st:], '\n')
+		if end < 0 {
+			end = len(data) - st
+		}
+		if end > 0 {
+			fn(data[st : st+end])
+		}
+	}
+}
+
+// scanLinesAt calls fn with the start offset of every line of data that
+// contains needle, once per line.
+func scanLinesAt(data, needle []byte, fn func(int)) {
+	pos := 0
+	for pos < len(data) {
+		k := bytes.Index(data[pos:], needle)
+		if k < 0 {
+			return
+		}
+		k += pos
+		start := bytes.LastIndexByte(data[:k], '\n') + 1
+		end := bytes.IndexByte(data[k:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += k
+		}
+		fn(start)
+		pos = end + 1
+	}
+}
+
+// SelectEvents is Select with only writers and a keep function.
+func (s *Store) SelectEvents(ctx context.Context, writers []string, keep func(writer string, line []byte) bool) ([]Event, error) {
+	return s.Select(ctx, Selection{Writers: writers, Keep: keep})
+}

@@ -1,0 +1,562 @@
+package hooks
+
+// Doctor: a read-only health check of everything between Claude Code and
+// the archive, each problem paired with the command that fixes it. It
+// writes nothing: not the settings, not the locks, not the archive (an
+// embedded archive that does not exist yet is reported, not created; the
+// one exception is gitstore.Discover creating it when a repository is
+// found but unusable, which any command run there does too).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/seal"
+)
+
+// Doctor statuses, in increasing severity. FAIL means something is broken
+// now (records are lost or cannot be trusted); WARN means it works but
+// less than it should.
+const (
+	DoctorOK   = "OK"
+	DoctorWarn = "WARN"
+	DoctorFail = "FAIL"
+)
+
+// DoctorCheck is one line of the doctor's report.
+type DoctorCheck struct {
+	Check  string `json:"check"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	// Fix is a command or action that resolves a WARN or FAIL ("" for OK).
+	Fix string `json:"fix"`
+}
+
+// DoctorOptions are the doctor's inputs. Zero values use the process's
+// own, so the CLI passes its environment and tests pass theirs.
+type DoctorOptions struct {
+	// Dir is the directory whose archive is checked (the CLI's -C).
+	Dir string
+	// Getenv supplies PATH, HOME, CLAUDE_CONFIG_DIR and LOSSLESS_GUARD.
+	Getenv func(string) string
+	// Executable is the running program (default os.Executable).
+	Executable string
+	// Version is the running program's version.
+	Version string
+	// VersionOf returns the version another git-lossless reports
+	// (default: runs `PATH --version` with a 5 s timeout).
+	VersionOf func(ctx context.Context, path string) (string, error)
+	// UserSettings and ProjectSettings override SettingsPath.
+	UserSettings, ProjectSettings string
+}
+
+// CountChecks tallies a report.
+func CountChecks(cs []DoctorCheck) (ok, warn, fail int) {
+	for _, c := range cs {
+		switch c.Status {
+		case DoctorOK:
+			ok++
+		case DoctorWarn:
+			warn++
+		default:
+			fail++
+		}
+	}
+	return
+}
+
+// Doctor runs every check and returns them in a fixed order: programs,
+// archive, Claude Code settings, hook programs, guard. A check that cannot
+// run is a FAIL of that check, not a missing line. Lines are left out only
+// when there is nothing to check: the archive checks after the location
+// failed or when the embedded archive does not exist yet, the hook program
+// check when no settings name a program.
+func Doctor(ctx context.Context, opt DoctorOptions) []DoctorCheck {
+	if opt.Getenv == nil {
+		opt.Getenv = os.Getenv
+	}
+	if opt.Executable == "" {
+		if exe, err := os.Executable(); err == nil {
+			opt.Executable = exe
+		}
+	}
+	if opt.VersionOf == nil {
+		opt.VersionOf = doctorRunVersion
+	}
+	if opt.Dir == "" {
+		opt.Dir, _ = os.Getwd()
+	}
+	var out []DoctorCheck
+	out = append(out, checkSelfOnPath(ctx, opt), checkGitOnPath(opt))
+	out = append(out, checkArchive(ctx, opt)...)
+	hookChecks, doctorInspected := checkSettings(opt)
+	out = append(out, hookChecks...)
+	if c, ok := checkHookPrograms(opt, doctorInspected); ok {
+		out = append(out, c)
+	}
+	out = append(out, checkGuard(opt, doctorInspected))
+	return out
+}
+
+func okCheck(check, detail string) DoctorCheck { return DoctorCheck{check, DoctorOK, detail, ""} }
+
+func warnCheck(check, detail, fix string) DoctorCheck {
+	return DoctorCheck{check, DoctorWarn, detail, fix}
+}
+
+func failCheck(check, detail, fix string) DoctorCheck {
+	return DoctorCheck{check, DoctorFail, detail, fix}
+}
+
+const doctorGoInstall = "go install github.com/git-lossless/git-lossless/cmd/git-lossless@latest"
+
+func doctorRunVersion(ctx context.Context, path string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	b, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSpace(string(b))
+	return strings.TrimPrefix(s, "git-lossless version "), nil
+}
+
+// checkSelfOnPath: `git lossless` finds git-lossless through PATH, so a
+// missing or older copy there means the commands a user types run
+// something else than what is being checked.
+func checkSelfOnPath(ctx context.Context, opt DoctorOptions) DoctorCheck {
+	const name = "git-lossless on PATH"
+	p, found := instLookPath("git-lossless", opt.Getenv("PATH"))
+	if !found {
+		return warnCheck(name, fmt.Sprintf("not found; `git lossless` will not run (this program is %s)", opt.Executable),
+			"put git-lossless on PATH: `"+doctorGoInstall+"`, or copy "+opt.Executable+" into a PATH directory")
+	}
+	if instSameFile(p, opt.Executable) {
+		return okCheck(name, fmt.Sprintf("%s (this program, version %s)", p, opt.Version))
+	}
+	v, err := opt.VersionOf(ctx, p)
+	switch {
+	case err != nil:
+		return warnCheck(name, fmt.Sprintf("%s is another program and `%s --version` failed: %v (this is %s, version %s)", p, p, err, opt.Executable, opt.Version),
+			"replace "+p+" with this version: `"+doctorGoInstall+"`")
+	case v != opt.Version:
+		return warnCheck(name, fmt.Sprintf("%s is version %s; this program (%s) is version %s", p, v, opt.Executable, opt.Version),
+			"replace "+p+" with one version: `"+doctorGoInstall+"`")
+	}
+	return okCheck(name, fmt.Sprintf("%s (version %s, the same as this program at %s)", p, v, opt.Executable))
+}
+
+func checkGitOnPath(opt DoctorOptions) DoctorCheck {
+	const name = "git on PATH"
+	if p, found := instLookPath("git", opt.Getenv("PATH")); found {
+		return okCheck(name, p)
+	}
+	return warnCheck(name, "not found; `git lossless ...` needs git to dispatch to git-lossless (the hooks run git-lossless directly and still work)",
+		"install git (e.g. `apt-get install git`)")
+}
+
+// checkArchive locates the archive for opt.Dir, opens it and runs the
+// quick verify (chains only) over every writer.
+func checkArchive(ctx context.Context, opt DoctorOptions) []DoctorCheck {
+	const (
+		where    = "archive location"
+		readable = "archive readable"
+		chains   = "seal chains"
+		locks    = "ref locks"
+	)
+	var loc gitstore.Location
+	_, err := gitstore.FindRepository(opt.Dir)
+	switch {
+	case err == nil:
+		loc, err = gitstore.Discover(opt.Dir)
+		if err != nil {
+			return []DoctorCheck{failCheck(where, err.Error(), "check that "+opt.Dir+" and its repository are readable")}
+		}
+	case errors.Is(err, gitstore.ErrNoRepository):
+		dir, err := gitstore.EmbeddedDir()
+		if err != nil {
+			return []DoctorCheck{failCheck(where, err.Error(), "set HOME or XDG_DATA_HOME")}
+		}
+		if _, err := os.Stat(filepath.Join(dir, "objects")); errors.Is(err, fs.ErrNotExist) {
+			return []DoctorCheck{okCheck(where, fmt.Sprintf("no repository at %s: the embedded archive %s is used (not created yet: nothing recorded here so far)", opt.Dir, dir))}
+		}
+		loc = gitstore.Location{GitDir: dir, CommonDir: dir, Embedded: true}
+	default:
+		return []DoctorCheck{failCheck(where, err.Error(), "check that "+opt.Dir+" is readable, or unset GIT_DIR")}
+	}
+	var out []DoctorCheck
+	switch {
+	case loc.Fallback != "":
+		out = append(out, warnCheck(where, loc.Fallback,
+			"nothing to do if the embedded archive suits you; to record inside the repository use one with the files ref backend and sha1 objects"))
+	case loc.Embedded:
+		out = append(out, okCheck(where, fmt.Sprintf("no repository at %s: the embedded archive %s is used", opt.Dir, loc.CommonDir)))
+	default:
+		top := loc.WorkTree
+		if top == "" {
+			top = loc.CommonDir
+		}
+		out = append(out, okCheck(where, fmt.Sprintf("repository %s (refs/lossless/* in %s)", top, loc.CommonDir)))
+	}
+
+	st, err := gitstore.Open(loc, gitstore.Options{})
+	if err != nil {
+		return append(out, failCheck(readable, err.Error(), "fix the repository configuration named in the error"))
+	}
+	ws, err := st.Writers(ctx)
+	if err != nil {
+		return append(out, failCheck(readable, fmt.Sprintf("list writers in %s: %v", loc.CommonDir, err), "check the permissions of "+loc.CommonDir))
+	}
+	var bad []string
+	var entries int64
+	for _, w := range ws {
+		if w.Err != "" {
+			bad = append(bad, fmt.Sprintf("%s (%s)", w.Name, w.Err))
+		}
+		entries += w.Seq
+	}
+	if len(bad) > 0 {
+		out = append(out, failCheck(readable, fmt.Sprintf("%d of %d writers unreadable: %s", len(bad), len(ws), strings.Join(bad, "; ")),
+			"`git lossless verify` reports each writer; `git fsck` checks the objects"))
+	} else {
+		out = append(out, okCheck(readable, doctorCount(len(ws), "writer")+", "+doctorCount(int(entries), "entry")))
+	}
+
+	var broken []string
+	checked := 0
+	for _, w := range ws {
+		if w.Err != "" {
+			continue
+		}
+		rep, err := st.Verify(ctx, w.Name, seal.Options{SkipContent: true})
+		if err != nil {
+			broken = append(broken, fmt.Sprintf("%s: %v", w.Name, err))
+			continue
+		}
+		checked++
+		if b := rep.Break; b != nil {
+			broken = append(broken, fmt.Sprintf("%s: %s at entry %d: %s", w.Name, b.Kind, b.Seq, b.Detail))
+		}
+	}
+	switch {
+	case len(broken) > 0:
+		out = append(out, failCheck(chains, strings.Join(broken, "; "),
+			"`git lossless verify` shows the full report; a break means a log was changed outside git-lossless: restore refs/lossless/<writer> from a clone or backup"))
+	case checked == 0:
+		out = append(out, okCheck(chains, "no writers yet"))
+	default:
+		out = append(out, okCheck(chains, fmt.Sprintf("%s: every entry links to the one before (chains only; `git lossless verify` also checks content)", doctorCount(checked, "writer"))))
+	}
+
+	ls, err := st.Locks()
+	if err != nil {
+		return append(out, failCheck(locks, err.Error(), "check the permissions of "+filepath.Join(loc.CommonDir, "refs", "lossless")))
+	}
+	var stale []string
+	for _, l := range ls {
+		if l.Stale {
+			stale = append(stale, fmt.Sprintf("%s (%s)", l.Path, l.Why))
+		}
+	}
+	switch {
+	case len(stale) > 0:
+		out = append(out, warnCheck(locks, fmt.Sprintf("%d stale: %s; appends remove them, but they mark a git-lossless process that died mid-write", len(stale), strings.Join(stale, "; ")),
+			"git lossless locks --clean"))
+	case len(ls) > 0:
+		out = append(out, okCheck(locks, fmt.Sprintf("%d held by running appends", len(ls))))
+	default:
+		out = append(out, okCheck(locks, "none"))
+	}
+	return out
+}
+
+// InstalledHooks is what a settings file holds of ours.
+type InstalledHooks struct {
+	Path   string
+	Exists bool
+	// Current lists events whose hook of ours has exactly the matcher,
+	// argument and timeout install writes (any program path).
+	Current []string
+	// Missing lists install's events holding no hook of ours.
+	Missing []string
+	// Outdated lists events holding hooks of ours in another shape, and
+	// events install no longer writes that still hold ours.
+	Outdated []string
+	// Programs are the programs our commands run, first appearance first.
+	Programs []string
+	// GuardOff is true when the settings' "env" sets LOSSLESS_GUARD=off
+	// for every session.
+	GuardOff bool
+}
+
+// Any reports whether the file holds any hook of ours.
+func (h InstalledHooks) Any() bool { return len(h.Current)+len(h.Outdated) > 0 }
+
+// Complete reports whether every hook install writes is there as written.
+func (h InstalledHooks) Complete() bool { return len(h.Missing)+len(h.Outdated) == 0 }
+
+// InspectSettings reads a settings file and reports our hooks in it. A
+// missing file is no error; a malformed one is a *SettingsError.
+func InspectSettings(path string) (InstalledHooks, error) {
+	h := InstalledHooks{Path: path}
+	doc, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		for _, sp := range InstallSpecs() {
+			h.Missing = append(h.Missing, sp.Event)
+		}
+		return h, nil
+	case err != nil:
+		return h, fmt.Errorf("read %s: %w", path, err)
+	}
+	h.Exists = true
+	s, err := parseSettings(path, doc, "")
+	if err != nil {
+		return h, err
+	}
+	for _, m := range s.top {
+		if m.key != "env" {
+			continue
+		}
+		var env map[string]any
+		if json.Unmarshal(s.text(m.val), &env) == nil && env["LOSSLESS_GUARD"] == "off" {
+			h.GuardOff = true
+		}
+	}
+	specs := map[string]HookSpec{}
+	for _, sp := range InstallSpecs() {
+		specs[sp.Event] = sp
+	}
+	seenProg := map[string]bool{}
+	found := map[string]bool{}
+	for _, ev := range s.events {
+		spec, wanted := specs[ev.m.key]
+		n, current := 0, false
+		for _, g := range ev.groups {
+			for _, hk := range g.hooks {
+				if !hk.ours {
+					continue
+				}
+				n++
+				prog, arg := hookProgram(hk.command)
+				if prog != "" && !seenProg[prog] {
+					seenProg[prog] = true
+					h.Programs = append(h.Programs, prog)
+				}
+				var f struct {
+					Type    string   `json:"type"`
+					Timeout *float64 `json:"timeout"`
+				}
+				_ = json.Unmarshal(s.text(hk.span), &f)
+				current = wanted && g.matches(spec) && len(g.hooks) == 1 && arg == spec.Arg &&
+					f.Type == "command" && f.Timeout != nil && *f.Timeout == float64(spec.Timeout)
+			}
+		}
+		switch {
+		case n == 0:
+		case wanted && n == 1 && current:
+			h.Current = append(h.Current, ev.m.key)
+			found[ev.m.key] = true
+		default:
+			h.Outdated = append(h.Outdated, ev.m.key)
+			found[ev.m.key] = true
+		}
+	}
+	for _, sp := range InstallSpecs() {
+		if !found[sp.Event] {
+			h.Missing = append(h.Missing, sp.Event)
+		}
+	}
+	return h, nil
+}
+
+// doctorInspected holds InspectSettings results by scope, for later checks.
+type doctorInspected struct {
+	scope SettingsScope
+	path  string
+	hooks InstalledHooks
+	err   error
+}
+
+func doctorInstallFix(scope SettingsScope) string {
+	if scope == ScopeProject {
+		return "git lossless install claude-code --scope project --apply"
+	}
+	return "git lossless install claude-code --apply"
+}
+
+// checkSettings reports our hooks in the user and the project settings.
+// Claude Code merges both, so hooks in one of them are enough: the other
+// is then OK with a note, and only when neither has them do both warn.
+func checkSettings(opt DoctorOptions) ([]DoctorCheck, []doctorInspected) {
+	paths := map[SettingsScope]string{ScopeUser: opt.UserSettings, ScopeProject: opt.ProjectSettings}
+	var ins []doctorInspected
+	for _, scope := range []SettingsScope{ScopeUser, ScopeProject} {
+		in := doctorInspected{scope: scope, path: paths[scope]}
+		if in.path == "" {
+			in.path, in.err = SettingsPath(scope, opt.Dir, opt.Getenv)
+		}
+		if in.err == nil {
+			in.hooks, in.err = InspectSettings(in.path)
+		}
+		ins = append(ins, in)
+	}
+	complete := map[SettingsScope]bool{}
+	for _, in := range ins {
+		complete[in.scope] = in.err == nil && in.hooks.Any() && in.hooks.Complete()
+	}
+	var out []DoctorCheck
+	for i, in := range ins {
+		name := "claude-code hooks (" + string(in.scope) + " settings)"
+		other := ins[1-i]
+		h := in.hooks
+		switch {
+		case i == 1 && in.err == nil && other.err == nil && sameSettingsFile(in.path, other.path):
+			out = append(out, okCheck(name, in.path+" is the user settings file (checked above)"))
+		case in.err != nil:
+			var se *SettingsError
+			if errors.As(in.err, &se) {
+				out = append(out, failCheck(name, in.err.Error()+"; Claude Code may reject these settings too",
+					"fix the JSON in "+in.path+" by hand (backups from install are "+filepath.Base(in.path)+".bak-* beside it), then run `"+doctorInstallFix(in.scope)+"`"))
+			} else if in.path != "" {
+				out = append(out, failCheck(name, in.err.Error(), "make "+in.path+" readable"))
+			} else {
+				out = append(out, failCheck(name, in.err.Error(), "set HOME or CLAUDE_CONFIG_DIR"))
+			}
+		case h.Any() && h.Complete():
+			out = append(out, okCheck(name, fmt.Sprintf("installed in %s (%d hooks)", in.path, len(h.Current))))
+		case h.Any():
+			var parts []string
+			if len(h.Missing) > 0 {
+				parts = append(parts, "missing "+strings.Join(h.Missing, ", "))
+			}
+			if len(h.Outdated) > 0 {
+				parts = append(parts, "outdated "+strings.Join(h.Outdated, ", "))
+			}
+			out = append(out, warnCheck(name, fmt.Sprintf("partly installed in %s: %s", in.path, strings.Join(parts, "; ")), doctorInstallFix(in.scope)))
+		case complete[other.scope]:
+			out = append(out, okCheck(name, fmt.Sprintf("none in %s; the %s settings (%s) cover every session", in.path, other.scope, other.path)))
+		case !h.Exists:
+			out = append(out, warnCheck(name, fmt.Sprintf("not installed: no %s", in.path), doctorInstallFix(in.scope)))
+		default:
+			out = append(out, warnCheck(name, "not installed in "+in.path, doctorInstallFix(in.scope)))
+		}
+	}
+	return out, ins
+}
+
+func sameSettingsFile(a, b string) bool {
+	return filepath.Clean(a) == filepath.Clean(b) || instSameFile(a, b)
+}
+
+// checkHookPrograms checks that every program our hooks run exists and is
+// executable: otherwise every hook fails (Claude Code carries on, so
+// nothing would be recorded and nobody would notice).
+func checkHookPrograms(opt DoctorOptions, ins []doctorInspected) (DoctorCheck, bool) {
+	const name = "hook program"
+	type use struct {
+		prog   string
+		scopes []SettingsScope
+	}
+	var progs []*use
+	byProg := map[string]*use{}
+	for _, in := range ins {
+		if in.err != nil {
+			continue
+		}
+		for _, p := range in.hooks.Programs {
+			u := byProg[p]
+			if u == nil {
+				u = &use{prog: p}
+				byProg[p] = u
+				progs = append(progs, u)
+			}
+			u.scopes = append(u.scopes, in.scope)
+		}
+	}
+	if len(progs) == 0 {
+		return DoctorCheck{}, false
+	}
+	var bad, temp, good []string
+	fixScopes := map[SettingsScope]bool{}
+	for _, u := range progs {
+		p := u.prog
+		if !strings.ContainsRune(p, filepath.Separator) {
+			if found, okp := instLookPath(p, opt.Getenv("PATH")); okp {
+				good = append(good, p+" (on PATH: "+found+")")
+			} else {
+				bad = append(bad, p+": not found on PATH")
+				for _, s := range u.scopes {
+					fixScopes[s] = true
+				}
+			}
+			continue
+		}
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("%s: %v", p, errors.Unwrap(err)))
+		case !st.Mode().IsRegular():
+			bad = append(bad, p+": not a regular file")
+		case st.Mode().Perm()&0o111 == 0:
+			bad = append(bad, p+": not executable")
+		case instIsTempBuild(p):
+			temp = append(temp, p)
+			continue
+		default:
+			good = append(good, p)
+			continue
+		}
+		for _, s := range u.scopes {
+			fixScopes[s] = true
+		}
+	}
+	var fixes []string
+	for _, s := range []SettingsScope{ScopeUser, ScopeProject} {
+		if fixScopes[s] {
+			fixes = append(fixes, "`"+doctorInstallFix(s)+"`")
+		}
+	}
+	fix := "run " + strings.Join(fixes, " and ") + " with the git-lossless you mean to keep (it rewrites the hook commands)"
+	switch {
+	case len(bad) > 0:
+		return failCheck(name, strings.Join(bad, "; ")+": every hook fails and nothing is recorded", fix), true
+	case len(temp) > 0:
+		return warnCheck(name, strings.Join(temp, "; ")+" is a temporary `go run`/`go test` build and will disappear", "install git-lossless (`"+doctorGoInstall+"`) and run `git lossless install claude-code --apply` with it"), true
+	}
+	return okCheck(name, strings.Join(good, "; ")+" executable"), true
+}
+
+func checkGuard(opt DoctorOptions, ins []doctorInspected) DoctorCheck {
+	const name = "edit guard"
+	if opt.Getenv("LOSSLESS_GUARD") == "off" {
+		return warnCheck(name, "LOSSLESS_GUARD=off in this environment: sessions started from it edit unguarded", "unset LOSSLESS_GUARD")
+	}
+	for _, in := range ins {
+		if in.err == nil && in.hooks.GuardOff {
+			return warnCheck(name, fmt.Sprintf("%s sets LOSSLESS_GUARD=off in \"env\": every session edits unguarded", in.path),
+				"remove LOSSLESS_GUARD from \"env\" in "+in.path)
+		}
+	}
+	return okCheck(name, "on (LOSSLESS_GUARD is not off)")
+}
+
+// doctorCount writes "1 writer", "2 writers", "0 entries".
+func doctorCount(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,333 @@
+package hooks
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+)
+
+// doctorFixture is a temporary machine: a home, a repository with one
+// writer, a git-lossless on PATH that is "this program", and nothing of
+// the real user's environment.
+type doctorFixture struct {
+	base, home, repo, bin string
+	env                   map[string]string
+}
+
+func newDoctorFixture(t *testing.T) *doctorFixture {
+	t.Helper()
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git not installed")
+	}
+	base := t.TempDir()
+	f := &doctorFixture{base: base, home: filepath.Join(base, "home"), repo: filepath.Join(base, "repo"), bin: filepath.Join(base, "bin", "git-lossless")}
+	// Paths under os.TempDir() count as temporary builds; move it away
+	// from the fixture.
+	os.MkdirAll(filepath.Join(base, "tmp"), 0o700)
+	for k, v := range map[string]string{
+		"TMPDIR":              filepath.Join(base, "tmp"),
+		"HOME":                f.home,
+		"XDG_DATA_HOME":       filepath.Join(f.home, "data"),
+		"XDG_CONFIG_HOME":     filepath.Join(f.home, "config"),
+		"GIT_CONFIG_NOSYSTEM": "1",
+		"GIT_CONFIG_GLOBAL":   os.DevNull,
+	} {
+		t.Setenv(k, v)
+	}
+	instUnsetenv(t, "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES", "LOSSLESS_ARCHIVE_EXCLUDE", "LOSSLESS_GUARD")
+	instWriteFile(t, f.bin, "#!/bin/sh\necho git-lossless version test\n", 0o755)
+	f.env = map[string]string{
+		"HOME":              f.home,
+		"PATH":              filepath.Dir(f.bin) + string(os.PathListSeparator) + filepath.Dir(git),
+		"CLAUDE_CONFIG_DIR": filepath.Join(f.home, ".claude"),
+	}
+	if out, err := exec.Command("git", "init", "-q", f.repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	st, err := gitstore.OpenDir(f.repo, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(context.Background(), "w1", []gitstore.Record{{Event: gitstore.Event{Op: "read", Source: "cli", Path: "a.txt"}, Content: []byte("a\n"), HasContent: true}}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// instUnsetenv unsets variables for one test (t.Setenv restores them).
+func instUnsetenv(t *testing.T, keys ...string) {
+	for _, k := range keys {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+}
+
+func (f *doctorFixture) opts() DoctorOptions {
+	return DoctorOptions{
+		Dir:        f.repo,
+		Getenv:     func(k string) string { return f.env[k] },
+		Executable: f.bin,
+		Version:    "test",
+		VersionOf:  doctorRunVersion,
+	}
+}
+
+func (f *doctorFixture) userSettings() string {
+	return filepath.Join(f.home, ".claude", "settings.json")
+}
+
+func (f *doctorFixture) install(t *testing.T, path, bin string) {
+	t.Helper()
+	p, err := PlanInstall(path, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Apply(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checksByName(t *testing.T, cs []DoctorCheck) map[string]DoctorCheck {
+	t.Helper()
+	m := map[string]DoctorCheck{}
+	for _, c := range cs {
+		if _, dup := m[c.Check]; dup {
+			t.Errorf("check %q twice", c.Check)
+		}
+		m[c.Check] = c
+		switch c.Status {
+		case DoctorOK:
+			if c.Fix != "" {
+				t.Errorf("%s: OK with a fix %q", c.Check, c.Fix)
+			}
+		case DoctorWarn, DoctorFail:
+			if c.Fix == "" {
+				t.Errorf("%s: %s without a fix", c.Check, c.Status)
+			}
+		default:
+			t.Errorf("%s: status %q", c.Check, c.Status)
+		}
+		if c.Detail == "" {
+			t.Errorf("%s: no detail", c.Check)
+		}
+	}
+	return m
+}
+
+func wantStatus(t *testing.T, m map[string]DoctorCheck, check, status, detail string) DoctorCheck {
+	t.Helper()
+	c, ok := m[check]
+	if !ok {
+		t.Fatalf("no check %q in %v", check, m)
+	}
+	if c.Status != status || !strings.Contains(c.Detail, detail) {
+		t.Errorf("%s: %s %q, want %s containing %q", check, c.Status, c.Detail, status, detail)
+	}
+	return c
+}
+
+func TestDoctorHealthyRepoWarnsAboutMissingHooks(t *testing.T) {
+	f := newDoctorFixture(t)
+	cs := Doctor(context.Background(), f.opts())
+	m := checksByName(t, cs)
+	wantStatus(t, m, "git-lossless on PATH", DoctorOK, "this program")
+	wantStatus(t, m, "git on PATH", DoctorOK, "git")
+	wantStatus(t, m, "archive location", DoctorOK, "repository")
+	wantStatus(t, m, "archive readable", DoctorOK, "1 writer, 1 entry")
+	wantStatus(t, m, "seal chains", DoctorOK, "1 writer")
+	wantStatus(t, m, "ref locks", DoctorOK, "none")
+	u := wantStatus(t, m, "claude-code hooks (user settings)", DoctorWarn, "not installed")
+	if u.Fix != "git lossless install claude-code --apply" {
+		t.Errorf("user fix %q", u.Fix)
+	}
+	p := wantStatus(t, m, "claude-code hooks (project settings)", DoctorWarn, "not installed")
+	if p.Fix != "git lossless install claude-code --scope project --apply" {
+		t.Errorf("project fix %q", p.Fix)
+	}
+	if _, ok := m["hook program"]; ok {
+		t.Error("hook program checked with no hooks installed")
+	}
+	wantStatus(t, m, "edit guard", DoctorOK, "on")
+	if ok, warn, fail := CountChecks(cs); ok != 7 || warn != 2 || fail != 0 {
+		t.Errorf("counts %d %d %d", ok, warn, fail)
+	}
+}
+
+func TestDoctorAllOKWhenInstalled(t *testing.T) {
+	f := newDoctorFixture(t)
+	f.install(t, f.userSettings(), f.bin)
+	cs := Doctor(context.Background(), f.opts())
+	m := checksByName(t, cs)
+	wantStatus(t, m, "claude-code hooks (user settings)", DoctorOK, "installed in "+f.userSettings())
+	wantStatus(t, m, "claude-code hooks (project settings)", DoctorOK, "cover")
+	wantStatus(t, m, "hook program", DoctorOK, f.bin)
+	if _, warn, fail := CountChecks(cs); warn != 0 || fail != 0 {
+		t.Errorf("not all OK: %+v", cs)
+	}
+	// Installed only in the project: also fine.
+	os.Remove(f.userSettings())
+	f.install(t, filepath.Join(f.repo, ".claude", "settings.json"), f.bin)
+	m = checksByName(t, Doctor(context.Background(), f.opts()))
+	wantStatus(t, m, "claude-code hooks (user settings)", DoctorOK, "cover")
+	wantStatus(t, m, "claude-code hooks (project settings)", DoctorOK, "installed")
+}
+
+func TestDoctorStaleLockWarns(t *testing.T) {
+	f := newDoctorFixture(t)
+	lock := filepath.Join(f.repo, ".git", "refs", "lossless", "w1.lock")
+	instWriteFile(t, lock, "left by a crash\n", 0o644)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(lock, old, old)
+	cs := Doctor(context.Background(), f.opts())
+	m := checksByName(t, cs)
+	c := wantStatus(t, m, "ref locks", DoctorWarn, lock)
+	if c.Fix != "git lossless locks --clean" {
+		t.Errorf("fix %q", c.Fix)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Error("doctor removed the lock; it must change nothing")
+	}
+	if _, _, fail := CountChecks(cs); fail != 0 {
+		t.Errorf("a stale lock is a warning, not a failure: %+v", cs)
+	}
+}
+
+func TestDoctorBrokenChainFails(t *testing.T) {
+	f := newDoctorFixture(t)
+	// A chain moved to another writer's ref no longer links to that
+	// writer's genesis.
+	refs := filepath.Join(f.repo, ".git", "refs", "lossless")
+	head := instReadFile(t, filepath.Join(refs, "w1"))
+	instWriteFile(t, filepath.Join(refs, "w2"), string(head), 0o644)
+	cs := Doctor(context.Background(), f.opts())
+	m := checksByName(t, cs)
+	c := wantStatus(t, m, "seal chains", DoctorFail, "w2: ")
+	if !strings.Contains(c.Fix, "git lossless verify") {
+		t.Errorf("fix %q", c.Fix)
+	}
+	if strings.Contains(c.Detail, "w1:") {
+		t.Errorf("the intact writer reported: %s", c.Detail)
+	}
+	if _, _, fail := CountChecks(cs); fail != 1 {
+		t.Errorf("fail count: %+v", cs)
+	}
+}
+
+func TestDoctorSettingsProblems(t *testing.T) {
+	t.Run("malformed", func(t *testing.T) {
+		f := newDoctorFixture(t)
+		instWriteFile(t, f.userSettings(), "{\n  \"hooks\": {\n", 0o600)
+		m := checksByName(t, Doctor(context.Background(), f.opts()))
+		c := wantStatus(t, m, "claude-code hooks (user settings)", DoctorFail, f.userSettings()+":3:1: invalid JSON")
+		if !strings.Contains(c.Fix, "fix the JSON") {
+			t.Errorf("fix %q", c.Fix)
+		}
+		wantStatus(t, m, "claude-code hooks (project settings)", DoctorWarn, "not installed")
+	})
+	t.Run("missing program", func(t *testing.T) {
+		f := newDoctorFixture(t)
+		gone := filepath.Join(f.base, "gone", "git-lossless")
+		f.install(t, f.userSettings(), gone)
+		m := checksByName(t, Doctor(context.Background(), f.opts()))
+		c := wantStatus(t, m, "hook program", DoctorFail, gone)
+		if !strings.Contains(c.Fix, "git lossless install claude-code --apply") {
+			t.Errorf("fix %q", c.Fix)
+		}
+	})
+	t.Run("program not executable", func(t *testing.T) {
+		f := newDoctorFixture(t)
+		plain := filepath.Join(f.base, "plain", "git-lossless")
+		instWriteFile(t, plain, "#!/bin/sh\n", 0o644)
+		f.install(t, filepath.Join(f.repo, ".claude", "settings.json"), plain)
+		m := checksByName(t, Doctor(context.Background(), f.opts()))
+		c := wantStatus(t, m, "hook program", DoctorFail, "not executable")
+		if !strings.Contains(c.Fix, "--scope project") {
+			t.Errorf("fix %q", c.Fix)
+		}
+	})
+	t.Run("outdated", func(t *testing.T) {
+		f := newDoctorFixture(t)
+		instWriteFile(t, f.userSettings(), `{"hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "`+f.bin+` hook pre-tool-use", "timeout": 5}]}]}}`, 0o600)
+		m := checksByName(t, Doctor(context.Background(), f.opts()))
+		c := wantStatus(t, m, "claude-code hooks (user settings)", DoctorWarn, "outdated PreToolUse")
+		if !strings.Contains(c.Detail, "missing SessionStart") {
+			t.Errorf("detail %q", c.Detail)
+		}
+		wantStatus(t, m, "claude-code hooks (project settings)", DoctorWarn, "not installed")
+		wantStatus(t, m, "hook program", DoctorOK, f.bin)
+	})
+	t.Run("guard off in the environment", func(t *testing.T) {
+		f := newDoctorFixture(t)
+		f.env["LOSSLESS_GUARD"] = "off"
+		m := checksByName(t, Doctor(context.Background(), f.opts()))
+		c := wantStatus(t, m, "edit guard", DoctorWarn, "LOSSLESS_GUARD=off")
+		if c.Fix != "unset LOSSLESS_GUARD" {
+			t.Errorf("fix %q", c.Fix)
+		}
+	})
+	t.Run("guard off in settings", func(t *testing.T) {
+		f := newDoctorFixture(t)
+		instWriteFile(t, f.userSettings(), `{"env": {"LOSSLESS_GUARD": "off"}}`, 0o600)
+		m := checksByName(t, Doctor(context.Background(), f.opts()))
+		wantStatus(t, m, "edit guard", DoctorWarn, f.userSettings())
+	})
+}
+
+func TestDoctorPathProgram(t *testing.T) {
+	f := newDoctorFixture(t)
+	running := filepath.Join(f.base, "build", "git-lossless")
+	instWriteFile(t, running, "#!/bin/sh\n", 0o755)
+	opt := f.opts()
+	opt.Executable = running
+
+	opt.Version = "other"
+	m := checksByName(t, Doctor(context.Background(), opt))
+	wantStatus(t, m, "git-lossless on PATH", DoctorWarn, "is version test; this program")
+
+	opt.Version = "test"
+	m = checksByName(t, Doctor(context.Background(), opt))
+	wantStatus(t, m, "git-lossless on PATH", DoctorOK, "the same as this program")
+
+	f.env["PATH"] = filepath.Join(f.base, "nothing")
+	m = checksByName(t, Doctor(context.Background(), opt))
+	wantStatus(t, m, "git-lossless on PATH", DoctorWarn, "not found")
+	wantStatus(t, m, "git on PATH", DoctorWarn, "not found")
+}
+
+func TestDoctorOutsideRepositoryWritesNothing(t *testing.T) {
+	f := newDoctorFixture(t)
+	plain := filepath.Join(f.base, "plain")
+	os.MkdirAll(plain, 0o755)
+	opt := f.opts()
+	opt.Dir = plain
+	cs := Doctor(context.Background(), opt)
+	m := checksByName(t, cs)
+	wantStatus(t, m, "archive location", DoctorOK, "not created yet")
+	if _, ok := m["seal chains"]; ok {
+		t.Error("chains checked in an archive that does not exist")
+	}
+	emb, _ := gitstore.EmbeddedDir()
+	if _, err := os.Stat(emb); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("doctor created the embedded archive %s", emb)
+	}
+	// Once it exists, it is checked like any archive.
+	st, err := gitstore.OpenDir(plain, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(context.Background(), "cli", []gitstore.Record{{Event: gitstore.Event{Op: "read", Source: "cli", Path: "/x"}}}); err != nil {
+		t.Fatal(err)
+	}
+	m = checksByName(t, Doctor(context.Background(), opt))
+	wantStatus(t, m, "archive location", DoctorOK, "embedded archive "+emb)
+	wantStatus(t, m, "seal chains", DoctorOK, "1 writer")
+}

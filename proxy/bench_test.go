@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/git-lossless/git-lossless/proxy/stub"
+)
+
+// BenchmarkForwardInProcess measures the proxy's own work for a request
+// that fits (no network: the handler is called directly, the upstream is
+// an in-process server answering a fixed body).
+func BenchmarkForwardInProcess(b *testing.B) {
+	answer := []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(answer)
+	}))
+	defer up.Close()
+	cfg := DefaultConfig()
+	cfg.Upstream, cfg.Archive, cfg.Backend, cfg.Window, cfg.LogPath = up.URL, &MemoryArchive{}, "openai", 1<<20, "-"
+	p, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := stub.NewConversation("m", "You are a coding agent.")
+	for _, st := range stub.AgentScript(30, 1) {
+		c.ToolCall(st.CallID, "read_file", `{}`, st.Result)
+	}
+	body := c.Body(false)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatal(w.Code)
+		}
+	}
+}
+
+// BenchmarkCompactReuse measures a compaction served from the memo: the
+// common compacting request of a long session.
+func BenchmarkCompactReuse(b *testing.B) {
+	st := &stub.Server{Kind: stub.OpenAI}
+	up, _ := st.Start()
+	defer st.Close()
+	cfg := DefaultConfig()
+	cfg.Upstream, cfg.Archive, cfg.Backend, cfg.Window, cfg.LogPath = up, &MemoryArchive{}, "openai", 8192, "-"
+	p, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := stub.NewConversation("m", "You are a coding agent.")
+	steps := stub.AgentScript(60, 1)
+	var body []byte
+	for _, s := range steps[:40] {
+		c.ToolCall(s.CallID, "read_file", `{}`, s.Result)
+		c.Assistant("next")
+	}
+	c.ToolCall("x", "read_file", `{}`, "short")
+	body = c.Body(false)
+	send := func() int {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set(SessionHeader, "bench")
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, req)
+		return w.Code
+	}
+	send() // summarises
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		send()
+	}
+	b.StopTimer()
+	b.ReportMetric(p.Stats().AddedMsCompP50, "added-ms-p50")
+	if st := p.Stats(); st.SummariesReused < b.N {
+		b.Fatalf("reused %d of %d", st.SummariesReused, b.N)
+	}
+}

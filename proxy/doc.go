@@ -1,0 +1,51 @@
+// Package proxy is git-lossless's compacting proxy for local models behind
+// OpenAI-compatible servers (Ollama, llama.cpp, vLLM, LM Studio, LiteLLM)
+// and for the Anthropic Messages route.
+//
+// It sits between a coding client and its backend, counts each request's
+// tokens, and when a conversation would outgrow the window it folds the
+// older turns into a summary written by the same backend, keeps the
+// recent turns verbatim, and forwards a request that fits. Every original
+// it folds away is archived first, as a span in the git archive (package
+// gitstore), sealed like everything else and optionally age-encrypted.
+//
+// # Routes
+//
+// POST /v1/chat/completions (OpenAI) and POST /v1/messages (Anthropic) are
+// compacted; every other route (other /v1/* routes, Ollama's /api/*, the
+// backend's own routes) passes through unchanged, streamed both ways.
+// GET /lossless/usage, /lossless/stats, /lossless/events and
+// /lossless/health (a live HTML dashboard) are the proxy's own.
+//
+// # Compaction
+//
+// budget = min(window × threshold, window − reserve). A request within the
+// budget goes upstream as the client's exact bytes. Otherwise system
+// messages stay in place, a recent tail (about TailShare of the budget, at
+// least MinTail messages, never splitting a tool call from its results)
+// stays verbatim, and the messages before it are replaced by one summary
+// message naming the spans that hold them. The summary is asked of the
+// same backend with the client's credentials, a max_tokens, and the old
+// turns fenced as data. Summaries are memoised per session and extended
+// with only the newly folded messages; the memo is recognised by a hash
+// chain over the messages it covers, never by text a client could forge.
+// Pinned facts (user sentences with keep phrases, the summary's "## Must
+// Keep" bullets) are forwarded verbatim in every later compacted request.
+// A message too large to fit alone is archived whole and forwarded as head
+// and tail around a pointer line. On every failure the proxy fails open:
+// the client's exact bytes go upstream.
+//
+// # Embedding
+//
+// New returns the proxy as an http.Handler; Start binds an address
+// (port 0 picks one) and serves until its context ends:
+//
+//	cfg := proxy.DefaultConfig()
+//	cfg.Listen = "127.0.0.1:0"
+//	cfg.Upstream = backendURL
+//	cfg.Store = store // or cfg.Archive = &proxy.MemoryArchive{}
+//	addr, err := proxy.Start(ctx, cfg)
+//
+// Package proxy/stub has scripted backends (llama.cpp, vLLM, Ollama,
+// generic OpenAI, Anthropic) for tests, the demo and the benchmark.
+package proxy

@@ -1,0 +1,223 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/textproto"
+	"strings"
+	"sync"
+)
+
+// hopHeaders are connection-level headers a proxy must not forward.
+var hopHeaders = map[string]bool{
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// copyHeaders copies end-to-end headers from src to dst.
+func copyHeaders(dst, src http.Header) {
+	var conn map[string]bool
+	for _, v := range src.Values("Connection") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				if conn == nil {
+					conn = map[string]bool{}
+				}
+				conn[textproto.CanonicalMIMEHeaderKey(f)] = true
+			}
+		}
+	}
+	for k, vs := range src {
+		if hopHeaders[k] || conn[k] {
+			continue
+		}
+		dst[k] = append([]string(nil), vs...)
+	}
+}
+
+// upstreamRequest builds the request to the backend for the client's r,
+// with body as its body: same method, path, query and end-to-end headers.
+func (p *Proxy) upstreamRequest(ctx context.Context, r *http.Request, body io.Reader, length int64) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, r.Method, p.up.url(r.URL.RequestURI()), body)
+	if err != nil {
+		return nil, err
+	}
+	copyHeaders(req.Header, r.Header)
+	if _, ok := r.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = nil // no Go default: forward what the client sent
+	}
+	req.ContentLength = length
+	if length == 0 {
+		req.Body = http.NoBody
+	}
+	return req, nil
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// relay writes resp to w byte for byte, flushing after every chunk read,
+// and feeds the same bytes to tee when set.
+func relay(w http.ResponseWriter, resp *http.Response, tee io.Writer) error {
+	copyHeaders(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	fl, _ := w.(http.Flusher)
+	if fl != nil && strings.Contains(resp.Header.Get("Content-Type"), "event-stream") {
+		fl.Flush() // a stream's headers go out before its first event
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			if tee != nil {
+				tee.Write(buf[:n])
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// writeBuffered sends a response whose body was already read.
+func writeBuffered(w http.ResponseWriter, resp *http.Response, body []byte) {
+	copyHeaders(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	w.Write(body)
+}
+
+// usageScan watches a response go by and picks out the usage it reports:
+// in the last JSON of a plain response, or in the events of a stream
+// (OpenAI's final chunk with include_usage, Anthropic's message_start and
+// message_delta).
+type usageScan struct {
+	sse     bool
+	line    []byte
+	body    []byte
+	over    bool
+	prompt  int
+	output  int
+	found   bool
+	encoded bool // compressed: not readable
+}
+
+const usageBodyCap = 8 << 20
+
+func newUsageScan(resp *http.Response) *usageScan {
+	ct := resp.Header.Get("Content-Type")
+	return &usageScan{
+		sse:     strings.Contains(ct, "text/event-stream"),
+		encoded: resp.Header.Get("Content-Encoding") != "" && resp.Header.Get("Content-Encoding") != "identity",
+	}
+}
+
+func (u *usageScan) Write(p []byte) (int, error) {
+	if u.encoded {
+		return len(p), nil
+	}
+	if !u.sse {
+		if len(u.body)+len(p) > usageBodyCap {
+			u.over = true
+		} else if !u.over {
+			u.body = append(u.body, p...)
+		}
+		return len(p), nil
+	}
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(u.line)+len(p) < 1<<20 {
+				u.line = append(u.line, p...)
+			}
+			break
+		}
+		u.line = append(u.line, p[:i]...)
+		u.sseLine(u.line)
+		u.line = u.line[:0]
+		p = p[i+1:]
+	}
+	return len(p), nil
+}
+
+func (u *usageScan) sseLine(l []byte) {
+	l = bytes.TrimRight(l, "\r")
+	data, ok := bytes.CutPrefix(l, []byte("data:"))
+	if !ok || !bytes.Contains(data, []byte(`"usage"`)) {
+		return
+	}
+	u.parse(bytes.TrimSpace(data))
+}
+
+type usageObj struct {
+	PromptTokens  *int `json:"prompt_tokens"`
+	Completion    int  `json:"completion_tokens"`
+	InputTokens   *int `json:"input_tokens"`
+	OutputTokens  int  `json:"output_tokens"`
+	CacheCreation int  `json:"cache_creation_input_tokens"`
+	CacheRead     int  `json:"cache_read_input_tokens"`
+}
+
+func (u *usageScan) parse(data []byte) {
+	var v struct {
+		Usage   *usageObj `json:"usage"`
+		Message *struct {
+			Usage *usageObj `json:"usage"`
+		} `json:"message"`
+		PromptEvalCount *int `json:"prompt_eval_count"`
+		EvalCount       int  `json:"eval_count"`
+	}
+	if json.Unmarshal(data, &v) != nil {
+		return
+	}
+	use := func(o *usageObj) {
+		if o == nil {
+			return
+		}
+		if o.PromptTokens != nil && *o.PromptTokens > 0 {
+			u.prompt, u.found = *o.PromptTokens, true
+		}
+		if o.InputTokens != nil && (*o.InputTokens > 0 || o.CacheRead > 0 || o.CacheCreation > 0) {
+			u.prompt, u.found = *o.InputTokens+o.CacheRead+o.CacheCreation, true
+		}
+		if o.Completion > 0 {
+			u.output = o.Completion
+		}
+		if o.OutputTokens > 0 {
+			u.output = o.OutputTokens
+		}
+	}
+	use(v.Usage)
+	if v.Message != nil {
+		use(v.Message.Usage)
+	}
+	if v.PromptEvalCount != nil && *v.PromptEvalCount > 0 {
+		u.prompt, u.found = *v.PromptEvalCount, true
+		u.output = v.EvalCount
+	}
+}
+
+// finish parses a plain response body.
+func (u *usageScan) finish() {
+	if u.sse || u.encoded || u.over || len(u.body) == 0 {
+		if u.sse && len(u.line) > 0 {
+			u.sseLine(u.line)
+		}
+		return
+	}
+	if bytes.Contains(u.body, []byte(`"usage"`)) || bytes.Contains(u.body, []byte(`"prompt_eval_count"`)) {
+		u.parse(u.body)
+	}
+}

@@ -1,0 +1,1036 @@
+package receipt
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Header is the first line of every version 1 receipt. A later format
+// changes the version here; parsers reject what they do not know.
+const Header = "git-lossless receipt v1"
+
+// Tokenizer names the tokenizer token counts are made with.
+const Tokenizer = "o200k_base"
+
+// Limits a parser enforces.
+const (
+	MaxSize = 16 << 20 // a receipt body
+	MaxLine = 1 << 20  // one line
+	MaxRefs = 1 << 20  // span references, after expanding runs
+)
+
+// Change kinds of a path against the first parent, as git's name-status.
+const (
+	Added    = "A"
+	Modified = "M"
+	Deleted  = "D"
+)
+
+// Path statuses.
+const (
+	Written      = "written"
+	Seen         = "seen"
+	ChangedAfter = "changed-after"
+	Unseen       = "unseen"
+	Excluded     = "excluded"
+)
+
+// Read states: how a version a context saw relates to the commit's tree.
+const (
+	Current    = "current"    // equals the version in the commit's tree
+	Stale      = "stale"      // differs, and is the context's last version of the path
+	Superseded = "superseded" // differs, and the context later had another version
+	Absent     = "absent"     // the path is not in the commit's tree
+	Outside    = "outside"    // the path is outside the repository
+	Partial    = "partial"    // only part of the file was shown: not comparable
+	Withheld   = "excluded"   // deny-listed: access recorded, content withheld
+)
+
+// Receipt is one commit's receipt: the facts, in the order the text form
+// writes them. See the package documentation for the meaning of each
+// field and the exact text form.
+type Receipt struct {
+	Commit    string
+	Tree      string
+	Parents   []string
+	Committed int64 // committer time, Unix seconds
+	// From is the first parent's committer time (Unix seconds); HasFrom is
+	// false for a root commit. To is Committed.
+	From    int64
+	HasFrom bool
+	Issued  time.Time // when the receipt was built, UTC, whole seconds
+
+	Paths    []PathEntry
+	Contexts []Context
+	Reads    []ReadEntry
+	Writers  []Writer
+	Coverage Coverage
+	Notes    []string
+}
+
+// Ref names one event: writer (an index into Receipt.Writers, from 1) and
+// seq. The zero Ref means none.
+type Ref struct {
+	W   int
+	Seq int64
+}
+
+// IsZero reports whether r names no event.
+func (r Ref) IsZero() bool { return r.W == 0 }
+
+// PathEntry is one path the commit changes against its first parent.
+type PathEntry struct {
+	Change   string // A, M or D
+	Status   string
+	Mode     string // the mode in the commit ("" when deleted)
+	Blob     string // the blob in the commit ("" when deleted or excluded)
+	Evidence Ref    // the event the status rests on (zero for unseen paths no agent touched)
+	Path     string
+}
+
+// Context is one model context (a session's main agent or one subagent)
+// that touched a path of the commit.
+type Context struct {
+	Session     string // "" when the events carry none
+	Agent       string // "" for the main context
+	Events      int64  // events of this context belonging to the commit
+	First, Last time.Time
+	Spans       []Ref // conversation spans, in order
+	FileTokens  int64 // o200k tokens of the file versions in its read set
+	SpanTokens  int64 // o200k tokens of its spans
+}
+
+// ID returns the context's id in the text form: "c" + its 1-based index.
+func ContextID(i int) string { return "c" + strconv.Itoa(i+1) }
+
+// ReadEntry is one version of one file a context saw (or wrote).
+type ReadEntry struct {
+	Context  int    // index into Receipt.Contexts, from 1
+	State    string // Current, Stale, ...
+	Ops      []string
+	Blob     string // "" when excluded
+	View     string // "full" or "lines:A-B"
+	Evidence Ref    // the context's last event with this version
+	Path     string
+}
+
+// Writer is one writer whose events the receipt rests on.
+type Writer struct {
+	Name     string
+	From, To int64 // seq range of the belonging events
+	HeadSeq  int64 // the writer's head when the receipt was built
+	HeadSeal string
+}
+
+// Coverage counts what the receipt covers.
+type Coverage struct {
+	Written, Seen, ChangedAfter, Unseen, Excluded int
+	Events                                        int64 // events belonging to the commit
+	Sources                                       []string
+}
+
+// FileTokens and SpanTokens total the contexts' token counts.
+func (r *Receipt) FileTokens() (n int64) {
+	for _, c := range r.Contexts {
+		n += c.FileTokens
+	}
+	return n
+}
+
+func (r *Receipt) SpanTokens() (n int64) {
+	for _, c := range r.Contexts {
+		n += c.SpanTokens
+	}
+	return n
+}
+
+// ---- encoding ----
+
+// Marshal returns the receipt's canonical text: the body that is
+// clear-signed and stored as the note. It fails when a field cannot be
+// written canonically (an invalid id, status, reference...).
+func (r *Receipt) Marshal() ([]byte, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	line := func(fields ...string) {
+		b.WriteString(strings.Join(fields, " "))
+		b.WriteByte('\n')
+	}
+	line(Header)
+	line("commit", r.Commit)
+	line("tree", r.Tree)
+	for _, p := range r.Parents {
+		line("parent", p)
+	}
+	line("committed", strconv.FormatInt(r.Committed, 10))
+	from := "-"
+	if r.HasFrom {
+		from = strconv.FormatInt(r.From, 10)
+	}
+	line("window", from, strconv.FormatInt(r.Committed, 10))
+	line("issued", r.Issued.UTC().Format(timeLayout))
+	line("tokenizer", Tokenizer)
+	for _, p := range r.Paths {
+		line("path", p.Change, p.Status, dash(p.Mode), dash(p.Blob), r.refString(p.Evidence), Token(p.Path))
+	}
+	for i, c := range r.Contexts {
+		line("context", ContextID(i), "session", Token(c.Session), "agent", agentToken(c.Agent),
+			"events", strconv.FormatInt(c.Events, 10),
+			"first", c.First.UTC().Format(timeLayout), "last", c.Last.UTC().Format(timeLayout))
+	}
+	for _, e := range r.Reads {
+		line("read", ContextID(e.Context-1), e.State, strings.Join(e.Ops, ","), dash(e.Blob), e.View, r.refString(e.Evidence), Token(e.Path))
+	}
+	for i, c := range r.Contexts {
+		line("spans", ContextID(i), strconv.Itoa(len(c.Spans)), r.refList(c.Spans))
+	}
+	for i, c := range r.Contexts {
+		line("tokens", ContextID(i), "files", strconv.FormatInt(c.FileTokens, 10), "spans", strconv.FormatInt(c.SpanTokens, 10))
+	}
+	line("tokens", "total", "files", strconv.FormatInt(r.FileTokens(), 10), "spans", strconv.FormatInt(r.SpanTokens(), 10))
+	for i, w := range r.Writers {
+		line("writer", "w"+strconv.Itoa(i+1), w.Name, "entries", strconv.FormatInt(w.From, 10)+"-"+strconv.FormatInt(w.To, 10),
+			"head", strconv.FormatInt(w.HeadSeq, 10), w.HeadSeal)
+	}
+	c := r.Coverage
+	line("coverage", "paths", strconv.Itoa(len(r.Paths)), Written, strconv.Itoa(c.Written), Seen, strconv.Itoa(c.Seen),
+		ChangedAfter, strconv.Itoa(c.ChangedAfter), Unseen, strconv.Itoa(c.Unseen), Excluded, strconv.Itoa(c.Excluded))
+	line("coverage", "contexts", strconv.Itoa(len(r.Contexts)), "events", strconv.FormatInt(c.Events, 10),
+		"sources", dash(strings.Join(c.Sources, ",")))
+	for _, n := range r.Notes {
+		line("note", n)
+	}
+	return b.Bytes(), nil
+}
+
+const timeLayout = "2006-01-02T15:04:05Z"
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func agentToken(a string) string {
+	if a == "" {
+		return "main"
+	}
+	return Token(a)
+}
+
+func (r *Receipt) refString(ref Ref) string {
+	if ref.IsZero() {
+		return "-"
+	}
+	return "w" + strconv.Itoa(ref.W) + "#" + strconv.FormatInt(ref.Seq, 10)
+}
+
+// refList writes refs as comma-separated runs: w1#5-9,w1#12,w2#3.
+func (r *Receipt) refList(refs []Ref) string {
+	if len(refs) == 0 {
+		return "-"
+	}
+	var parts []string
+	for i := 0; i < len(refs); {
+		j := i
+		for j+1 < len(refs) && refs[j+1].W == refs[i].W && refs[j+1].Seq == refs[j].Seq+1 {
+			j++
+		}
+		s := r.refString(refs[i])
+		if j > i {
+			s += "-" + strconv.FormatInt(refs[j].Seq, 10)
+		}
+		parts = append(parts, s)
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// Token writes a string field: "-" for the empty string; the string itself
+// when it is made only of the bytes 0x21-0x7E other than '"' and '\' (and
+// is not "-"); else Go's strconv.Quote form, which keeps invalid UTF-8
+// as \x escapes, so every byte string round-trips.
+func Token(s string) string {
+	if s == "" {
+		return "-"
+	}
+	if bareOK(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+func bareOK(s string) bool {
+	if s == "" || s == "-" || s == "main" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// check validates what Marshal writes, so that Marshal never produces a
+// text Parse would reject.
+func (r *Receipt) check() error {
+	if !isHex40(r.Commit) || !isHex40(r.Tree) {
+		return errors.New("receipt: commit and tree must be 40-hex ids")
+	}
+	for _, p := range r.Parents {
+		if !isHex40(p) {
+			return errors.New("receipt: parents must be 40-hex ids")
+		}
+	}
+	if r.Issued.IsZero() || r.Issued.Nanosecond() != 0 {
+		return errors.New("receipt: issued must be a whole second")
+	}
+	if r.HasFrom != (len(r.Parents) > 0) {
+		return errors.New("receipt: the window starts at the first parent, and only a commit with parents has one")
+	}
+	okRef := func(ref Ref) bool {
+		if ref.IsZero() {
+			return true
+		}
+		if ref.W < 1 || ref.W > len(r.Writers) {
+			return false
+		}
+		w := r.Writers[ref.W-1]
+		return ref.Seq >= w.From && ref.Seq <= w.To
+	}
+	spans := 0
+	for _, c := range r.Contexts {
+		spans += len(c.Spans)
+	}
+	if spans > MaxRefs {
+		return fmt.Errorf("receipt: more than %d span references", MaxRefs)
+	}
+	for i, p := range r.Paths {
+		if i > 0 && r.Paths[i-1].Path >= p.Path {
+			return errors.New("receipt: paths must be sorted and distinct")
+		}
+		if !validChange(p.Change) || !validStatus(p.Status) || !okRef(p.Evidence) || p.Path == "" {
+			return fmt.Errorf("receipt: bad path entry %q (status, change, or a reference outside its writer's entries)", p.Path)
+		}
+		if (p.Change == Deleted) != (p.Mode == "") || (p.Mode != "" && !validMode(p.Mode)) {
+			return fmt.Errorf("receipt: path %q: mode must be given exactly when the path is not deleted", p.Path)
+		}
+		if (p.Blob == "") != (p.Change == Deleted || p.Status == Excluded) || (p.Blob != "" && !isHex40(p.Blob)) {
+			return fmt.Errorf("receipt: path %q: blob must be given exactly when the path is neither deleted nor excluded", p.Path)
+		}
+	}
+	for _, c := range r.Contexts {
+		if c.Events < 0 || c.First.IsZero() || c.Last.Before(c.First) || c.FileTokens < 0 || c.SpanTokens < 0 {
+			return errors.New("receipt: bad context")
+		}
+		for i, s := range c.Spans {
+			if !okRef(s) || s.IsZero() || (i > 0 && !refLess(c.Spans[i-1], s)) {
+				return errors.New("receipt: span refs must be sorted, distinct, and inside their writer's entries")
+			}
+		}
+	}
+	for _, e := range r.Reads {
+		if e.Context < 1 || e.Context > len(r.Contexts) || !validState(e.State) || !okRef(e.Evidence) || e.Evidence.IsZero() || e.Path == "" || !validView(e.View) {
+			return fmt.Errorf("receipt: bad read entry %q", e.Path)
+		}
+		if len(e.Ops) == 0 || !sort.StringsAreSorted(e.Ops) {
+			return fmt.Errorf("receipt: read entry %q: ops must be sorted", e.Path)
+		}
+		for i, op := range e.Ops {
+			if !validOp(op) || (i > 0 && e.Ops[i-1] == op) {
+				return fmt.Errorf("receipt: read entry %q: bad op %q", e.Path, op)
+			}
+		}
+		if (e.Blob == "") != (e.State == Withheld) || (e.Blob != "" && !isHex40(e.Blob)) {
+			return fmt.Errorf("receipt: read entry %q: blob must be given exactly when not excluded", e.Path)
+		}
+	}
+	for _, w := range r.Writers {
+		if !validWriterName(w.Name) || w.From < 1 || w.To < w.From || w.HeadSeq < w.To || !isHex64(w.HeadSeal) {
+			return fmt.Errorf("receipt: bad writer %q", w.Name)
+		}
+	}
+	for i, s := range r.Coverage.Sources {
+		if !bareOK(s) || strings.Contains(s, ",") || (i > 0 && r.Coverage.Sources[i-1] >= s) {
+			return errors.New("receipt: coverage sources must be sorted bare words")
+		}
+	}
+	for _, n := range r.Notes {
+		if !validNote(n) {
+			return fmt.Errorf("receipt: bad note %q", n)
+		}
+	}
+	return nil
+}
+
+func refLess(a, b Ref) bool {
+	if a.W != b.W {
+		return a.W < b.W
+	}
+	return a.Seq < b.Seq
+}
+
+func validChange(c string) bool { return c == Added || c == Modified || c == Deleted }
+
+func validStatus(s string) bool {
+	switch s {
+	case Written, Seen, ChangedAfter, Unseen, Excluded:
+		return true
+	}
+	return false
+}
+
+func validState(s string) bool {
+	switch s {
+	case Current, Stale, Superseded, Absent, Outside, Partial, Withheld:
+		return true
+	}
+	return false
+}
+
+func validOp(s string) bool {
+	switch s {
+	case "attach", "edit", "read", "restore", "write":
+		return true
+	}
+	return false
+}
+
+func validMode(m string) bool {
+	switch m {
+	case "100644", "100755", "120000", "160000":
+		return true
+	}
+	return false
+}
+
+func validView(v string) bool {
+	if v == "full" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(v, "lines:")
+	if !ok {
+		return false
+	}
+	a, b, ok := strings.Cut(rest, "-")
+	return ok && canonicalUint(a) && canonicalUint(b)
+}
+
+func canonicalUint(s string) bool {
+	if s == "" || len(s) > 18 || (len(s) > 1 && s[0] == '0') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func validWriterName(w string) bool {
+	if len(w) == 0 || len(w) > 128 || strings.Contains(w, "..") || strings.HasSuffix(w, ".lock") || strings.HasSuffix(w, ".") {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case (c == '.' || c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validNote: printable UTF-8, no leading or trailing space, no tabs.
+func validNote(n string) bool {
+	if n == "" || n[0] == ' ' || n[len(n)-1] == ' ' || !utf8.ValidString(n) {
+		return false
+	}
+	for _, r := range n {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func isHex40(s string) bool { return len(s) == 40 && isLowerHex(s) }
+func isHex64(s string) bool { return len(s) == 64 && isLowerHex(s) }
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ---- parsing ----
+
+// ParseError says which line of a receipt body is wrong.
+type ParseError struct {
+	Line int // 1-based; 0 for the whole text
+	Msg  string
+}
+
+func (e *ParseError) Error() string {
+	if e.Line == 0 {
+		return "receipt: " + e.Msg
+	}
+	return fmt.Sprintf("receipt: line %d: %s", e.Line, e.Msg)
+}
+
+// Parse reads a receipt body (the text between the clear-signing framing).
+// It accepts exactly the canonical form Marshal writes and rejects
+// everything else — unknown or misplaced lines, extra spaces, quoted
+// strings that could be bare, numbers with leading zeros, unsorted
+// entries, dangling references — so a receipt has one text.
+func Parse(body []byte) (*Receipt, error) {
+	if len(body) > MaxSize {
+		return nil, &ParseError{0, fmt.Sprintf("larger than %d bytes", MaxSize)}
+	}
+	if len(body) == 0 || body[len(body)-1] != '\n' {
+		return nil, &ParseError{0, "must end with a newline"}
+	}
+	p := &parser{lines: strings.Split(string(body[:len(body)-1]), "\n")}
+	r, err := p.receipt()
+	if err != nil {
+		return nil, err
+	}
+	// The strictest check of all: the canonical encoding of what was read
+	// must be the text itself.
+	again, err := r.Marshal()
+	if err != nil {
+		return nil, &ParseError{0, strings.TrimPrefix(err.Error(), "receipt: ")}
+	}
+	if !bytes.Equal(again, body) {
+		return nil, &ParseError{firstDiffLine(again, body), "not in canonical form"}
+	}
+	return r, nil
+}
+
+func firstDiffLine(a, b []byte) int {
+	line := 1
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return line
+		}
+		if a[i] == '\n' {
+			line++
+		}
+	}
+	return line
+}
+
+type parser struct {
+	lines []string
+	i     int // index of the next line
+	r     *Receipt
+	refs  int64 // span references expanded so far
+}
+
+func (p *parser) errf(format string, a ...any) error {
+	return &ParseError{p.i, fmt.Sprintf(format, a...)}
+}
+
+// next returns the fields of the next line if its keyword is kw.
+func (p *parser) next(kw string) ([]string, bool, error) {
+	if p.i >= len(p.lines) {
+		return nil, false, nil
+	}
+	l := p.lines[p.i]
+	if !strings.HasPrefix(l, kw+" ") {
+		return nil, false, nil
+	}
+	p.i++
+	if len(l) > MaxLine {
+		return nil, false, p.errf("line longer than %d bytes", MaxLine)
+	}
+	f, err := splitFields(l[len(kw)+1:])
+	if err != nil {
+		return nil, false, p.errf("%v", err)
+	}
+	return f, true, nil
+}
+
+func (p *parser) must(kw string, n int) ([]string, error) {
+	f, ok, err := p.next(kw)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		p.i++
+		return nil, p.errf("expected a %q line", kw)
+	}
+	if n >= 0 && len(f) != n {
+		return nil, p.errf("%q line needs %d fields, has %d", kw, n, len(f))
+	}
+	return f, nil
+}
+
+func (p *parser) receipt() (*Receipt, error) {
+	r := &Receipt{}
+	p.r = r
+	if len(p.lines) == 0 || p.lines[0] != Header {
+		p.i = 1
+		if len(p.lines) > 0 && strings.HasPrefix(p.lines[0], "git-lossless receipt ") {
+			return nil, p.errf("unsupported version %q (this build reads %q)", p.lines[0], Header)
+		}
+		return nil, p.errf("not a git-lossless receipt: first line must be %q", Header)
+	}
+	p.i = 1
+	f, err := p.must("commit", 1)
+	if err != nil {
+		return nil, err
+	}
+	r.Commit = f[0]
+	if f, err = p.must("tree", 1); err != nil {
+		return nil, err
+	}
+	r.Tree = f[0]
+	for {
+		f, ok, err := p.next("parent")
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if len(f) != 1 || !isHex40(f[0]) {
+			return nil, p.errf("parent must be a 40-hex id")
+		}
+		r.Parents = append(r.Parents, f[0])
+	}
+	if !isHex40(r.Commit) || !isHex40(r.Tree) {
+		return nil, &ParseError{2, "commit and tree must be 40-hex ids"}
+	}
+	if f, err = p.must("committed", 1); err != nil {
+		return nil, err
+	}
+	if r.Committed, err = p.int(f[0]); err != nil {
+		return nil, err
+	}
+	if f, err = p.must("window", 2); err != nil {
+		return nil, err
+	}
+	if f[0] != "-" {
+		if r.From, err = p.int(f[0]); err != nil {
+			return nil, err
+		}
+		r.HasFrom = true
+	}
+	if to, err := p.int(f[1]); err != nil {
+		return nil, err
+	} else if to != r.Committed {
+		return nil, p.errf("window must end at the committer time")
+	}
+	if f, err = p.must("issued", 1); err != nil {
+		return nil, err
+	}
+	if r.Issued, err = p.time(f[0]); err != nil {
+		return nil, err
+	}
+	if f, err = p.must("tokenizer", 1); err != nil {
+		return nil, err
+	}
+	if f[0] != Tokenizer {
+		return nil, p.errf("unknown tokenizer %q", f[0])
+	}
+
+	// Writers are listed near the end but referenced before: parse the
+	// body into raw sections first, then resolve.
+	type rawLine struct {
+		n int
+		f []string
+	}
+	sections := map[string][]rawLine{}
+	order := []string{"path", "context", "read", "spans", "tokens", "writer", "coverage", "note"}
+	at := 0
+	for p.i < len(p.lines) {
+		l := p.lines[p.i]
+		kw, _, _ := strings.Cut(l, " ")
+		k := -1
+		for j := at; j < len(order); j++ {
+			if order[j] == kw {
+				k = j
+				break
+			}
+		}
+		if k < 0 {
+			p.i++
+			return nil, p.errf("unexpected %q line here", kw)
+		}
+		at = k
+		if kw == "note" {
+			p.i++
+			r.Notes = append(r.Notes, strings.TrimPrefix(l, "note "))
+			continue
+		}
+		f, _, err := p.next(kw)
+		if err != nil {
+			return nil, err
+		}
+		sections[kw] = append(sections[kw], rawLine{p.i, f})
+	}
+
+	// writers
+	for k, rl := range sections["writer"] {
+		p.i = rl.n
+		f := rl.f
+		if len(f) != 7 || f[0] != "w"+strconv.Itoa(k+1) || f[2] != "entries" || f[4] != "head" {
+			return nil, p.errf("writer line must be: writer w%d NAME entries A-B head SEQ SEAL", k+1)
+		}
+		a, b, ok := strings.Cut(f[3], "-")
+		if !ok {
+			return nil, p.errf("entries must be A-B")
+		}
+		w := Writer{Name: f[1], HeadSeal: f[6]}
+		if w.From, err = p.int(a); err != nil {
+			return nil, err
+		}
+		if w.To, err = p.int(b); err != nil {
+			return nil, err
+		}
+		if w.HeadSeq, err = p.int(f[5]); err != nil {
+			return nil, err
+		}
+		r.Writers = append(r.Writers, w)
+	}
+
+	// paths
+	for _, rl := range sections["path"] {
+		p.i = rl.n
+		f := rl.f
+		if len(f) != 6 {
+			return nil, p.errf("path line needs 6 fields")
+		}
+		e := PathEntry{Change: f[0], Status: f[1], Mode: undash(f[2]), Blob: undash(f[3])}
+		if e.Evidence, err = p.ref(f[4]); err != nil {
+			return nil, err
+		}
+		if e.Path, err = p.str(f[5]); err != nil {
+			return nil, err
+		}
+		r.Paths = append(r.Paths, e)
+	}
+	// contexts
+	for k, rl := range sections["context"] {
+		p.i = rl.n
+		f := rl.f
+		if len(f) != 11 || f[0] != ContextID(k) || f[1] != "session" || f[3] != "agent" || f[5] != "events" || f[7] != "first" || f[9] != "last" {
+			return nil, p.errf("context line must be: context %s session S agent A events N first T last T", ContextID(k))
+		}
+		var c Context
+		if c.Session, err = p.str(f[2]); err != nil {
+			return nil, err
+		}
+		if f[4] != "main" {
+			if c.Agent, err = p.str(f[4]); err != nil {
+				return nil, err
+			}
+			if c.Agent == "" {
+				return nil, p.errf("agent must be main or an id")
+			}
+		}
+		if c.Events, err = p.int(f[6]); err != nil {
+			return nil, err
+		}
+		if c.First, err = p.time(f[8]); err != nil {
+			return nil, err
+		}
+		if c.Last, err = p.time(f[10]); err != nil {
+			return nil, err
+		}
+		r.Contexts = append(r.Contexts, c)
+	}
+	ctxIndex := func(s string) (int, error) {
+		for k := range r.Contexts {
+			if ContextID(k) == s {
+				return k + 1, nil
+			}
+		}
+		return 0, p.errf("unknown context %q", s)
+	}
+	// reads
+	for _, rl := range sections["read"] {
+		p.i = rl.n
+		f := rl.f
+		if len(f) != 7 {
+			return nil, p.errf("read line needs 7 fields")
+		}
+		var e ReadEntry
+		if e.Context, err = ctxIndex(f[0]); err != nil {
+			return nil, err
+		}
+		e.State = f[1]
+		e.Ops = strings.Split(f[2], ",")
+		e.Blob = undash(f[3])
+		e.View = f[4]
+		if e.Evidence, err = p.ref(f[5]); err != nil {
+			return nil, err
+		}
+		if e.Path, err = p.str(f[6]); err != nil {
+			return nil, err
+		}
+		r.Reads = append(r.Reads, e)
+	}
+	// spans: one line per context, in order
+	if len(sections["spans"]) != len(r.Contexts) {
+		p.i = len(p.lines)
+		return nil, p.errf("need one spans line per context")
+	}
+	for k, rl := range sections["spans"] {
+		p.i = rl.n
+		f := rl.f
+		if len(f) != 3 || f[0] != ContextID(k) {
+			return nil, p.errf("spans line must be: spans %s N REFS", ContextID(k))
+		}
+		n, err := p.int(f[1])
+		if err != nil {
+			return nil, err
+		}
+		if f[2] != "-" {
+			if r.Contexts[k].Spans, err = p.refList(f[2]); err != nil {
+				return nil, err
+			}
+		}
+		if int64(len(r.Contexts[k].Spans)) != n {
+			return nil, p.errf("spans count %d does not match %d refs", n, len(r.Contexts[k].Spans))
+		}
+	}
+	// tokens: one line per context, then total
+	if len(sections["tokens"]) != len(r.Contexts)+1 {
+		p.i = len(p.lines)
+		return nil, p.errf("need one tokens line per context and a total")
+	}
+	for k, rl := range sections["tokens"] {
+		p.i = rl.n
+		f := rl.f
+		want := "total"
+		if k < len(r.Contexts) {
+			want = ContextID(k)
+		}
+		if len(f) != 5 || f[0] != want || f[1] != "files" || f[3] != "spans" {
+			return nil, p.errf("tokens line must be: tokens %s files N spans N", want)
+		}
+		a, err := p.int(f[2])
+		if err != nil {
+			return nil, err
+		}
+		b, err := p.int(f[4])
+		if err != nil {
+			return nil, err
+		}
+		if k < len(r.Contexts) {
+			r.Contexts[k].FileTokens, r.Contexts[k].SpanTokens = a, b
+		} else if a != r.FileTokens() || b != r.SpanTokens() {
+			return nil, p.errf("token totals do not add up")
+		}
+	}
+	// coverage: two lines
+	cov := sections["coverage"]
+	if len(cov) != 2 {
+		p.i = len(p.lines)
+		return nil, p.errf("need two coverage lines")
+	}
+	p.i = cov[0].n
+	f = cov[0].f
+	if len(f) != 12 || f[0] != "paths" || f[2] != Written || f[4] != Seen || f[6] != ChangedAfter || f[8] != Unseen || f[10] != Excluded {
+		return nil, p.errf("coverage line must be: coverage paths N written N seen N changed-after N unseen N excluded N")
+	}
+	counts := make([]int, 6)
+	for j := range counts {
+		v, err := p.int(f[1+2*j])
+		if err != nil {
+			return nil, err
+		}
+		counts[j] = int(v)
+	}
+	r.Coverage.Written, r.Coverage.Seen, r.Coverage.ChangedAfter, r.Coverage.Unseen, r.Coverage.Excluded = counts[1], counts[2], counts[3], counts[4], counts[5]
+	if counts[0] != len(r.Paths) {
+		return nil, p.errf("coverage counts %d paths, the receipt lists %d", counts[0], len(r.Paths))
+	}
+	st := map[string]int{}
+	for _, pe := range r.Paths {
+		st[pe.Status]++
+	}
+	if st[Written] != counts[1] || st[Seen] != counts[2] || st[ChangedAfter] != counts[3] || st[Unseen] != counts[4] || st[Excluded] != counts[5] {
+		return nil, p.errf("coverage counts do not match the path statuses")
+	}
+	p.i = cov[1].n
+	f = cov[1].f
+	if len(f) != 6 || f[0] != "contexts" || f[2] != "events" || f[4] != "sources" {
+		return nil, p.errf("coverage line must be: coverage contexts N events N sources LIST")
+	}
+	if n, err := p.int(f[1]); err != nil {
+		return nil, err
+	} else if int(n) != len(r.Contexts) {
+		return nil, p.errf("coverage counts %d contexts, the receipt lists %d", n, len(r.Contexts))
+	}
+	if r.Coverage.Events, err = p.int(f[3]); err != nil {
+		return nil, err
+	}
+	if f[5] != "-" {
+		r.Coverage.Sources = strings.Split(f[5], ",")
+	}
+	return r, nil
+}
+
+func undash(s string) string {
+	if s == "-" {
+		return ""
+	}
+	return s
+}
+
+func (p *parser) int(s string) (int64, error) {
+	if !canonicalUint(s) {
+		return 0, p.errf("%q is not a canonical non-negative integer", s)
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, p.errf("%q: %v", s, err)
+	}
+	return n, nil
+}
+
+func (p *parser) time(s string) (time.Time, error) {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil || t.UTC().Format(timeLayout) != s {
+		return time.Time{}, p.errf("%q is not a time of the form 2006-01-02T15:04:05Z", s)
+	}
+	return t.UTC(), nil
+}
+
+func (p *parser) str(tok string) (string, error) {
+	if tok == "-" {
+		return "", nil
+	}
+	if tok[0] != '"' {
+		return tok, nil
+	}
+	s, err := strconv.Unquote(tok)
+	if err != nil {
+		return "", p.errf("bad quoted string %s", tok)
+	}
+	if Token(s) != tok {
+		return "", p.errf("string %s is not written canonically", tok)
+	}
+	return s, nil
+}
+
+func (p *parser) ref(s string) (Ref, error) {
+	if s == "-" {
+		return Ref{}, nil
+	}
+	w, seq, ok := strings.Cut(s, "#")
+	if !ok || !strings.HasPrefix(w, "w") {
+		return Ref{}, p.errf("%q is not an event reference wN#SEQ", s)
+	}
+	wi, err := p.int(w[1:])
+	if err != nil {
+		return Ref{}, err
+	}
+	n, err := p.int(seq)
+	if err != nil {
+		return Ref{}, err
+	}
+	if wi < 1 || int(wi) > len(p.r.Writers) || n < 1 {
+		return Ref{}, p.errf("reference %s names no listed writer", s)
+	}
+	if w := p.r.Writers[wi-1]; n < w.From || n > w.To {
+		return Ref{}, p.errf("reference %s is outside the entries %d-%d listed for w%d", s, w.From, w.To, wi)
+	}
+	return Ref{W: int(wi), Seq: n}, nil
+}
+
+func (p *parser) refList(s string) ([]Ref, error) {
+	var out []Ref
+	for _, part := range strings.Split(s, ",") {
+		head, last, isRange := strings.Cut(part, "-")
+		r, err := p.ref(head)
+		if err != nil {
+			return nil, err
+		}
+		end := r.Seq
+		if isRange {
+			if end, err = p.int(last); err != nil {
+				return nil, err
+			}
+			if end <= r.Seq {
+				return nil, p.errf("range %s must be increasing", part)
+			}
+			if w := p.r.Writers[r.W-1]; end > w.To {
+				return nil, p.errf("range %s runs past the entries %d-%d listed for w%d", part, w.From, w.To, r.W)
+			}
+			if p.refs += end - r.Seq; p.refs > MaxRefs {
+				return nil, p.errf("more than %d span references", MaxRefs)
+			}
+		}
+		for q := r.Seq; q <= end; q++ {
+			out = append(out, Ref{W: r.W, Seq: q})
+		}
+		if p.refs++; p.refs > MaxRefs {
+			return nil, p.errf("more than %d span references", MaxRefs)
+		}
+	}
+	return out, nil
+}
+
+// splitFields splits a line's fields on single spaces; a field starting
+// with '"' runs to its closing quote (Go string syntax).
+func splitFields(s string) ([]string, error) {
+	var out []string
+	for len(s) > 0 {
+		if s[0] == ' ' {
+			return nil, errors.New("extra space")
+		}
+		end := strings.IndexByte(s, ' ')
+		if s[0] == '"' {
+			i := 1
+			for i < len(s) && s[i] != '"' {
+				if s[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(s) {
+				return nil, errors.New("unterminated quoted string")
+			}
+			end = i + 1
+			if end < len(s) && s[end] != ' ' {
+				return nil, errors.New("quoted string must end its field")
+			}
+		}
+		if end < 0 {
+			out = append(out, s)
+			break
+		}
+		out = append(out, s[:end])
+		s = s[end:]
+		if len(s) > 0 {
+			s = s[1:]
+			if len(s) == 0 {
+				return nil, errors.New("trailing space")
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,279 @@
+package receipt
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// ObjectReader reads git objects by id (gitstore.Store does).
+type ObjectReader interface {
+	ReadObject(id string) (typ string, body []byte, err error)
+}
+
+// CommitInfo is the part of a commit a receipt names.
+type CommitInfo struct {
+	ID        string
+	Tree      string
+	Parents   []string
+	Committed int64 // committer time, Unix seconds
+}
+
+// ReadCommit reads and parses a commit.
+func ReadCommit(or ObjectReader, id string) (CommitInfo, error) {
+	typ, body, err := or.ReadObject(id)
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	if typ != "commit" {
+		return CommitInfo{}, fmt.Errorf("%s is a %s, not a commit", id, typ)
+	}
+	return parseCommit(id, body)
+}
+
+func parseCommit(id string, body []byte) (CommitInfo, error) {
+	c := CommitInfo{ID: id}
+	hdr, _, _ := bytes.Cut(body, []byte("\n\n"))
+	haveTime := false
+	for _, line := range strings.Split(string(hdr), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		switch k {
+		case "tree":
+			c.Tree = v
+		case "parent":
+			c.Parents = append(c.Parents, v)
+		case "committer":
+			// "Name <email> 1767323100 +0100": the seconds are UTC already.
+			f := strings.Fields(v)
+			if len(f) >= 2 {
+				if n, err := strconv.ParseInt(f[len(f)-2], 10, 64); err == nil && n >= 0 {
+					c.Committed, haveTime = n, true
+				}
+			}
+		}
+	}
+	if !isHex40(c.Tree) || !haveTime {
+		return c, fmt.Errorf("commit %s: no tree or committer time", id)
+	}
+	for _, p := range c.Parents {
+		if !isHex40(p) {
+			return c, fmt.Errorf("commit %s: bad parent %q", id, p)
+		}
+	}
+	return c, nil
+}
+
+type treeEnt struct {
+	mode, name, id string
+}
+
+func (t treeEnt) isTree() bool { return t.mode == "40000" }
+
+// treeCache reads and parses trees once.
+type treeCache struct {
+	or ObjectReader
+	mu sync.Mutex
+	m  map[string][]treeEnt
+}
+
+func newTreeCache(or ObjectReader) *treeCache { return &treeCache{or: or, m: map[string][]treeEnt{}} }
+
+func (tc *treeCache) read(id string) ([]treeEnt, error) {
+	tc.mu.Lock()
+	ents, ok := tc.m[id]
+	tc.mu.Unlock()
+	if ok {
+		return ents, nil
+	}
+	typ, body, err := tc.or.ReadObject(id)
+	if err != nil {
+		return nil, err
+	}
+	if typ != "tree" {
+		return nil, fmt.Errorf("%s is a %s, not a tree", id, typ)
+	}
+	for len(body) > 0 {
+		sp := bytes.IndexByte(body, ' ')
+		nul := bytes.IndexByte(body, 0)
+		if sp < 0 || nul < sp || len(body) < nul+21 {
+			return nil, fmt.Errorf("tree %s is malformed", id)
+		}
+		ents = append(ents, treeEnt{mode: string(body[:sp]), name: string(body[sp+1 : nul]), id: hex.EncodeToString(body[nul+1 : nul+21])})
+		body = body[nul+21:]
+	}
+	tc.mu.Lock()
+	tc.m[id] = ents
+	tc.mu.Unlock()
+	return ents, nil
+}
+
+// lookup returns the entry at a slash-separated path in tree.
+func (tc *treeCache) lookup(tree, p string) (treeEnt, bool, error) {
+	cur := tree
+	parts := strings.Split(p, "/")
+	for i, name := range parts {
+		ents, err := tc.read(cur)
+		if err != nil {
+			return treeEnt{}, false, err
+		}
+		var found *treeEnt
+		for j := range ents {
+			if ents[j].name == name {
+				found = &ents[j]
+				break
+			}
+		}
+		if found == nil {
+			return treeEnt{}, false, nil
+		}
+		if i == len(parts)-1 {
+			if found.isTree() {
+				return treeEnt{}, false, nil
+			}
+			return *found, true, nil
+		}
+		if !found.isTree() {
+			return treeEnt{}, false, nil
+		}
+		cur = found.id
+	}
+	return treeEnt{}, false, nil
+}
+
+// normMode writes a tree entry mode as the receipt does (git writes
+// "40000" for trees; blobs are 100644, 100755, 120000, submodules 160000).
+func normMode(m string) string {
+	if len(m) == 5 {
+		return "0" + m
+	}
+	return m
+}
+
+// DiffTrees lists the paths that differ between two trees (old "" = the
+// empty tree), recursing only into subtrees whose ids differ. Mode changes
+// count as modifications; a path that turns from a file into a directory
+// (or back) appears as deleted and added.
+func DiffTrees(or ObjectReader, oldTree, newTree string) ([]Change, error) {
+	return diffTrees(newTreeCache(or), oldTree, newTree)
+}
+
+func diffTrees(tc *treeCache, oldTree, newTree string) ([]Change, error) {
+	var out []Change
+	var walk func(a, b, prefix string) error
+	walk = func(a, b, prefix string) error {
+		if a == b {
+			return nil
+		}
+		var ea, eb []treeEnt
+		var err error
+		if a != "" {
+			if ea, err = tc.read(a); err != nil {
+				return err
+			}
+		}
+		if b != "" {
+			if eb, err = tc.read(b); err != nil {
+				return err
+			}
+		}
+		type pair struct{ a, b *treeEnt }
+		m := map[string]*pair{}
+		var names []string
+		for i := range ea {
+			e := &ea[i]
+			k := e.name
+			if e.isTree() {
+				k += "/"
+			}
+			m[k] = &pair{a: e}
+			names = append(names, k)
+		}
+		for i := range eb {
+			e := &eb[i]
+			k := e.name
+			if e.isTree() {
+				k += "/"
+			}
+			if p := m[k]; p != nil {
+				p.b = e
+			} else {
+				m[k] = &pair{b: e}
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			p := m[k]
+			if strings.HasSuffix(k, "/") {
+				var ta, tb string
+				if p.a != nil {
+					ta = p.a.id
+				}
+				if p.b != nil {
+					tb = p.b.id
+				}
+				if err := walk(ta, tb, prefix+strings.TrimSuffix(k, "/")+"/"); err != nil {
+					return err
+				}
+				continue
+			}
+			full := prefix + k
+			switch {
+			case p.a == nil:
+				out = append(out, Change{Path: full, Change: Added, Mode: normMode(p.b.mode), Blob: p.b.id})
+			case p.b == nil:
+				out = append(out, Change{Path: full, Change: Deleted})
+			case p.a.id != p.b.id || p.a.mode != p.b.mode:
+				out = append(out, Change{Path: full, Change: Modified, Mode: normMode(p.b.mode), Blob: p.b.id})
+			}
+		}
+		return nil
+	}
+	if err := walk(oldTree, newTree, ""); err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// ErrNoRevision is wrapped when a revision names no commit.
+var ErrNoRevision = errors.New("unknown revision")
+
+// ResolveRev turns a revision (HEAD, a branch, HEAD~2, a short id...)
+// into a commit id with `git rev-parse` run in dir. A full 40-hex id is
+// taken as it is without running git.
+func ResolveRev(ctx context.Context, dir, rev string) (string, error) {
+	if rev == "" {
+		rev = "HEAD"
+	}
+	if isHex40(strings.ToLower(rev)) {
+		return strings.ToLower(rev), nil
+	}
+	if strings.HasPrefix(rev, "-") {
+		return "", fmt.Errorf("%w %q", ErrNoRevision, rev)
+	}
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("%w %q: git rev-parse finds no commit by that name", ErrNoRevision, rev)
+		}
+		return "", fmt.Errorf("resolve %q: %w (is git on PATH?)", rev, err)
+	}
+	id := strings.TrimSpace(string(out))
+	if !isHex40(id) {
+		return "", fmt.Errorf("resolve %q: git rev-parse printed %q", rev, id)
+	}
+	return id, nil
+}

@@ -1,0 +1,503 @@
+package receipt
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/seal"
+)
+
+// Problem kinds reported by Verify. They are part of the CLI's output.
+const (
+	ProblemSignature  = "bad-signature"     // the note's or the notes commit's signature does not verify
+	ProblemUnknownKey = "unknown-key"       // signed by a key not in the keyring
+	ProblemKey        = "key-mismatch"      // signed by another key than the notes ref names
+	ProblemFormat     = "malformed"         // the note is not a canonical receipt
+	ProblemCommit     = "commit-mismatch"   // commit, tree, parents, times or paths differ from the annotated commit
+	ProblemChain      = "chain"             // a writer's chain does not hold the head the receipt rests on
+	ProblemEvent      = "event-missing"     // a referenced event is not in the sealed chain
+	ProblemMismatch   = "event-mismatch"    // a referenced event does not say what the receipt says
+	ProblemBlob       = "blob-missing"      // a named blob is not in the repository
+	ProblemContent    = "blob-mismatch"     // a named blob's bytes do not hash to its id (or the event's sha256)
+	ProblemPruned     = "pruned"            // content removed by a prune record: expected, not a failure
+	ProblemNotes      = "notes-ref-invalid" // the notes ref cannot be read
+)
+
+// Problem is one thing Verify found wrong.
+type Problem struct {
+	Kind   string `json:"kind"`
+	Detail string `json:"detail"`
+}
+
+// Result is the outcome of verifying one stored receipt.
+type Result struct {
+	Commit   string    `json:"commit"`
+	Writer   string    `json:"writer"` // receipts-<key id>
+	Ref      string    `json:"ref"`
+	KeyID    string    `json:"key,omitempty"`
+	UserID   string    `json:"signer,omitempty"`
+	Problems []Problem `json:"problems,omitempty"`
+	Pruned   []string  `json:"pruned,omitempty"` // blobs gone on purpose
+	Checked  struct {
+		Paths   int `json:"paths"`
+		Events  int `json:"events"`
+		Writers int `json:"writers"`
+		Blobs   int `json:"blobs"`
+	} `json:"checked"`
+	Receipt *Receipt `json:"-"`
+}
+
+// OK reports whether the receipt verified.
+func (r *Result) OK() bool { return len(r.Problems) == 0 }
+
+func (r *Result) add(kind, format string, a ...any) {
+	r.Problems = append(r.Problems, Problem{Kind: kind, Detail: fmt.Sprintf(format, a...)})
+}
+
+// Verify checks one stored receipt (s, found on writer for commit):
+//
+//  1. the note is clear-signed by a key in kr, and that key is the one the
+//     notes ref is named after; the notes commit carries a valid signature
+//     by the same key;
+//  2. the body is a canonical receipt naming exactly the annotated commit:
+//     its id, tree, parents and committer time, its first parent's
+//     committer time, and the paths it changes with their modes and blobs;
+//  3. every writer it rests on verifies as a sealed chain (seal.Verify,
+//     structure and links) that still holds, at the recorded head seq, the
+//     recorded seal — the chain may have grown since, never changed;
+//  4. every referenced event is in that chain at or below the head and says
+//     what the receipt says of it (path, context, op, blob, exclusion,
+//     view);
+//  5. every blob named exists, is a blob, hashes to its id and, where an
+//     event names it, to the event's sha256 (a blob removed by a prune
+//     record is reported as pruned, expected).
+//
+// Token counts and the coverage notes are signed claims: Verify does not
+// recount them.
+func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Result {
+	res := &Result{Commit: s.Note.Target, Writer: s.Writer, Ref: gitstore.NotesPrefix + s.Writer}
+	wantKey := KeyIDOfWriter(s.Writer)
+
+	// 1. Signatures.
+	body, signer, err := VerifyNote(s.Text, kr)
+	if err != nil {
+		kind := ProblemSignature
+		var se *SignatureError
+		if errors.As(err, &se) && strings.Contains(se.Error(), "unknown key") {
+			kind = ProblemUnknownKey
+			res.KeyID = se.KeyID
+		}
+		res.add(kind, "%v", err)
+		return res
+	}
+	res.KeyID, res.UserID = KeyID(signer), UserID(signer)
+	if res.KeyID != wantKey {
+		res.add(ProblemKey, "note on %s is signed by key %s, not by the key the ref is named after", res.Ref, strings.ToUpper(res.KeyID))
+	}
+	head, err := st.NotesHead(ctx, s.Writer)
+	if err != nil {
+		res.add(ProblemNotes, "%s: %v", res.Ref, err)
+	} else if csigner, err := VerifyCommitSignature(head.Payload, head.Signature, kr); err != nil {
+		kind := ProblemSignature
+		var se *SignatureError
+		if errors.As(err, &se) && strings.Contains(se.Error(), "unknown key") {
+			kind = ProblemUnknownKey
+		}
+		res.add(kind, "%s head %s: %v", res.Ref, short(head.ID), err)
+	} else if KeyID(csigner) != wantKey {
+		res.add(ProblemKey, "%s head %s is signed by key %s, not by the key the ref is named after", res.Ref, short(head.ID), strings.ToUpper(KeyID(csigner)))
+	}
+
+	// 2. The body and the commit.
+	r, err := Parse(body)
+	if err != nil {
+		res.add(ProblemFormat, "%v", err)
+		return res
+	}
+	res.Receipt = r
+	if r.Commit != s.Note.Target {
+		res.add(ProblemCommit, "the receipt names commit %s but is attached to %s", r.Commit, s.Note.Target)
+		return res
+	}
+	c, err := ReadCommit(st, r.Commit)
+	if err != nil {
+		res.add(ProblemCommit, "read the annotated commit: %v", err)
+		return res
+	}
+	if c.Tree != r.Tree {
+		res.add(ProblemCommit, "the receipt names tree %s, the commit has tree %s", r.Tree, c.Tree)
+	}
+	if strings.Join(c.Parents, " ") != strings.Join(r.Parents, " ") {
+		res.add(ProblemCommit, "the receipt names parents %v, the commit has %v", r.Parents, c.Parents)
+	}
+	if c.Committed != r.Committed {
+		res.add(ProblemCommit, "the receipt names committer time %d, the commit has %d", r.Committed, c.Committed)
+	}
+	tc := newTreeCache(st)
+	var oldTree string
+	if len(c.Parents) > 0 {
+		p, err := ReadCommit(st, c.Parents[0])
+		if err != nil {
+			res.add(ProblemCommit, "read the first parent: %v", err)
+			return res
+		}
+		oldTree = p.Tree
+		if !r.HasFrom || r.From != p.Committed {
+			res.add(ProblemCommit, "the window must start at the first parent's committer time %d", p.Committed)
+		}
+	}
+	changes, err := diffTrees(tc, oldTree, c.Tree)
+	if err != nil {
+		res.add(ProblemCommit, "diff the commit against its parent: %v", err)
+		return res
+	}
+	res.Checked.Paths = len(changes)
+	if len(changes) != len(r.Paths) {
+		res.add(ProblemCommit, "the commit changes %d paths, the receipt lists %d", len(changes), len(r.Paths))
+	}
+	for i := 0; i < len(changes) && i < len(r.Paths); i++ {
+		ch, pe := changes[i], r.Paths[i]
+		blobOK := pe.Blob == ch.Blob || (pe.Status == Excluded && pe.Blob == "")
+		if ch.Path != pe.Path || ch.Change != pe.Change || ch.Mode != pe.Mode || !blobOK {
+			res.add(ProblemCommit, "path %s: the commit has %s %s %s, the receipt says %s %s %s", Token(ch.Path), ch.Change, dash(ch.Mode), dash(ch.Blob), pe.Change, dash(pe.Mode), dash(pe.Blob))
+		}
+	}
+	if !res.OK() {
+		return res
+	}
+
+	// 3 and 4. Writers and events.
+	need := make([]map[int64]bool, len(r.Writers)+1)
+	for i := range need {
+		need[i] = map[int64]bool{}
+	}
+	mark := func(ref Ref) {
+		if !ref.IsZero() {
+			need[ref.W][ref.Seq] = true
+		}
+	}
+	for _, p := range r.Paths {
+		mark(p.Evidence)
+	}
+	for _, e := range r.Reads {
+		mark(e.Evidence)
+	}
+	for _, c := range r.Contexts {
+		for _, s := range c.Spans {
+			mark(s)
+		}
+	}
+	events := map[Ref]*gitstore.Event{}
+	pruned := map[string]bool{}
+	for i, w := range r.Writers {
+		for seq := range need[i+1] {
+			if seq < w.From || seq > w.To {
+				res.add(ProblemEvent, "w%d#%d is outside the entries %d-%d the receipt lists for %s", i+1, seq, w.From, w.To, w.Name)
+			}
+		}
+		evs, pr, ok := checkWriter(ctx, st, w, need[i+1], res)
+		res.Checked.Writers++
+		if !ok {
+			continue
+		}
+		for b := range pr {
+			pruned[b] = true
+		}
+		for _, e := range evs {
+			events[Ref{W: i + 1, Seq: e.Seq}] = e
+		}
+	}
+	get := func(ref Ref, what string) *gitstore.Event {
+		e := events[ref]
+		if e == nil && len(need) > ref.W && need[ref.W][ref.Seq] {
+			if ref.W <= len(r.Writers) {
+				res.add(ProblemEvent, "%s: event %s#%d is not in the writer's sealed chain", what, r.Writers[ref.W-1].Name, ref.Seq)
+			}
+		}
+		return e
+	}
+	ctxOf := func(e *gitstore.Event) int {
+		for i, c := range r.Contexts {
+			if c.Session == e.Session && c.Agent == e.Agent {
+				return i + 1
+			}
+		}
+		return 0
+	}
+	type blobUse struct {
+		sha256 string // from an event; "" for a committed blob
+		what   string
+	}
+	blobs := map[string][]blobUse{}
+	for _, p := range r.Paths {
+		what := "path " + Token(p.Path)
+		if p.Blob != "" && p.Mode != "160000" {
+			blobs[p.Blob] = append(blobs[p.Blob], blobUse{what: what})
+		}
+		if p.Evidence.IsZero() {
+			if p.Status != Unseen && p.Status != Excluded {
+				res.add(ProblemMismatch, "%s is %s without evidence", what, p.Status)
+			}
+			continue
+		}
+		e := get(p.Evidence, what)
+		if e == nil {
+			continue
+		}
+		res.Checked.Events++
+		if msg := checkPathEvidence(p, e, r.Committed); msg != "" {
+			res.add(ProblemMismatch, "%s: %s#%d %s", what, e.Writer, e.Seq, msg)
+		}
+		if ctxOf(e) == 0 {
+			res.add(ProblemMismatch, "%s: %s#%d belongs to no listed context", what, e.Writer, e.Seq)
+		}
+	}
+	for _, rd := range r.Reads {
+		what := "read of " + Token(rd.Path) + " by " + ContextID(rd.Context-1)
+		e := get(rd.Evidence, what)
+		if e == nil {
+			continue
+		}
+		res.Checked.Events++
+		if msg := checkReadEvidence(rd, e, r, tc); msg != "" {
+			res.add(ProblemMismatch, "%s: %s#%d %s", what, e.Writer, e.Seq, msg)
+		}
+		if ctxOf(e) != rd.Context {
+			res.add(ProblemMismatch, "%s: %s#%d is an event of another context", what, e.Writer, e.Seq)
+		}
+		if rd.Blob != "" {
+			blobs[rd.Blob] = append(blobs[rd.Blob], blobUse{sha256: e.SHA256, what: what})
+		}
+	}
+	for ci, c := range r.Contexts {
+		for _, s := range c.Spans {
+			e := get(s, "span of "+ContextID(ci))
+			if e == nil {
+				continue
+			}
+			res.Checked.Events++
+			if e.Op != "span" || ctxOf(e) != ci+1 {
+				res.add(ProblemMismatch, "span of %s: %s#%d is not a span of that context", ContextID(ci), e.Writer, e.Seq)
+			}
+		}
+	}
+
+	// 5. Blobs.
+	ids := make([]string, 0, len(blobs))
+	for id := range blobs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		uses := blobs[id]
+		typ, body, err := st.ReadObject(id)
+		switch {
+		case errors.Is(err, gitstore.ErrObjectMissing) && pruned[id]:
+			res.Pruned = append(res.Pruned, id)
+			continue
+		case errors.Is(err, gitstore.ErrObjectMissing):
+			res.add(ProblemBlob, "blob %s (%s) is not in the repository", id, uses[0].what)
+			continue
+		case err != nil:
+			res.add(ProblemContent, "blob %s (%s): %v", id, uses[0].what, err)
+			continue
+		case typ != "blob":
+			res.add(ProblemContent, "%s (%s) is a %s, not a blob", id, uses[0].what, typ)
+			continue
+		}
+		res.Checked.Blobs++
+		if gitstore.BlobID(body) != id {
+			res.add(ProblemContent, "blob %s (%s) does not hash to its id", id, uses[0].what)
+			continue
+		}
+		sum := sha256.Sum256(body)
+		h := hex.EncodeToString(sum[:])
+		for _, u := range uses {
+			if u.sha256 != "" && u.sha256 != h {
+				res.add(ProblemContent, "blob %s (%s) does not hash to the sha256 its event sealed", id, u.what)
+				break
+			}
+		}
+	}
+	return res
+}
+
+// checkWriter verifies one writer's chain against the head the receipt
+// recorded and returns the events at the needed seqs and the blobs its
+// prune records removed.
+func checkWriter(ctx context.Context, st *gitstore.Store, w Writer, need map[int64]bool, res *Result) ([]*gitstore.Event, map[string]bool, bool) {
+	rep, err := st.Verify(ctx, w.Name, seal.Options{SkipContent: true})
+	if err != nil {
+		res.add(ProblemChain, "writer %s: %v", w.Name, err)
+		return nil, nil, false
+	}
+	if rep.Batches == 0 {
+		res.add(ProblemChain, "writer %s is not in this repository (fetch refs/lossless/*)", w.Name)
+		return nil, nil, false
+	}
+	if !rep.OK() {
+		b := rep.Break
+		res.add(ProblemChain, "writer %s: %s at entry %d: %s", w.Name, b.Kind, b.Seq, b.Detail)
+		return nil, nil, false
+	}
+	// Read the lines (index or commits) and re-chain them: lines that
+	// chain from the genesis value to the verified head seal are the
+	// sealed lines.
+	prev := seal.Genesis(w.Name)
+	var n int64
+	broken := false
+	var atHead string
+	prevNeedle := []byte(`"prev":"`)
+	pruneNeedle := []byte(`"op":"prune"`)
+	evs, err := st.SelectEvents(ctx, []string{w.Name}, func(_ string, line []byte) bool {
+		n++
+		if p, ok := fieldValue(line, prevNeedle, nil); !ok || p != prev {
+			broken = true
+		}
+		prev = seal.Hash(line)
+		if n == w.HeadSeq {
+			atHead = prev
+		}
+		return need[n] || bytes.Contains(line, pruneNeedle)
+	})
+	if err != nil {
+		res.add(ProblemChain, "writer %s: %v", w.Name, err)
+		return nil, nil, false
+	}
+	if broken || n != rep.Entries || prev != rep.Head {
+		res.add(ProblemChain, "writer %s: the stored lines do not chain to the sealed head (run `git lossless reindex`, then verify again)", w.Name)
+		return nil, nil, false
+	}
+	if w.HeadSeq > n {
+		res.add(ProblemChain, "writer %s holds %d entries, but the receipt rests on its head at entry %d: rolled back or replaced", w.Name, n, w.HeadSeq)
+		return nil, nil, false
+	}
+	if atHead != w.HeadSeal {
+		res.add(ProblemChain, "writer %s: entry %d seals to %.16s, the receipt recorded %.16s: the chain was rewritten", w.Name, w.HeadSeq, atHead, w.HeadSeal)
+		return nil, nil, false
+	}
+	pruned := map[string]bool{}
+	var out []*gitstore.Event
+	for i := range evs {
+		e := &evs[i]
+		if e.Op == "prune" {
+			if raw, ok := e.Extra["pruned"]; ok {
+				for _, b := range prunedBlobs(raw) {
+					pruned[b] = true
+				}
+			}
+		}
+		if need[e.Seq] {
+			out = append(out, e)
+		}
+	}
+	return out, pruned, true
+}
+
+func prunedBlobs(raw []byte) []string {
+	var list []struct {
+		Blob string `json:"blob"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range list {
+		out = append(out, p.Blob)
+	}
+	return out
+}
+
+// checkPathEvidence checks that an event supports a path's status.
+func checkPathEvidence(p PathEntry, e *gitstore.Event, committed int64) string {
+	if e.RawPath() != p.Path {
+		return fmt.Sprintf("is about %s, not this path", Token(e.RawPath()))
+	}
+	if !fileOps[e.Op] {
+		return fmt.Sprintf("is a %s event, not a file event", e.Op)
+	}
+	if sec(e) > committed {
+		return "is timed after the commit"
+	}
+	blob, disk := version(e)
+	full := blob != "" && !partialView(e)
+	switch p.Status {
+	case Written:
+		if !wroteOps[e.Op] || e.Blob != p.Blob || partialView(e) {
+			return "does not show a model writing the committed blob"
+		}
+	case Seen:
+		if !full || (blob != p.Blob && disk != p.Blob) {
+			return "does not show a context seeing the committed blob"
+		}
+	case ChangedAfter:
+		if !full || (p.Change != Deleted && (blob == p.Blob || disk == p.Blob)) {
+			return "does not show a version that differs from the committed one"
+		}
+	case Unseen:
+		if full {
+			return "shows a whole version, so the path is not unseen"
+		}
+	case Excluded:
+	}
+	return ""
+}
+
+// checkReadEvidence checks a read-set row against its event and the tree.
+func checkReadEvidence(rd ReadEntry, e *gitstore.Event, r *Receipt, tc *treeCache) string {
+	if e.RawPath() != rd.Path {
+		return fmt.Sprintf("is about %s, not this path", Token(e.RawPath()))
+	}
+	found := false
+	for _, op := range rd.Ops {
+		if op == e.Op {
+			found = true
+		}
+	}
+	if !found {
+		return fmt.Sprintf("is a %s, not one of %s", e.Op, strings.Join(rd.Ops, ","))
+	}
+	if e.Excluded != (rd.State == Withheld) {
+		return "disagrees on exclusion"
+	}
+	if rd.State == Withheld {
+		return ""
+	}
+	if e.Blob != rd.Blob {
+		return fmt.Sprintf("names blob %s, not %s", e.Blob, rd.Blob)
+	}
+	if (rd.State == Partial) != (rd.View != "full") || (rd.State == Partial && !partialView(e)) {
+		return "disagrees on the view"
+	}
+	if rd.State == Partial {
+		return ""
+	}
+	if path.IsAbs(rd.Path) || strings.HasPrefix(rd.Path, "../") {
+		if rd.State != Outside {
+			return "is outside the repository"
+		}
+		return ""
+	}
+	ent, ok, err := tc.lookup(r.Tree, rd.Path)
+	if err != nil {
+		return "cannot be compared with the tree: " + err.Error()
+	}
+	switch {
+	case !ok && rd.State != Absent:
+		return "is about a path that is not in the commit's tree"
+	case ok && rd.State == Absent:
+		return "is about a path that is in the commit's tree"
+	case ok && (ent.id == rd.Blob) != (rd.State == Current):
+		return "disagrees with the tree on whether this version is current"
+	}
+	return ""
+}
