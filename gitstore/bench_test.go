@@ -45,6 +45,9 @@ func newRepo(b *testing.B) string {
 	if err := benchdata.GitInit(dir); err != nil {
 		b.Fatal(err)
 	}
+	if err := benchdata.Fanout(dir); err != nil {
+		b.Fatal(err)
+	}
 	return dir
 }
 

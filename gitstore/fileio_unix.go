@@ -59,11 +59,13 @@ func readFile(name string) ([]byte, error) {
 	}
 }
 
-// createTemp is os.CreateTemp(dir, prefix+"*") without the poller set-up.
-func createTemp(dir, prefix string) (*os.File, error) {
+// createTemp is os.CreateTemp(dir, prefix+"*") without the poller set-up,
+// creating the file with perm (a loose object is born read-only, as git
+// makes it, which spares a chmod per object).
+func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
 	for try := 0; ; try++ {
 		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
-		f, err := openFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := openFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if os.IsExist(err) && try < 100 {
 			continue
 		}
@@ -82,4 +84,28 @@ func writeFile(name string, data []byte, perm os.FileMode) error {
 		err = err1
 	}
 	return err
+}
+
+// tryLockFile takes an exclusive advisory lock (flock) on the file at
+// path, creating it if need be, without waiting. The file is never
+// removed: the lock, not the file's existence, is what excludes, so it
+// costs no create or unlink once the file exists and the kernel releases
+// it when its holder dies. ok is false when another process holds it or
+// the file cannot be opened.
+func tryLockFile(path string) (unlock func(), ok bool) {
+	f, err := openFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, false
+	}
+	return func() { f.Close() }, true // closing the descriptor releases the lock
 }

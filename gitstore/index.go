@@ -3,9 +3,7 @@ package gitstore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -133,21 +131,23 @@ func (s *Store) indexAppend(writer string, parent, nh head, evs []Event) {
 // index is a cache, and a busy lock means someone else is refreshing it.
 // Lines go first, the head file (written by rename) last, so a crash
 // leaves at worst unreferenced bytes past the recorded length.
+//
+// The lock is an advisory lock on <writer>.lock, a file that is created
+// once and never removed (tryLockFile): an append then pays one open and
+// no create or unlink, and a lock held by a process that died is released
+// by the kernel, so no stale index lock can outlive its holder.
 func (s *Store) indexWrite(writer string, h head, lines [][]byte, on *indexHead) {
 	jf, hf, lf := s.indexPaths(writer)
-	if err := os.MkdirAll(filepath.Dir(jf), 0o700); err != nil {
-		return
-	}
-	lk, err := openFile(lf, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			if st, err := os.Stat(lf); err == nil && s.now().Sub(st.ModTime()) > StaleLockAge {
-				os.Remove(lf)
-			}
+	unlock, ok := tryLockFile(lf)
+	if !ok {
+		if err := os.MkdirAll(filepath.Dir(jf), 0o700); err != nil {
+			return
 		}
-		return
+		if unlock, ok = tryLockFile(lf); !ok {
+			return
+		}
 	}
-	defer func() { lk.Close(); os.Remove(lf) }()
+	defer unlock()
 
 	var buf bytes.Buffer
 	for _, l := range lines {

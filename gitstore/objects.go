@@ -100,12 +100,12 @@ func (db *objectDB) write(typ string, body []byte, pending *[]string) (string, e
 		return "", fmt.Errorf("compress object: %w", err)
 	}
 	dir := filepath.Dir(path)
-	tmp, err := createTemp(dir, "tmp_obj_")
+	tmp, err := createTemp(dir, "tmp_obj_", 0o444)
 	if errors.Is(err, fs.ErrNotExist) { // the fan-out directory is new
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", fmt.Errorf("create object dir: %w", err)
 		}
-		tmp, err = createTemp(dir, "tmp_obj_")
+		tmp, err = createTemp(dir, "tmp_obj_", 0o444)
 	}
 	if err != nil {
 		return "", fmt.Errorf("create object: %w", err)
@@ -115,11 +115,6 @@ func (db *objectDB) write(typ string, body []byte, pending *[]string) (string, e
 		tmp.Close()
 		os.Remove(tmpName)
 		return "", fmt.Errorf("write object %s: %w", id, err)
-	}
-	if err := tmp.Chmod(0o444); err != nil {
-		tmp.Close()
-		os.Remove(tmpName)
-		return "", fmt.Errorf("chmod object %s: %w", id, err)
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmpName)

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -66,8 +67,10 @@ const pidPrefix = "lossless-pid "
 // tempSeq numbers this process's temporary files under refs.
 var tempSeq atomic.Int64
 
-// tempRe matches a temporary file's name and captures its pid.
-var tempRe = regexp.MustCompile(`~([0-9]+)-[0-9]+\.lock$`)
+// tempRe matches a temporary file's name and captures its pid. Compiled
+// on first use: every hook process starts this binary, and most never
+// judge a lock.
+var tempRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`~([0-9]+)-[0-9]+\.lock$`) })
 
 // writeTemp writes body to a fresh temporary file beside the ref name
 // (fsynced when sync is set) and returns its path.
@@ -274,7 +277,7 @@ func (r *refStore) staleAs(p, name string) (bool, string) {
 	if err != nil {
 		return false, ""
 	}
-	if m := tempRe.FindStringSubmatch(filepath.Base(name)); m != nil {
+	if m := tempRe().FindStringSubmatch(filepath.Base(name)); m != nil {
 		// Our temporary file: its pid is in its name.
 		if pid, err := strconv.Atoi(m[1]); err == nil && pid > 0 && !processAlive(pid) {
 			return true, fmt.Sprintf("temporary file of git-lossless process %d, which is gone", pid)

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -111,9 +112,9 @@ The writer defaults to cli-<session> with --session, else cli.`,
 	}
 }
 
-var viewRe = regexp.MustCompile(`^(full|lines:[0-9]+-[0-9]+)$`)
+var viewRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(full|lines:[0-9]+-[0-9]+)$`) })
 
-func validView(v string) bool { return viewRe.MatchString(v) }
+func validView(v string) bool { return viewRe().MatchString(v) }
 
 func printRecorded(w io.Writer, ev gitstore.Event) {
 	if ev.Excluded {

@@ -64,6 +64,25 @@ func GitInit(dir string) error {
 	return nil
 }
 
+// Fanout creates the 256 loose-object fan-out directories of the
+// repository at dir, as any repository with some history has them. A new
+// repository creates them one mkdir at a time during its first thousand
+// or so loose objects; benchmarks of the steady state (an agent's session
+// in a repository it has worked in before) start without that cost, for
+// us and for the C git peer alike.
+func Fanout(dir string) error {
+	objects := filepath.Join(dir, ".git", "objects")
+	if _, err := os.Stat(objects); err != nil {
+		objects = filepath.Join(dir, "objects") // bare
+	}
+	for i := range 256 {
+		if err := os.MkdirAll(filepath.Join(objects, fmt.Sprintf("%02x", i)), 0o755); err != nil {
+			return fmt.Errorf("fan-out: %w", err)
+		}
+	}
+	return nil
+}
+
 // Build creates the fixture as a new repository at dir. Writers' events
 // are numbered globally, so every event has its own content. fsync is
 // turned off: the fixture is rebuilt, never recovered.
