@@ -672,6 +672,43 @@ func TestE2EDiscovery(t *testing.T) {
 		}
 		sb.fsck(archive)
 	})
+
+	// A SHA-256 repository made by real git: go-git v5 cannot write one
+	// safely, so the archive goes to the embedded default, with a warning,
+	// and the repository's objects and refs are left as they were.
+	t.Run("sha256", func(t *testing.T) {
+		sb := newSandbox(t)
+		repo := sb.initRepo("s256", "--object-format=sha256")
+		writeFile(t, filepath.Join(repo, "a.txt"), []byte("a\n"))
+		if got := strings.TrimSpace(sb.git(repo, "rev-parse", "--show-object-format")); got != "sha256" {
+			t.Fatalf("git made a %q repository", got)
+		}
+		before := refFiles(t, filepath.Join(repo, ".git"))
+		objsBefore := sb.git(repo, "count-objects", "-v")
+		r := sb.ok(repo, "record", "--op", "read", "--writer", "s256", "a.txt")
+		archive := filepath.Join(sb.data, "git-lossless", "archive.git")
+		if !strings.Contains(r.stderr, "warning:") || !strings.Contains(r.stderr, "sha256") || !strings.Contains(r.stderr, archive) {
+			t.Errorf("no warning naming the sha256 object format and the embedded archive:\n%s", r.stderr)
+		}
+		if after := refFiles(t, filepath.Join(repo, ".git")); strings.Join(after, "\n") != strings.Join(before, "\n") {
+			t.Errorf("the sha256 repository's refs changed:\nbefore %v\nafter  %v", before, after)
+		}
+		if objsAfter := sb.git(repo, "count-objects", "-v"); objsAfter != objsBefore {
+			t.Errorf("the sha256 repository's objects changed:\nbefore %s\nafter  %s", objsBefore, objsAfter)
+		}
+		if refs := sb.git(archive, "for-each-ref", "--format=%(refname)", "refs/lossless"); refs != "refs/lossless/s256\n" {
+			t.Errorf("embedded archive refs: %q", refs)
+		}
+		_, evs := sb.log(repo)
+		if len(evs) != 1 || evs[0].Path != filepath.Join(repo, "a.txt") {
+			t.Fatalf("log: %+v", evs)
+		}
+		if got := sb.catFile(archive, evs[0].Blob); string(got) != "a\n" {
+			t.Errorf("blob: %q", got)
+		}
+		sb.fsck(repo)
+		sb.fsck(archive)
+	})
 }
 
 // tamperArchive builds a fresh archive: writer w with batches [a], [b c],
