@@ -25,6 +25,41 @@
 //     have seen "the version on disk", and denying every edit after a
 //     partial read would make the guard unusable on large files. Drift in
 //     such a file goes unnoticed.
+//
+// # What a compaction boundary is, and what is after it
+//
+// The boundary is the transcript's own compact_boundary line, nothing
+// else. The PreCompact hook fires before Claude Code compacts, and a
+// compaction can still fail or be cancelled; a mark written by that hook
+// would make every earlier read of the context "compacted away" although
+// the model still holds it, so the guard never treats such a mark as a
+// boundary (hooks records it under another op, for the record only).
+//
+// Placing evidence against the boundary uses transcript order wherever
+// the evidence comes from the transcript (Evidence.Transcript): it is
+// after the boundary exactly when the line it came from follows the
+// boundary line in the same transcript (Evidence.Epoch names the last
+// boundary above it). Timestamps cannot do this: transcript lines carry
+// milliseconds, and the files Claude Code re-attaches after a compaction
+// are written in the same millisecond as the boundary line. Evidence that
+// no transcript line holds yet — a PostToolUse hook's record, restore's
+// output — is placed by time: after the boundary when its timestamp is
+// later than the boundary line's. Those records are taken by a process
+// running while the tool result is handed over, and a compaction cannot
+// start until the results before it have been handed over and its summary
+// request has been answered, so such a record of a result from before the
+// compaction is earlier than the boundary line by far more than the
+// line's millisecond resolution.
+//
+// Claude Code writes its transcript in bursts, a little behind the hooks.
+// A compaction whose boundary line is not in the file yet when the guard
+// runs is not known to it: until the line lands, evidence from before
+// that compaction still counts. This is the fail-open direction again,
+// chosen over treating PreCompact's mark as a boundary, which would deny
+// edits after a compaction that never happened; it lasts until Claude
+// Code flushes, and the file attachments that re-establish evidence come
+// after the boundary line in the same file, so they never count without
+// it.
 package guard
 
 import (
@@ -36,6 +71,12 @@ import (
 // Evidence is one result that put (a version of) a file into a context.
 type Evidence struct {
 	TS time.Time
+	// Transcript is true for evidence taken from a line of the context's
+	// transcript; Epoch is then the Key of the last compaction boundary
+	// above that line ("" above the first). Such evidence is placed
+	// against Input.Boundary by transcript order, other evidence by TS.
+	Transcript bool
+	Epoch      string
 	// Op is what produced it: read, write, edit, attach, restore.
 	Op string
 	// Blob is the git blob id of the content the model received; empty
@@ -59,14 +100,36 @@ type Input struct {
 	// Exists, DiskBlob: the file on disk now.
 	Exists   bool
 	DiskBlob string
-	// Evidence for this path in this context, any order, any time.
+	// Evidence for this path in this context, any time. The latest by TS
+	// decides; of evidence with equal timestamps the later in the slice,
+	// so callers list it in the order it happened where they know it
+	// (archive order, then transcript order).
 	Evidence []Evidence
-	// Boundary is the context's last compaction boundary (zero: none).
-	Boundary time.Time
+	// Boundary is the context's last compaction boundary (nil: never
+	// compacted).
+	Boundary *Boundary
 	// Agent names the context in messages ("" = main agent).
 	Agent string
 	// RestoreHint is the command that brings content back, for messages.
 	RestoreHint string
+}
+
+// Boundary is a compaction of a context: its compact_boundary line.
+type Boundary struct {
+	Key string    // the line's dedupe key (compact:<line uuid>)
+	TS  time.Time // the line's timestamp
+}
+
+// After reports whether evidence is in the context after boundary b (nil:
+// no boundary, everything is).
+func (b *Boundary) After(e Evidence) bool {
+	if b == nil {
+		return true
+	}
+	if e.Transcript {
+		return e.Epoch == b.Key
+	}
+	return e.TS.After(b.TS)
 }
 
 // Kind classifies a decision.
@@ -102,7 +165,7 @@ func Decide(in Input) Decision {
 	before := 0
 	for i := range in.Evidence {
 		e := &in.Evidence[i]
-		if !in.Boundary.IsZero() && !e.TS.After(in.Boundary) {
+		if !in.Boundary.After(*e) {
 			before++
 			continue
 		}
@@ -123,7 +186,7 @@ func Decide(in Input) Decision {
 		if before > 0 {
 			return Decision{Kind: DenyCompacted, Reason: fmt.Sprintf(
 				"git-lossless guard: edit of %s denied. You saw this file only before %s was compacted (%s), and it was not re-attached afterwards, so your view of it is gone. %s",
-				in.Path, ctx, in.Boundary.UTC().Format(time.RFC3339), what)}
+				in.Path, ctx, in.Boundary.TS.UTC().Format(time.RFC3339), what)}
 		}
 		return Decision{Kind: DenyNeverSeen, Reason: fmt.Sprintf(
 			"git-lossless guard: edit of %s denied. It exists, but %s has not seen its content (a read by another agent does not count). %s",

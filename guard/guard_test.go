@@ -9,6 +9,7 @@ import (
 func TestDecideTable(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	bnd := &Boundary{Key: "compact:b1", TS: at(5)}
 	const A, B, C = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "cccccccccccccccccccccccccccccccccccccccc"
 	cases := []struct {
 		name string
@@ -28,11 +29,20 @@ func TestDecideTable(t *testing.T) {
 		{"partial after full still fails open", Input{Exists: true, DiskBlob: C, Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}, {TS: at(2), Op: "read", Partial: true}}}, AllowPartial},
 		{"full after partial checks hash", Input{Exists: true, DiskBlob: C, Evidence: []Evidence{{TS: at(1), Op: "read", Partial: true}, {TS: at(2), Op: "read", Blob: A}}}, DenyDrift},
 		{"no-content evidence fails open", Input{Exists: true, DiskBlob: C, Evidence: []Evidence{{TS: at(1), Op: "edit"}}}, AllowPartial},
-		{"seen only before compaction", Input{Exists: true, DiskBlob: A, Boundary: at(5), Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}}}, DenyCompacted},
-		{"evidence at the boundary instant is before it", Input{Exists: true, DiskBlob: A, Boundary: at(5), Evidence: []Evidence{{TS: at(5), Op: "read", Blob: A}}}, DenyCompacted},
-		{"re-attached after compaction", Input{Exists: true, DiskBlob: A, Boundary: at(5), Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}, {TS: at(6), Op: "attach", Blob: A}}}, AllowCurrent},
-		{"re-attached then changed behind the agent", Input{Exists: true, DiskBlob: B, Boundary: at(5), Evidence: []Evidence{{TS: at(6), Op: "attach", Blob: A}}}, DenyDrift},
-		{"restore output counts", Input{Exists: true, DiskBlob: A, Boundary: at(5), Evidence: []Evidence{{TS: at(7), Op: "restore", Blob: A}}}, AllowCurrent},
+		{"seen only before compaction", Input{Exists: true, DiskBlob: A, Boundary: bnd, Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}}}, DenyCompacted},
+		{"evidence at the boundary instant is before it", Input{Exists: true, DiskBlob: A, Boundary: bnd, Evidence: []Evidence{{TS: at(5), Op: "read", Blob: A}}}, DenyCompacted},
+		{"re-attached after compaction", Input{Exists: true, DiskBlob: A, Boundary: bnd, Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}, {TS: at(6), Op: "attach", Blob: A}}}, AllowCurrent},
+		{"re-attached then changed behind the agent", Input{Exists: true, DiskBlob: B, Boundary: bnd, Evidence: []Evidence{{TS: at(6), Op: "attach", Blob: A}}}, DenyDrift},
+		// Transcript evidence is placed by transcript order, not by time:
+		// Claude Code writes the re-attached files in the same millisecond
+		// as the boundary line.
+		{"attachment in the boundary's millisecond, after it in the transcript", Input{Exists: true, DiskBlob: A, Boundary: bnd, Evidence: []Evidence{{TS: at(5), Op: "attach", Blob: A, Transcript: true, Epoch: "compact:b1"}}}, AllowCurrent},
+		{"transcript read above the boundary, however late its timestamp", Input{Exists: true, DiskBlob: A, Boundary: bnd, Evidence: []Evidence{{TS: at(9), Op: "read", Blob: A, Transcript: true, Epoch: ""}}}, DenyCompacted},
+		{"transcript read after an earlier boundary only", Input{Exists: true, DiskBlob: A, Boundary: bnd, Evidence: []Evidence{{TS: at(9), Op: "read", Blob: A, Transcript: true, Epoch: "compact:b0"}}}, DenyCompacted},
+		{"hook read after the boundary line's time", Input{Exists: true, DiskBlob: A, Boundary: bnd, Evidence: []Evidence{{TS: at(5).Add(time.Microsecond), Op: "read", Blob: A}}}, AllowCurrent},
+		{"transcript evidence without a boundary counts", Input{Exists: true, DiskBlob: A, Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A, Transcript: true, Epoch: "compact:b0"}}}, AllowCurrent},
+		{"equal timestamps: the later in the slice decides", Input{Exists: true, DiskBlob: B, Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A, Transcript: true}, {TS: at(1), Op: "edit", Blob: B, Transcript: true}}}, AllowCurrent},
+		{"restore output counts", Input{Exists: true, DiskBlob: A, Boundary: bnd, Evidence: []Evidence{{TS: at(7), Op: "restore", Blob: A}}}, AllowCurrent},
 		{"unknown disk hash never matches", Input{Exists: true, DiskBlob: "", Evidence: []Evidence{{TS: at(1), Op: "read", Blob: A}}}, DenyDrift},
 	}
 	for _, c := range cases {
@@ -59,5 +69,25 @@ func TestDenyReasonNamesSubagentContext(t *testing.T) {
 	d := Decide(Input{Path: "a.txt", Exists: true, DiskBlob: "x", Agent: "ab12"})
 	if d.Allow || !strings.Contains(d.Reason, "subagent") || !strings.Contains(d.Reason, "ab12") {
 		t.Fatalf("%+v", d)
+	}
+}
+
+// BenchmarkDecide is the decision alone, over a context's evidence for one
+// file: a few dozen results, a compaction in the middle.
+func BenchmarkDecide(b *testing.B) {
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	in := Input{Path: "src/x.go", Exists: true, DiskBlob: "b", Boundary: &Boundary{Key: "compact:1", TS: t0.Add(20 * time.Second)}}
+	for i := range 40 {
+		e := Evidence{TS: t0.Add(time.Duration(i) * time.Second), Op: "read", Blob: "a"}
+		if i%3 == 0 {
+			e.Transcript, e.Epoch = true, map[bool]string{true: "compact:1", false: ""}[i > 20]
+		}
+		in.Evidence = append(in.Evidence, e)
+	}
+	in.Evidence[39].Blob = "b"
+	for b.Loop() {
+		if d := Decide(in); !d.Allow {
+			b.Fatal(d.Reason)
+		}
 	}
 }

@@ -14,25 +14,55 @@
 // tool (the Claude Code tool name) and a dedupe key, so that the same
 // evidence arriving from a hook and later from a sweep is stored once:
 //
-//	op       source      content archived                         key
-//	read     hook/sweep  the text the model was shown (raw, no     <tool_use_id>
-//	                     line numbers); view full or lines:A-B
-//	write    hook/sweep  the content written                      <tool_use_id>
-//	edit     hook        the file's content from disk after the   <tool_use_id>
-//	                     edit (what the model's edit produced)
-//	edit     sweep       originalFile with the edit applied, when  <tool_use_id>
-//	                     the transcript holds it; no content else
-//	attach   sweep       a file Claude Code re-attached after a    attach:<line uuid>
-//	                     compaction (a result, written by the
-//	                     harness: it counts as seen)
-//	restore  cli         content `git lossless restore` printed    restore:<nonce>
-//	                     into a context (counts as seen)
-//	compact  hook/sweep  none: a compaction boundary of a context  compact:<line uuid>
-//	                     (pre-compact hook: precompact:<ts>)
-//	span     sweep       one conversation span as JSON: user or    span:<line uuid>[:<n>]
-//	                     assistant text, a tool call, a tool
-//	                     result, a compaction summary (extra
-//	                     field "kind")
+//	op          source      content archived                      key
+//	read        hook/sweep  the text the model was shown (raw, no  <tool_use_id>
+//	                        line numbers); view full or lines:A-B
+//	write       hook/sweep  the content written                   <tool_use_id>
+//	edit        hook        the file's content from disk after    <tool_use_id>
+//	                        the edit (what the model's edit
+//	                        produced)
+//	edit        sweep       originalFile with the edit applied,   <tool_use_id>
+//	                        when the transcript holds it; no
+//	                        content else
+//	attach      sweep       a file Claude Code re-attached after  attach:<line uuid>
+//	                        a compaction (a result, written by
+//	                        the harness: it counts as seen)
+//	restore     cli         content `git lossless restore`        restore:<nonce>:<n>
+//	                        printed into a context (counts as
+//	                        seen)
+//	compact     sweep       none: a context's compact_boundary    compact:<line uuid>
+//	                        line, the only compaction boundary
+//	                        the guard knows (extra "trigger")
+//	precompact  hook        none: PreCompact fired (extra         precompact:<unix ns>
+//	                        "trigger"); for the record only, a
+//	                        compaction can still fail
+//	deny        hook        none: the guard denied an edit        none (extra
+//	                        (extra "reason_kind")                 "tool_use_id")
+//	span        sweep       one conversation span as JSON: user   span:<line uuid>[:<n>]
+//	                        or assistant text, a tool call, a
+//	                        tool result, a compaction summary
+//	                        (extra "kind")
+//
+// A Read answered with file_unchanged (no content: the earlier read
+// stands) is recorded by neither the hook nor the sweep, so the earlier
+// read's hash stays the latest evidence and drift is still checked.
+//
+// A denial has no dedupe key: one hook run is one denial, no sweep
+// re-creates it, and a key would make the store check it against every key
+// the writer holds.
+//
+// Sweep evidence (read/write/edit/attach from a transcript) carries extra
+// "epoch": the key of the last compact_boundary line of its context above
+// it in the transcript. The guard orders such evidence against a
+// compaction by it, transcript order; see package guard.
+//
+// Who sweeps: post-tool-use sweeps the context's own transcript in the
+// same store call as its record (one append, one dedupe pass), keeping
+// the unswept part short; pre-compact, session-start (compact, resume)
+// and session-end sweep the session (main and subagent transcripts),
+// subagent-stop the subagent's. pre-tool-use, the guard, writes nothing
+// but the denial: it reads the unswept part of its context's transcript
+// for boundaries and re-attached files (see contextEvidence).
 //
 // Paths are repository-relative inside the repository (absolute outside),
 // as gitstore.Store.RelPath computes them; a view other than "full" means
@@ -43,8 +73,9 @@
 // "trigger" (compact), "uuid" (the transcript line).
 //
 // Timestamps: events from hooks carry the hook's time; events from a
-// transcript carry the line's own timestamp, so that ordering against
-// compaction boundaries (also transcript lines) is the transcript's order.
+// transcript carry the line's own timestamp (milliseconds; not in
+// transcript order: a compaction's summary line is stamped before its
+// boundary line, which it follows).
 //
 // Never is a disk snapshot recorded as something the model saw: content
 // comes from the model's own tool results, from the harness's attachments,

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
@@ -23,23 +24,37 @@ type Env struct {
 	Getenv         func(string) string
 	// Open opens the archive for a directory (default gitstore.OpenDir).
 	Open func(dir string) (*gitstore.Store, error)
+	// Now is the clock of the records a hook writes (default time.Now).
+	// Records of hook results are placed against compaction boundaries
+	// by time (see package guard), so tests set it.
+	Now func() time.Time
 }
 
 // Run handles one hook event and returns the process exit code. It never
 // blocks or breaks Claude Code because of our own failure: any error, even
-// a panic, becomes one line on stderr and exit 0 (for pre-tool-use: the
-// edit is allowed). The only deliberate block is the guard's deny, which
-// is an exit 0 with a deny decision on stdout.
+// a panic, becomes exactly one line on stderr and exit 0 (for
+// pre-tool-use: the edit is allowed). Claude Code treats exit 2 from
+// PreToolUse as a block and shows stderr to the model, so neither may
+// come from a failure of ours. The only deliberate block is the guard's
+// deny, which is an exit 0 with a deny decision on stdout.
 func Run(ctx context.Context, event string, e Env) (code int) {
 	name := EventName(event)
+	label := "hook " + name
+	if name == "" {
+		label = "hook"
+	}
+	var problems []string
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(e.Stderr, "git-lossless: hook %s: internal error: %v (ignored)\n", event, r)
-			code = 0
+			problems = append(problems, fmt.Sprintf("internal error: %v", r))
 		}
+		if len(problems) > 0 {
+			fmt.Fprintf(e.Stderr, "git-lossless: %s: %s (ignored)\n", label, oneLine(strings.Join(problems, "; ")))
+		}
+		code = 0
 	}()
 	if name == "" {
-		fmt.Fprintf(e.Stderr, "git-lossless: hook: unknown event %q (ignored)\n", event)
+		problems = append(problems, fmt.Sprintf("unknown event %q", event))
 		return 0
 	}
 	if e.Getenv == nil {
@@ -48,29 +63,44 @@ func Run(ctx context.Context, event string, e Env) (code int) {
 	if e.Open == nil {
 		e.Open = func(dir string) (*gitstore.Store, error) { return gitstore.OpenDir(dir, gitstore.Options{}) }
 	}
-	if err := run(ctx, name, e); err != nil {
-		fmt.Fprintf(e.Stderr, "git-lossless: hook %s: %v (ignored)\n", name, err)
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	h := &handler{e: e}
+	err := h.run(ctx, name)
+	problems = append(problems, h.warnings...)
+	if err != nil {
+		problems = append(problems, err.Error())
 	}
 	return 0
 }
 
-func run(ctx context.Context, name string, e Env) error {
-	p, err := DecodePayload(e.Stdin)
+// oneLine folds an error's text (errors.Join separates with newlines) onto
+// one line.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.ReplaceAll(s, "\r", "")
+	return strings.ReplaceAll(s, "\n", "; ")
+}
+
+func (h *handler) run(ctx context.Context, name string) error {
+	p, err := DecodePayload(h.e.Stdin)
 	if err != nil {
 		return err
 	}
-	if name == "pre-tool-use" && e.Getenv("LOSSLESS_GUARD") == "off" {
+	if name == "pre-tool-use" && h.e.Getenv("LOSSLESS_GUARD") == "off" {
 		return nil
 	}
+	h.p = p
 	dir := p.Cwd
 	if dir == "" {
-		dir, _ = os.Getwd()
+		if dir, err = os.Getwd(); err != nil {
+			return fmt.Errorf("no cwd in the payload and none of our own: %w", err)
+		}
 	}
-	st, err := e.Open(dir)
-	if err != nil {
-		return err
+	if h.st, err = h.e.Open(dir); err != nil {
+		return fmt.Errorf("open archive for %s: %w", dir, err)
 	}
-	h := &handler{st: st, p: p, e: e}
 	switch name {
 	case "post-tool-use":
 		return h.postToolUse(ctx)
@@ -81,10 +111,10 @@ func run(ctx context.Context, name string, e Env) error {
 	case "pre-compact":
 		return h.preCompact(ctx)
 	case "subagent-stop":
-		_, err := SweepTranscript(ctx, st, p.contextTranscript(), SweepOptions{})
+		_, err := SweepTranscript(ctx, h.st, p.contextTranscript(), SweepOptions{})
 		return err
 	case "session-end":
-		_, err := SweepSession(ctx, st, p.TranscriptPath, SweepOptions{})
+		_, err := SweepSession(ctx, h.st, p.TranscriptPath, SweepOptions{})
 		return err
 	}
 	return nil
@@ -94,12 +124,20 @@ type handler struct {
 	st *gitstore.Store
 	p  Payload
 	e  Env
+	// warnings are problems that did not stop the hook; Run prints them
+	// with the error, if any, on its one stderr line.
+	warnings []string
+}
+
+func (h *handler) warn(format string, a ...any) {
+	h.warnings = append(h.warnings, fmt.Sprintf(format, a...))
 }
 
 func (h *handler) writer() string { return gitstore.WriterName("cc-", h.p.SessionID) }
 
 func (h *handler) baseEvent(op string) gitstore.Event {
 	return gitstore.Event{
+		TS:        h.e.Now(),
 		Session:   h.p.SessionID,
 		Agent:     h.p.AgentID,
 		Sidechain: h.p.AgentID != "",
@@ -123,11 +161,24 @@ type readResponse struct {
 }
 
 // postToolUse archives what a tool result put into the context: the
-// timely source of evidence (the transcript may lag a turn behind).
+// timely source of evidence (the transcript lags a turn behind). The
+// context's transcript is swept in the same store call, which keeps the
+// part the guard has to read itself (past the cursor) down to the lines
+// of the last tool call or two.
 func (h *handler) postToolUse(ctx context.Context) error {
+	rec, ok, err := h.resultRecord()
+	if err != nil || !ok {
+		return err
+	}
+	return h.storeWithSweep(ctx, []gitstore.Record{rec})
+}
+
+// resultRecord builds the record of a PostToolUse result; ok is false for
+// results that are not evidence.
+func (h *handler) resultRecord() (rec gitstore.Record, ok bool, err error) {
 	abs := h.p.target()
 	if abs == "" {
-		return nil
+		return rec, false, nil
 	}
 	var op string
 	switch h.p.ToolName {
@@ -138,21 +189,28 @@ func (h *handler) postToolUse(ctx context.Context) error {
 	case "Edit", "MultiEdit", "NotebookEdit":
 		op = "edit"
 	default:
-		return nil
+		return rec, false, nil
 	}
-	rec := gitstore.Record{Event: h.baseEvent(op), File: abs}
+	rec = gitstore.Record{Event: h.baseEvent(op), File: abs}
 	rec.SetPath(h.st.RelPath(abs))
 	if _, _, denied := h.st.Deny().Check(abs); denied {
 		rec.Excluded = true // never read, never archived
-		_, err := h.st.Append(ctx, h.writer(), []gitstore.Record{rec})
-		return err
+		return rec, true, nil
 	}
 	switch op {
 	case "read":
 		var r readResponse
-		if err := json.Unmarshal(h.p.ToolResponse, &r); err != nil || r.File == nil || r.File.Content == nil {
-			// image, pdf, notebook, file_unchanged: in the context, but
-			// not as text we can hash; recorded without content.
+		if err := json.Unmarshal(h.p.ToolResponse, &r); err == nil && r.Type == "file_unchanged" {
+			// Claude Code answers a repeated read of an unchanged file
+			// with no content: the earlier read stands, and so does its
+			// hash, against which drift is still checked. A record
+			// without a hash would become the latest evidence and turn
+			// that check off (the sweep skips these results too).
+			return rec, false, nil
+		}
+		if err != nil || r.File == nil || r.File.Content == nil {
+			// image, pdf, notebook: in the context, but not as text we
+			// can hash; recorded without content.
 			rec.View = "unknown"
 			if r.Type != "" {
 				rec.Extra = map[string]json.RawMessage{"result_type": jsonStr(r.Type)}
@@ -173,12 +231,30 @@ func (h *handler) postToolUse(ctx context.Context) error {
 	case "edit":
 		disk, err := os.ReadFile(abs)
 		if err != nil {
-			return fmt.Errorf("read %s after %s: %w", abs, h.p.ToolName, err)
+			return rec, false, fmt.Errorf("read %s after %s: %w", abs, h.p.ToolName, err)
 		}
 		rec.Content, rec.HasContent = disk, true
 	}
-	_, err := h.st.Append(ctx, h.writer(), []gitstore.Record{rec})
-	return err
+	return rec, true, nil
+}
+
+// storeWithSweep appends recs to the session's writer together with what
+// the context's transcript holds past its cursor.
+func (h *handler) storeWithSweep(ctx context.Context, recs []gitstore.Record) error {
+	hr := &hookRecords{writer: h.writer(), recs: recs}
+	if tp := h.p.contextTranscript(); tp != "" {
+		var s SweepStats
+		if err := sweepFile(ctx, h.st, tp, SweepOptions{}, &s, hr); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			h.warn("sweep: %v", err)
+		}
+	}
+	if hr.stored {
+		return nil
+	}
+	if _, err := h.st.Append(ctx, h.writer(), recs); err != nil {
+		return fmt.Errorf("record %s: %w", h.p.ToolName, err)
+	}
+	return nil
 }
 
 func jsonStr(s string) json.RawMessage {
@@ -195,9 +271,11 @@ func sameText(disk, shown []byte) bool {
 	return bytes.Equal(bytes.ReplaceAll(disk, []byte("\r\n"), []byte("\n")), bytes.ReplaceAll(shown, []byte("\r\n"), []byte("\n")))
 }
 
-// preToolUse is the guard. It first sweeps the context's own transcript
-// (incrementally) so compaction boundaries and re-attached files are in the
-// archive, then decides from the archive alone.
+// preToolUse is the guard. It only reads: the archive, and the part of
+// the context's transcript no sweep has archived yet (compaction
+// boundaries and re-attached files that arrived since). A guard that
+// swept would write and wait for the writer's lock on every edit, while
+// post-tool-use keeps that unswept part short.
 func (h *handler) preToolUse(ctx context.Context) error {
 	switch h.p.ToolName {
 	case "Edit", "Write", "MultiEdit", "NotebookEdit":
@@ -207,11 +285,6 @@ func (h *handler) preToolUse(ctx context.Context) error {
 	abs := h.p.target()
 	if abs == "" {
 		return nil
-	}
-	if tp := h.p.contextTranscript(); tp != "" {
-		if _, err := SweepTranscript(ctx, h.st, tp, SweepOptions{}); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(h.e.Stderr, "git-lossless: hook pre-tool-use: sweep %s: %v (deciding from the archive)\n", tp, err)
-		}
 	}
 	rel := h.st.RelPath(abs)
 	in := guard.Input{Path: abs, Agent: h.p.AgentID}
@@ -226,7 +299,7 @@ func (h *handler) preToolUse(ctx context.Context) error {
 		in.DiskBlob = gitstore.BlobID(disk)
 	}
 	if in.Exists {
-		ev, boundary, err := contextEvidence(ctx, h.st, h.writer(), h.p.SessionID, h.p.AgentID, rel)
+		ev, boundary, err := h.contextEvidence(ctx, abs, rel)
 		if err != nil {
 			return err
 		}
@@ -245,13 +318,18 @@ func (h *handler) preToolUse(ctx context.Context) error {
 		return err
 	}
 	// Record the denial for receipts and audits; a failure here must not
-	// change the decision already printed.
+	// change the decision already printed. No dedupe key: one hook run is
+	// one denial, no sweep re-creates it, and a key would make the store
+	// check it against every key the writer holds.
 	rec := gitstore.Record{Event: h.baseEvent("deny"), File: abs}
-	rec.Key = "deny:" + h.p.ToolUseID
+	rec.Key = ""
 	rec.SetPath(rel)
 	rec.Extra = map[string]json.RawMessage{"reason_kind": jsonStr(string(d.Kind))}
+	if h.p.ToolUseID != "" {
+		rec.Extra["tool_use_id"] = jsonStr(h.p.ToolUseID)
+	}
 	if _, err := h.st.Append(ctx, h.writer(), []gitstore.Record{rec}); err != nil {
-		fmt.Fprintf(h.e.Stderr, "git-lossless: hook pre-tool-use: record denial: %v\n", err)
+		h.warn("edit denied; recording the denial failed: %v", err)
 	}
 	return nil
 }
@@ -267,47 +345,185 @@ func restoreHint(session, agent, path string) string {
 // seenOps are the ops that put content into a context.
 var seenOps = map[string]bool{"read": true, "write": true, "edit": true, "attach": true, "restore": true}
 
-// contextEvidence gathers, from the archive, the evidence for one path in
-// one context and that context's last compaction boundary.
-func contextEvidence(ctx context.Context, st *gitstore.Store, writer, session, agent, rel string) ([]guard.Evidence, time.Time, error) {
-	ag := agent
-	if ag == "" {
-		ag = gitstore.MainAgent
+// pathNeedle is the member a canonical event line holds for path rel
+// (nil if it cannot be built).
+func pathNeedle(rel string) []byte {
+	e := gitstore.Event{Op: "x", Source: "x"}
+	e.SetPath(rel)
+	if e.Path64 != "" {
+		return []byte(`"path64":"` + e.Path64 + `"`)
 	}
-	evs, err := st.Events(ctx, gitstore.Query{Writers: []string{writer}, Session: session, Agent: ag, Path: rel})
+	line, err := e.Canonical()
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil
 	}
-	marks, err := st.Events(ctx, gitstore.Query{Writers: []string{writer}, Session: session, Agent: ag, Op: "compact"})
-	if err != nil {
-		return nil, time.Time{}, err
+	i := bytes.Index(line, []byte(`"path":`))
+	j := bytes.Index(line, []byte(`,"prev":`))
+	if i < 0 || j < i {
+		return nil
 	}
-	var boundary time.Time
-	for _, m := range marks {
-		if m.TS.After(boundary) {
-			boundary = m.TS
+	return line[i:j]
+}
+
+// contextEvidence gathers the evidence for one file in the hook's context
+// and that context's last compaction boundary. The boundary comes from the
+// context's transcript: the last one its cursor recorded, then any in the
+// lines past the cursor (which the archive does not hold yet, with the
+// files re-attached after them); evidence from the archive (one search of
+// the session's writer for the path), then from those lines. The cursor
+// is read first: a sweep moves it only after the store accepted
+// everything before it, so the two parts cover the whole transcript even
+// while another hook sweeps.
+func (h *handler) contextEvidence(ctx context.Context, abs, rel string) ([]guard.Evidence, *guard.Boundary, error) {
+	var tr *transcriptAt
+	if tp := h.p.contextTranscript(); tp != "" {
+		t, err := openTranscript(h.st, tp)
+		switch {
+		case err == nil:
+			tr = t
+			defer t.close()
+		case errors.Is(err, fs.ErrNotExist):
+			// Not written (or already removed): the archive is all there is.
+		default:
+			h.warn("transcript: %v (deciding from the archive)", err)
 		}
+	}
+	evidence, err := archivedEvidence(ctx, h.st, h.writer(), h.p.SessionID, h.p.AgentID, rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	var boundary *guard.Boundary
+	if tr == nil {
+		if boundary, err = archivedBoundary(ctx, h.st, h.writer(), h.p.SessionID, h.p.AgentID); err != nil {
+			return nil, nil, err
+		}
+		return evidence, boundary, nil
+	}
+	if ep, ok := tr.cur.Epochs[h.p.AgentID]; ok && !tr.fresh {
+		boundary = &guard.Boundary{Key: ep.Key, TS: ep.TS}
+	}
+	tail, err := tr.scanTail(ctx, h.p.AgentID, abs)
+	if err != nil {
+		h.warn("transcript: %v (deciding from what was read)", err)
+	}
+	for _, it := range tail {
+		switch {
+		case it.boundary != nil:
+			boundary = &guard.Boundary{Key: it.boundary.Key, TS: it.boundary.TS}
+		case it.seen != nil:
+			evidence = append(evidence, seenEvidence(it.seen, it.epoch))
+		}
+	}
+	return evidence, boundary, nil
+}
+
+// archivedEvidence returns the archived evidence for rel in one context
+// (agent "" = main), in archive order. The store searches the session's
+// writer for the one selective needle, the path; the lines it finds are
+// sifted on their bytes (op, context) before any is parsed — a file
+// denied or spanned a hundred times costs no hundred parses — and
+// checked again on the parsed event.
+func archivedEvidence(ctx context.Context, st *gitstore.Store, writer, session, agent, rel string) ([]guard.Evidence, error) {
+	needle := pathNeedle(rel)
+	if needle == nil {
+		return nil, fmt.Errorf("path %q cannot be searched for", rel)
+	}
+	agentMember := []byte(`"agent":`)
+	var wantAgent []byte
+	if agent != "" {
+		wantAgent = append(agentMember, jsonStr(agent)...)
+	}
+	keep := func(_ string, line []byte) bool {
+		if !seenOps[lineOp(line)] {
+			return false
+		}
+		if wantAgent != nil {
+			return bytes.Contains(line, wantAgent)
+		}
+		return !bytes.Contains(line, agentMember)
+	}
+	evs, err := st.Select(ctx, gitstore.Selection{Writers: []string{writer}, Any: [][]byte{needle}, Keep: keep})
+	if err != nil {
+		if w, herr := st.WriterHead(ctx, writer); herr == nil && w.Commit == "" {
+			return nil, nil // nothing archived for this session yet
+		}
+		return nil, err
 	}
 	var out []guard.Evidence
 	for _, e := range evs {
-		if !seenOps[e.Op] {
-			continue
+		if e.Session == session && e.Agent == agent && seenOps[e.Op] && e.RawPath() == rel {
+			out = append(out, evidenceOf(e))
 		}
-		out = append(out, evidenceOf(e))
 	}
-	return out, boundary, nil
+	return out, nil
 }
 
+// lineOp returns the op of a stored event line without parsing it ("" if
+// it cannot tell): ops are plain words, never escaped.
+func lineOp(line []byte) string {
+	const m = `"op":"`
+	i := bytes.Index(line, []byte(m))
+	if i < 0 {
+		return ""
+	}
+	rest := line[i+len(m):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return ""
+	}
+	return string(rest[:j])
+}
+
+// archivedBoundary is the context's last archived compaction boundary,
+// for when its transcript (and so its cursor) is gone. Only the
+// transcript's compact_boundary lines are boundaries: see package guard.
+func archivedBoundary(ctx context.Context, st *gitstore.Store, writer, session, agent string) (*guard.Boundary, error) {
+	evs, err := st.Events(ctx, gitstore.Query{Writers: []string{writer}, Op: "compact"})
+	if err != nil {
+		return nil, err
+	}
+	var b *guard.Boundary
+	for _, e := range evs {
+		if e.Session == session && e.Agent == agent && strings.HasPrefix(e.Key, "compact:") && (b == nil || !e.TS.Before(b.TS)) {
+			b = &guard.Boundary{Key: e.Key, TS: e.TS}
+		}
+	}
+	return b, nil
+}
+
+// evidenceOf is an archived event as guard evidence. Swept events come
+// from the transcript, and carry the epoch they were in there.
 func evidenceOf(e gitstore.Event) guard.Evidence {
 	ev := guard.Evidence{TS: e.TS, Op: e.Op, Blob: e.Blob, Partial: e.View != "" && e.View != "full"}
-	if raw, ok := e.Extra["disk_blob"]; ok {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			ev.DiskBlob = s
-		}
+	ev.DiskBlob = extraString(e, "disk_blob")
+	if e.Source == "sweep" {
+		ev.Transcript = true
+		ev.Epoch = extraString(e, "epoch")
 	}
 	if e.Excluded {
 		ev.Blob, ev.DiskBlob = "", ""
+	}
+	return ev
+}
+
+func extraString(e gitstore.Event, k string) string {
+	raw, ok := e.Extra[k]
+	if !ok {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// seenEvidence is evidence read from the transcript's unswept tail.
+func seenEvidence(x *FileSeen, epoch string) guard.Evidence {
+	ev := guard.Evidence{TS: x.TS, Op: x.Op, Transcript: true, Epoch: epoch}
+	if x.HasContent {
+		ev.Partial = x.View != "" && x.View != "full"
+		ev.Blob = gitstore.BlobID(x.Content)
 	}
 	return ev
 }
@@ -325,25 +541,29 @@ func bytesReplace(s, old, new string) string {
 	return string(bytes.ReplaceAll([]byte(s), []byte(old), []byte(new)))
 }
 
-// preCompact marks the compaction boundary of the main context (the
-// transcript's compact_boundary line, swept later, marks it precisely)
-// and sweeps the session while everything is still in the transcript.
+// preCompact sweeps the session while everything is still in the
+// transcript, and records that a compaction was asked for (op
+// "precompact", with its trigger). That mark is for the record only: the
+// compaction may still fail or be cancelled, so the guard's boundary is
+// the transcript's compact_boundary line alone (see package guard).
 func (h *handler) preCompact(ctx context.Context) error {
-	rec := gitstore.Record{Event: h.baseEvent("compact")}
+	rec := gitstore.Record{Event: h.baseEvent("precompact")}
 	rec.Tool, rec.View = "", ""
-	rec.TS = time.Now()
 	rec.Key = "precompact:" + strconv.FormatInt(rec.TS.UnixNano(), 10)
 	if h.p.Trigger != "" {
 		rec.Extra = map[string]json.RawMessage{"trigger": jsonStr(h.p.Trigger)}
 	}
-	var errs []error
-	if _, err := SweepSession(ctx, h.st, h.p.TranscriptPath, SweepOptions{}); err != nil {
-		errs = append(errs, err)
+	hr := &hookRecords{writer: h.writer(), recs: []gitstore.Record{rec}}
+	_, serr := sweepSession(ctx, h.st, h.p.TranscriptPath, SweepOptions{}, hr)
+	if serr != nil {
+		h.warn("sweep: %v", serr)
 	}
-	if _, err := h.st.Append(ctx, h.writer(), []gitstore.Record{rec}); err != nil {
-		errs = append(errs, err)
+	if !hr.stored {
+		if _, err := h.st.Append(ctx, h.writer(), hr.recs); err != nil {
+			return fmt.Errorf("record the compaction request: %w", err)
+		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // sessionStart hands the compacted context its working set back.
@@ -353,7 +573,7 @@ func (h *handler) sessionStart(ctx context.Context) error {
 	}
 	if h.p.TranscriptPath != "" {
 		if _, err := SweepSession(ctx, h.st, h.p.TranscriptPath, SweepOptions{}); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(h.e.Stderr, "git-lossless: hook session-start: sweep: %v\n", err)
+			h.warn("sweep: %v", err)
 		}
 	}
 	text, err := Manifest(ctx, h.st, h.p.SessionID, "", h.p.Source, ManifestBudget)

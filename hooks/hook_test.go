@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
 )
@@ -21,6 +22,8 @@ type hookRig struct {
 	dir     string
 	session string
 	tpath   string
+	mu      sync.Mutex
+	clock   time.Time // the hooks' clock: each run takes the next second
 }
 
 func newHookRig(t *testing.T) *hookRig {
@@ -30,7 +33,16 @@ func newHookRig(t *testing.T) *hookRig {
 		t.Fatalf("git init: %v %s", err, out)
 	}
 	dir, _ = filepath.EvalSymlinks(dir)
-	return &hookRig{t: t, dir: dir, session: "sess-1", tpath: filepath.Join(t.TempDir(), "sess-1.jsonl")}
+	return &hookRig{t: t, dir: dir, session: "sess-1", tpath: filepath.Join(t.TempDir(), "sess-1.jsonl"),
+		clock: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+}
+
+// now is the time of the next hook run (a second after the last one).
+func (r *hookRig) now() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clock = r.clock.Add(time.Second)
+	return r.clock
 }
 
 func (r *hookRig) write(name, content string) string {
@@ -54,7 +66,7 @@ func (r *hookRig) hook(event string, fields map[string]any) (stdout, stderr stri
 	}
 	b, _ := json.Marshal(p)
 	var out, errb bytes.Buffer
-	code = Run(context.Background(), event, Env{Stdin: bytes.NewReader(b), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+	code = Run(context.Background(), event, Env{Stdin: bytes.NewReader(b), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Now: r.now})
 	return out.String(), errb.String(), code
 }
 

@@ -56,6 +56,18 @@ func DecodePayload(r io.Reader) (Payload, error) {
 	if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
 		return Payload{}, fmt.Errorf("payload cwd %q is not absolute", p.Cwd)
 	}
+	// Transcript paths are read (and swept) as they are: relative ones
+	// would be resolved against whatever directory the hook runs in.
+	for _, tp := range []string{p.TranscriptPath, p.AgentTranscriptPath} {
+		if tp != "" && !filepath.IsAbs(tp) {
+			return Payload{}, fmt.Errorf("payload transcript path %q is not absolute", tp)
+		}
+	}
+	// The agent id names the subagent's transcript file: it must not
+	// lead out of <session>/subagents/.
+	if strings.ContainsAny(p.AgentID, `/\`+"\x00") {
+		return Payload{}, fmt.Errorf("payload agent_id %q is not an id", p.AgentID)
+	}
 	return p, nil
 }
 

@@ -20,8 +20,13 @@ import (
 // Claude Code spills additionalContext over 10,000 characters to a file.
 const ManifestBudget = 8000
 
-// RestoreBudget is the default cap on content `restore` prints.
-const RestoreBudget = 24000
+// RestoreBudget is the default cap on the characters of content
+// `restore` prints, the same as the manifest's: what restore prints goes
+// into the model's context through a Bash result, where it displaces what
+// the compaction was meant to make room for, and Claude Code spills hook
+// output over 10,000 characters to a file. A larger working set is
+// restored in parts with --files or a larger --budget.
+const RestoreBudget = 8000
 
 // contextTouches returns the accesses of one context (agent "" = main),
 // in archive order.

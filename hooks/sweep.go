@@ -7,7 +7,8 @@ package hooks
 // the first 16 bytes of sha256(path) in hex) records the byte offset swept,
 // the file's identity (device and inode), its size and the sha256 of its
 // first min(offset, 4096) bytes, plus the tool calls whose results had not
-// arrived yet. A transcript that shrank below the offset, was replaced (new
+// arrived yet and, per context, the last compaction boundary before the
+// offset (so that evidence swept later is stamped with its epoch). A transcript that shrank below the offset, was replaced (new
 // inode) or rewritten (prefix hash differs) is swept again from 0: the
 // dedupe keys make re-recording harmless. The cursor moves only after the
 // store accepted the records; a trailing line without its '\n' (being
@@ -18,7 +19,11 @@ package hooks
 //
 //   - read/write/edit/attach: the FileSeen evidence, with its content
 //     (none for an edit the transcript cannot reconstruct), key
-//     <tool_use_id> or attach:<uuid>;
+//     <tool_use_id> or attach:<uuid>, and extra "epoch": the key of the
+//     last compact_boundary line of the same context above it in the
+//     transcript (absent above the first). The guard places evidence
+//     against a compaction by this, transcript order, not by timestamps;
+//     see package guard;
 //   - compact: a compaction boundary, no content, key compact:<uuid>,
 //     extra "trigger";
 //   - span: every text, tool call, tool result and compaction summary as
@@ -44,6 +49,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
 )
@@ -115,7 +121,23 @@ type sweepCursor struct {
 	Prefix    string           `json:"prefix_sha256"`
 	Session   string           `json:"session,omitempty"`
 	Pending   []PendingToolUse `json:"pending,omitempty"`
+	// Epochs maps each context of the transcript (its agent id, "" for
+	// the main context) to its last compaction boundary before Offset.
+	// The guard reads a context's current boundary from here and from the
+	// lines past Offset, instead of searching the archive for it.
+	Epochs map[string]cursorEpoch `json:"epochs,omitempty"`
 }
+
+// cursorEpoch is a compaction boundary as a cursor keeps it.
+type cursorEpoch struct {
+	Key string    `json:"key"` // compact:<line uuid>
+	TS  time.Time `json:"ts"`  // the line's timestamp
+}
+
+// cursorVersion is the cursor format. Version 1 had no epochs: such a
+// cursor is treated as absent, so the transcript is swept again from the
+// start (deduped) and the epochs are rebuilt.
+const cursorVersion = 2
 
 // CursorFile returns the cursor file of the transcript at path.
 func CursorFile(st *gitstore.Store, path string) (string, error) {
@@ -137,7 +159,7 @@ func readCursor(file string) *sweepCursor {
 		return nil
 	}
 	var c sweepCursor
-	if json.Unmarshal(b, &c) != nil || c.Version != 1 || c.Offset < 0 {
+	if json.Unmarshal(b, &c) != nil || c.Version != cursorVersion || c.Offset < 0 {
 		return nil // unreadable: sweep from the start (dedupe makes it safe)
 	}
 	return &c
@@ -188,17 +210,34 @@ func sessionFromPath(abs string) string {
 // cursor. A missing transcript is an error that wraps fs.ErrNotExist.
 func SweepTranscript(ctx context.Context, st *gitstore.Store, path string, opt SweepOptions) (SweepStats, error) {
 	var s SweepStats
-	err := sweepFile(ctx, st, path, opt, &s)
+	err := sweepFile(ctx, st, path, opt, &s, nil)
 	return s, err
+}
+
+// hookRecords are records of a hook that a sweep stores in the same store
+// call as its own (one Append, one dedupe pass over the writer, one ref
+// update instead of two). stored says whether that happened; when it did
+// not (nothing new in the transcript, an error) the hook stores them
+// itself.
+type hookRecords struct {
+	writer string
+	recs   []gitstore.Record
+	stored bool
 }
 
 // SweepSession sweeps a session's main transcript and every subagent
 // transcript beside it (<main without .jsonl>/subagents/agent-*.jsonl).
 // It sweeps all it can and returns the errors joined.
 func SweepSession(ctx context.Context, st *gitstore.Store, mainTranscript string, opt SweepOptions) (SweepStats, error) {
+	return sweepSession(ctx, st, mainTranscript, opt, nil)
+}
+
+// sweepSession is SweepSession storing hr with the main transcript's
+// records.
+func sweepSession(ctx context.Context, st *gitstore.Store, mainTranscript string, opt SweepOptions, hr *hookRecords) (SweepStats, error) {
 	var s SweepStats
 	var errs []error
-	if err := sweepFile(ctx, st, mainTranscript, opt, &s); err != nil {
+	if err := sweepFile(ctx, st, mainTranscript, opt, &s, hr); err != nil {
 		errs = append(errs, err)
 	}
 	dir := filepath.Join(strings.TrimSuffix(mainTranscript, ".jsonl"), "subagents")
@@ -219,37 +258,53 @@ func SweepSession(ctx context.Context, st *gitstore.Store, mainTranscript string
 			errs = append(errs, err)
 			break
 		}
-		if err := sweepFile(ctx, st, filepath.Join(dir, n), opt, &s); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := sweepFile(ctx, st, filepath.Join(dir, n), opt, &s, nil); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	return s, errors.Join(errs...)
 }
 
-func sweepFile(ctx context.Context, st *gitstore.Store, path string, opt SweepOptions, total *SweepStats) error {
-	var stats SweepStats
-	defer func() { total.add(stats) }()
+// transcriptAt is a transcript opened to be read on from its cursor.
+type transcriptAt struct {
+	abs, cfile string
+	f          *os.File
+	fi         os.FileInfo
+	// cur is the cursor to read on from: a fresh one at offset 0 when
+	// there was none, or it was unreadable or reset (fresh).
+	cur   *sweepCursor
+	fresh bool
+	reset bool // a cursor was there but no longer fits the file
+}
+
+// openTranscript opens the transcript at path and its cursor, checking
+// that the cursor still describes this file: a transcript that shrank
+// below the offset, was replaced (new inode) or rewritten (prefix hash
+// differs) is read again from 0. A missing transcript is an error that
+// wraps fs.ErrNotExist.
+func openTranscript(st *gitstore.Store, path string) (*transcriptAt, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return fmt.Errorf("sweep %s: %w", path, err)
+		return nil, fmt.Errorf("sweep %s: %w", path, err)
 	}
 	cfile, err := CursorFile(st, abs)
 	if err != nil {
-		return fmt.Errorf("sweep %s: %w", abs, err)
+		return nil, fmt.Errorf("sweep %s: %w", abs, err)
 	}
 	f, err := os.Open(abs)
 	if err != nil {
-		return fmt.Errorf("sweep: %w", err)
+		return nil, fmt.Errorf("sweep: %w", err)
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("sweep: %w", err)
+		f.Close()
+		return nil, fmt.Errorf("sweep: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("sweep %s: not a regular file", abs)
+		f.Close()
+		return nil, fmt.Errorf("sweep %s: not a regular file", abs)
 	}
-	stats.Transcripts = 1
+	t := &transcriptAt{abs: abs, cfile: cfile, f: f, fi: fi}
 	dev, ino := fileIdentity(fi)
 	cur := readCursor(cfile)
 	if cur != nil {
@@ -260,23 +315,119 @@ func sweepFile(ctx context.Context, st *gitstore.Store, path string, opt SweepOp
 			reset = err != nil || h != cur.Prefix
 		}
 		if reset {
-			stats.Resets = 1
+			t.reset = true
 			cur = nil
-		} else if fi.Size() == cur.Offset {
-			return nil // nothing new
 		}
 	}
 	if cur == nil {
-		cur = &sweepCursor{Version: 1, Path: abs, Dev: dev, Ino: ino}
+		t.fresh = true
+		cur = &sweepCursor{Version: cursorVersion, Path: abs, Dev: dev, Ino: ino}
+	}
+	t.cur = cur
+	return t, nil
+}
+
+func (t *transcriptAt) close() { t.f.Close() }
+
+// upToDate reports whether the cursor is at the end of the file.
+func (t *transcriptAt) upToDate() bool { return !t.fresh && t.fi.Size() == t.cur.Offset }
+
+// parser returns a parser positioned at the cursor, with its pending calls.
+func (t *transcriptAt) parser() (*TranscriptParser, error) {
+	if _, err := t.f.Seek(t.cur.Offset, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", t.abs, err)
+	}
+	p := NewTranscriptParser(t.f, t.cur.Offset)
+	p.SetPending(t.cur.Pending)
+	return p, nil
+}
+
+// tailItem is one item of a transcript's unswept tail, with the context's
+// compaction epoch in effect at its line.
+type tailItem struct {
+	seen     *FileSeen        // evidence for the file asked about, or
+	boundary *CompactBoundary // a compaction boundary of the context
+	epoch    string
+}
+
+// scanTail reads the lines past the cursor — what no sweep has archived
+// yet — without storing anything, and returns, in transcript order, the
+// compaction boundaries of context agent and its evidence for the file
+// abs. The guard uses it so that it never writes (and never waits for a
+// writer's lock) to learn of a compaction that happened since the last
+// sweep or of the files re-attached after it.
+func (t *transcriptAt) scanTail(ctx context.Context, agent, abs string) ([]tailItem, error) {
+	if t.upToDate() {
+		return nil, nil
+	}
+	p, err := t.parser()
+	if err != nil {
+		return nil, err
+	}
+	epoch := t.cur.Epochs[agent].Key
+	var out []tailItem
+	for {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		tl, err := p.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("read %s: %w", t.abs, err)
+		}
+		for _, it := range tl.Items {
+			if it.Meta().Agent != agent {
+				continue
+			}
+			switch x := it.(type) {
+			case *CompactBoundary:
+				if x.Key != "" {
+					epoch = x.Key
+					out = append(out, tailItem{boundary: x, epoch: epoch})
+				}
+			case *FileSeen:
+				if x.Path == abs && x.Key != "" {
+					out = append(out, tailItem{seen: x, epoch: epoch})
+				}
+			}
+		}
+	}
+}
+
+func sweepFile(ctx context.Context, st *gitstore.Store, path string, opt SweepOptions, total *SweepStats, hr *hookRecords) error {
+	var stats SweepStats
+	defer func() { total.add(stats) }()
+	t, err := openTranscript(st, path)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	abs, cfile, f, cur := t.abs, t.cfile, t.f, t.cur
+	stats.Transcripts = 1
+	if t.reset {
+		stats.Resets = 1
+	}
+	if t.upToDate() {
+		return nil // nothing new
 	}
 
-	if _, err := f.Seek(cur.Offset, io.SeekStart); err != nil {
-		return fmt.Errorf("sweep %s: %w", abs, err)
+	p, err := t.parser()
+	if err != nil {
+		return err
 	}
-	p := NewTranscriptParser(f, cur.Offset)
-	p.SetPending(cur.Pending)
 	b := &sweepBatch{st: st, optSession: opt.SessionID, pathSession: sessionFromPath(abs), lastSession: cur.Session,
-		stats: &stats, rel: map[string]string{}}
+		stats: &stats, rel: map[string]string{}, epochs: map[string]cursorEpoch{}}
+	for k, v := range cur.Epochs {
+		b.epochs[k] = v
+	}
+	if hr != nil && !hr.stored && len(hr.recs) > 0 {
+		// First in the batch: a hook's record of a result wins the dedupe
+		// over the same result swept from the transcript.
+		b.order = append(b.order, hr.writer)
+		b.recs = map[string][]gitstore.Record{hr.writer: append([]gitstore.Record(nil), hr.recs...)}
+	}
 	maxBytes := opt.MaxBatchBytes
 	if maxBytes <= 0 {
 		maxBytes = 64 << 20
@@ -285,6 +436,9 @@ func sweepFile(ctx context.Context, st *gitstore.Store, path string, opt SweepOp
 	flush := func() error {
 		if err := b.store(ctx, opt); err != nil {
 			return fmt.Errorf("sweep %s: %w", abs, err)
+		}
+		if hr != nil {
+			hr.stored = true
 		}
 		// Only now, the store having accepted the records, the cursor moves.
 		off := p.Offset()
@@ -305,6 +459,10 @@ func sweepFile(ctx context.Context, st *gitstore.Store, path string, opt SweepOp
 		cur.Offset, cur.Size = off, nfi.Size()
 		cur.Session = b.lastSession
 		cur.Pending = p.Pending()
+		cur.Epochs = nil
+		if len(b.epochs) > 0 {
+			cur.Epochs = b.epochs
+		}
 		if err := writeCursor(cfile, cur); err != nil {
 			return fmt.Errorf("sweep %s: save cursor: %w", abs, err)
 		}
@@ -344,7 +502,8 @@ type sweepBatch struct {
 	order       []string
 	recs        map[string][]gitstore.Record
 	bytes       int64
-	rel         map[string]string // absolute path -> recorded path
+	rel         map[string]string      // absolute path -> recorded path
+	epochs      map[string]cursorEpoch // context (agent id) -> its last compaction boundary
 }
 
 func (b *sweepBatch) relPath(abs string) string {
@@ -412,10 +571,16 @@ func (b *sweepBatch) addLine(tl *TranscriptLine) {
 				r.Content, r.HasContent = x.Content, true
 			}
 			setPath(x.Path)
+			if ep := b.epochs[m.Agent]; ep.Key != "" {
+				extra["epoch"] = tjQuote(ep.Key)
+			}
 		case *CompactBoundary:
 			r.Op, r.Key = "compact", x.Key
 			if x.Trigger != "" {
 				extra["trigger"] = tjQuote(x.Trigger)
+			}
+			if x.Key != "" {
+				b.epochs[m.Agent] = cursorEpoch{Key: x.Key, TS: m.TS}
 			}
 		default:
 			content := SpanJSON(it)
