@@ -342,3 +342,121 @@ func TestClaudeCommandsInHelp(t *testing.T) {
 		}
 	}
 }
+
+// runIn runs the CLI in dir with stdin.
+func (f *claudeFixture) runIn(t *testing.T, dir, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	e := &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, dir: dir, getenv: func(k string) string { return f.vars[k] }}
+	code = run(context.Background(), args, e)
+	return code, out.String(), errb.String()
+}
+
+func hookPayload(t *testing.T, fields map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestHookCommandAlwaysExitsZero: Claude Code reads exit 2 from a
+// PreToolUse hook as a block, so no failure of ours — bad flags, a bad
+// -C, a bad global flag, a bad payload — may exit non-zero; each is one
+// stderr line. The guard's deny is exit 0 with the decision on stdout.
+func TestHookCommandAlwaysExitsZero(t *testing.T) {
+	f := newClaudeFixture(t)
+	file := filepath.Join(f.repo, "a.go")
+	if err := os.WriteFile(file, []byte("package a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edit := hookPayload(t, map[string]any{"session_id": "s1", "cwd": f.repo, "hook_event_name": "PreToolUse", "tool_name": "Edit",
+		"tool_use_id": "toolu_1", "tool_input": map[string]any{"file_path": file, "old_string": "a", "new_string": "b"}})
+	for _, c := range []struct {
+		args  []string
+		stdin string
+	}{
+		{[]string{"hook", "pre-tool-use", "--weird"}, edit},
+		{[]string{"hook", "--weird", "pre-tool-use"}, edit},
+		{[]string{"-C", "/nonexistent/dir", "hook", "pre-tool-use"}, "{bad json"},
+		{[]string{"--bogus", "hook", "pre-tool-use"}, "{}"},
+		{[]string{"hook"}, edit},
+		{[]string{"hook", "pre-tool-use", "extra"}, edit},
+		{[]string{"hook", "NoSuchEvent"}, edit},
+		{[]string{"hook", "post-tool-use"}, "not json"},
+		{[]string{"hook", "session-end"}, hookPayload(t, map[string]any{"session_id": "s1", "cwd": "/nonexistent/dir"})},
+	} {
+		code, out, errOut := f.runIn(t, f.repo, c.stdin, c.args...)
+		if code != 0 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "git-lossless: hook") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 0 and one stderr line", c.args, code, out, errOut)
+		}
+	}
+	// The deliberate block: exit 0, the deny on stdout, nothing on stderr.
+	code, out, errOut := f.runIn(t, f.repo, edit, "-C", f.repo, "hook", "PreToolUse")
+	if code != 0 || errOut != "" || !strings.Contains(out, `"permissionDecision":"deny"`) {
+		t.Errorf("blind edit: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// LOSSLESS_GUARD=off lets it through.
+	f.vars["LOSSLESS_GUARD"] = "off"
+	if code, out, errOut := f.runIn(t, f.repo, edit, "hook", "pre-tool-use"); code != 0 || out != "" || errOut != "" {
+		t.Errorf("guard off: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	delete(f.vars, "LOSSLESS_GUARD")
+	// Help is still help.
+	if code, out, _ := f.runIn(t, f.repo, "", "hook", "--help"); code != 0 || !strings.Contains(out, "usage: git lossless hook") {
+		t.Errorf("hook --help: exit %d\n%s", code, out)
+	}
+}
+
+// TestRestoreCLI: the restore command's flags, its default budget, and
+// that what it prints counts as seen for the guard.
+func TestRestoreCLI(t *testing.T) {
+	f := newClaudeFixture(t)
+	file := filepath.Join(f.repo, "a.go")
+	if err := os.WriteFile(file, []byte("package a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := hookPayload(t, map[string]any{"session_id": "s1", "cwd": f.repo, "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_use_id": "toolu_r",
+		"tool_input": map[string]any{"file_path": file}, "tool_response": map[string]any{"type": "text", "file": map[string]any{"filePath": file, "content": "package a\n", "numLines": 2, "startLine": 1, "totalLines": 2}}})
+	if code, _, errOut := f.runIn(t, f.repo, read, "hook", "post-tool-use"); code != 0 || errOut != "" {
+		t.Fatalf("post-tool-use: %d %s", code, errOut)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"restore"}, "restore needs --session or --files"},
+		{[]string{"restore", "--session", "s1", "--budget", "0"}, "--budget must be positive"},
+		{[]string{"restore", "--session", "s1", "--budget", "x"}, "invalid argument"},
+	} {
+		if code, _, errOut := f.run(t, f.repo, c.args...); code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d %q, want usage error %q", c.args, code, errOut, c.want)
+		}
+	}
+	if code, out, _ := f.run(t, f.repo, "restore", "--help"); code != 0 || !regexp.MustCompile(`--budget int +characters of content at most \(default 8000\)`).MatchString(out) {
+		t.Errorf("restore --help (default budget 8000):\n%s", out)
+	}
+	// The working set of the session, then one file by relative name.
+	code, out, errOut := f.run(t, f.repo, "restore", "--session", "s1")
+	if code != 0 || !strings.Contains(out, "=== a.go (unchanged since you saw it; current content, full) ===\npackage a\n=== end of a.go ===") {
+		t.Fatalf("restore --session: %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = f.run(t, f.repo, "restore", "--session", "s1", "--agent", "sub1", "--files", "a.go", "--budget", "5")
+	if code != 0 || !strings.Contains(out, "=== a.go: not in the archive for this context; over the budget, not shown") {
+		t.Fatalf("restore --files --budget 5: %d\n%s", code, out)
+	}
+	// The subagent's restore above printed nothing; a full one vouches for
+	// its edit.
+	edit := hookPayload(t, map[string]any{"session_id": "s1", "cwd": f.repo, "tool_name": "Edit", "tool_use_id": "toolu_e", "agent_id": "sub1",
+		"tool_input": map[string]any{"file_path": file, "old_string": "a", "new_string": "b"}})
+	if _, out, _ := f.runIn(t, f.repo, edit, "hook", "pre-tool-use"); !strings.Contains(out, "deny") {
+		t.Fatalf("subagent edit before its restore: %q", out)
+	}
+	if code, out, errOut := f.run(t, f.repo, "restore", "--session", "s1", "--agent", "sub1", "--files", "a.go"); code != 0 || !strings.Contains(out, "package a\n") {
+		t.Fatalf("restore --agent: %d\n%s%s", code, out, errOut)
+	}
+	if _, out, errOut := f.runIn(t, f.repo, edit, "hook", "pre-tool-use"); out != "" || errOut != "" {
+		t.Fatalf("subagent edit after its restore: %q %q", out, errOut)
+	}
+}

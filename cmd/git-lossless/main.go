@@ -102,6 +102,9 @@ func main() {
 
 // run parses global flags, dispatches, and maps errors to exit codes.
 func run(ctx context.Context, args []string, e *env) int {
+	if rest, ok := hookInvocation(args); ok {
+		return runHook(ctx, e, rest) // always 0: see hooks.go
+	}
 	// Global flags come before the command, as with git.
 	for len(args) > 0 {
 		a := args[0]
