@@ -54,8 +54,12 @@ removed afterwards unless --keep names a directory to leave them in.`,
 			batch := fs.Int("batch", 50, "events per batch commit in the imported fixtures")
 			keep := fs.String("keep", "", "build the repositories in DIR and leave them there")
 			proxyBench := benchProxyFlags(fs) // `bench proxy`: proxy_bench.go
+			hooksBench := benchHooksFlags(fs) // `bench hooks`: bench_hooks.go
 			return func(ctx context.Context, e *env, args []string) error {
 				if handled, err := proxyBench(ctx, e, args); handled {
+					return err
+				}
+				if handled, err := hooksBench(ctx, e, args); handled {
 					return err
 				}
 				if len(args) != 1 || args[0] != "store" {

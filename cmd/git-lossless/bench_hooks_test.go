@@ -1,0 +1,66 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestBenchHooksSmall runs `bench hooks` at a tiny size as a user would
+// (the real binary, in a sandbox): every row is measured, none is judged
+// against targets stated for a larger fixture, the fixture goes under the
+// user cache dir and is removed afterwards, and --dir keeps it. The
+// figures themselves are not checked: they depend on the machine.
+func TestBenchHooksSmall(t *testing.T) {
+	sb := newSandbox(t)
+	small := []string{"bench", "hooks", "--transcript-bytes", "150000", "--events", "400", "--samples", "2", "--sweeps", "2"}
+	r := sb.ok(sb.root, small...)
+	out := r.stdout
+	cache := filepath.Join(sb.home, ".cache", "git-lossless")
+	if !strings.Contains(out, "  fixture   "+cache+string(filepath.Separator)+"bench-hooks-") || !strings.Contains(out, "(removed afterwards)") {
+		t.Errorf("fixture not under the user cache dir:\n%s", out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(cache, "bench-hooks-*")); len(left) != 0 {
+		t.Errorf("fixture left behind: %v", left)
+	}
+	// Targets are stated for 14 MB and 10,000 events: at this size every
+	// row is measured, none judged.
+	measured := `\s+p50 [\d.]+ m?s p95 [\d.]+ m?s\s+.+\s+-$`
+	for _, want := range []string{
+		`(?m)^pre-tool-use guard, allow \(file read in this context\), whole process, \d+ events held \(2\)` + `\s+p50 [\d.]+ ms p95 [\d.]+ ms\s+` + "`node -e 0`" + `.*p50 <= 5 ms\s+-$`,
+		`(?m)^pre-tool-use guard, deny \(never read; denial recorded\), whole process \(2\)` + measured,
+		"(?m)^pre-tool-use guard, allow, the call's tool_use line not swept yet, whole process \\(2\\)" + measured,
+		`(?m)^  the allow decision in process, no process start \(10\)\s+p50 [\d.]+ ms`,
+		`(?m)^post-tool-use Read recording, whole process, fsync on \(2\)` + measured,
+		`(?m)^sweep of a [\d.]+ MB transcript \+ subagent, fresh repository, fsync on, in process \(median of 2\)\s+[\d.]+ m?s \(\d+ lines, \d+ events\)\s+reference: 0\.36 s \(published, one real 14 MB transcript\)\s+<= 70 ms\s+-$`,
+		`(?m)^re-sweep, nothing new, in process \(10\)` + measured,
+		"(?m)^re-sweep, nothing new, `git-lossless sweep` process \\(2\\)" + measured,
+		`(?m)^0 targets met, 0 missed; total bench time .*; load .* at end$`,
+		`(?m)^  load      .* at start`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("bench hooks output lacks %s\n%s", want, out)
+		}
+	}
+	if regexp.MustCompile(`(?m)\s(MET|MISSED)$`).MatchString(out) || !strings.Contains(out, "targets not judged: they are stated for a 14 MB transcript and 10,000 events (this run: 0.1 MB, 400 events)") {
+		t.Errorf("a target judged on a smaller fixture:\n%s", out)
+	}
+
+	// --dir: the fixture is built there and kept.
+	dir := filepath.Join(sb.root, "kept")
+	r = sb.ok(sb.root, append(small, "--dir", dir)...)
+	if !strings.Contains(r.stdout, "  fixture   "+dir+" (kept)") {
+		t.Errorf("--dir not reported:\n%s", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "repo", ".git", "lossless")); err != nil {
+		t.Errorf("--dir fixture not kept: %v", err)
+	}
+	sb.fsck(filepath.Join(dir, "repo"))
+
+	// Bad sizes are usage errors.
+	if r := sb.run(sb.root, "bench", "hooks", "--samples", "0"); r.code != exitUsage {
+		t.Errorf("--samples 0: exit %d %s", r.code, r.stderr)
+	}
+}
