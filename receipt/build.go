@@ -18,6 +18,9 @@ type Options struct {
 	Now func() time.Time
 	// NoTokens skips token counting (counts are then zero).
 	NoTokens bool
+	// Counter counts the tokens (nil: NewTokenCounter(st), with the
+	// repository's cache). Pass one to read its Stats afterwards.
+	Counter *TokenCounter
 }
 
 // Build builds the receipt of commit (a 40-hex id) from the repository's
@@ -36,6 +39,12 @@ func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) 
 	now := opt.Now
 	if now == nil {
 		now = time.Now
+	}
+	if !opt.NoTokens {
+		// Nearly every build counts something new (the edits of the
+		// session being committed): build the tokenizer on the second
+		// core while this one reads the archive.
+		preloadTokenizer()
 	}
 	c, err := ReadCommit(st, commit)
 	if err != nil {
@@ -135,8 +144,11 @@ func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) 
 		return d
 	}
 	if !opt.NoTokens {
-		counter := NewTokenCounter(st)
-		in.Tokens = counter.CountAll
+		counter := opt.Counter
+		if counter == nil {
+			counter = NewTokenCounter(st)
+		}
+		in.Tokens = func(evs []*gitstore.Event) []int64 { return counter.CountAll(ctx, evs) }
 	}
 	return Compute(in)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,32 +19,114 @@ import (
 	"github.com/git-lossless/git-lossless/gitstore"
 )
 
-// The tokenizer: o200k_base from github.com/tiktoken-go/tokenizer, whose
-// vocabulary is compiled into the binary (no download, no network). It is
-// loaded on first use only (~45 ms), so commands that count nothing, and
-// receipts whose counts are all cached, never pay for it.
-var (
-	tokOnce sync.Once
-	tokEnc  *codec.Codec
-	tokErr  error
-)
+// tokenizer is the process's o200k_base codec from
+// github.com/tiktoken-go/tokenizer, whose vocabulary is compiled into the
+// binary (no download, no network). It is a lazily built, then immutable,
+// table rather than a field of TokenCounter because building it costs
+// 15-45 ms and every Build makes a new counter: a long-lived process (the
+// benchmarks, a server) pays once. Commands that count nothing never build
+// it. codec.NewO200kBase rather than tokenizer.Get: Get links every
+// vocabulary into the binary (four, ~16 MB of tables every git-lossless
+// process, hooks included, would load), this only the one receipts count
+// with.
+var tokenizer = sync.OnceValue(func() *codec.Codec {
+	c := codec.NewO200kBase()
+	c.SetErrorMode(codec.ErrorModeReplace)
+	return c
+})
 
-// CountText returns the number of o200k_base tokens in s. Invalid UTF-8
-// is counted as Python's tiktoken counts it after errors="replace".
+// preloadTokenizer builds the codec in the background, so that a fresh
+// process that will count overlaps the build with reading the archive
+// (which keeps one core busy) instead of paying for it afterwards.
+func preloadTokenizer() { go tokenizer() }
+
+// CountText returns the number of o200k_base tokens in s, counted in one
+// piece. Invalid UTF-8 is counted as Python's tiktoken counts it after
+// errors="replace". It is the reference the cached, line-wise counting of
+// TokenCounter is tested against.
 func CountText(s string) (int64, error) {
-	tokOnce.Do(func() {
-		// codec.NewO200kBase rather than tokenizer.Get: Get links every
-		// vocabulary into the binary (four, ~16 MB of tables every
-		// git-lossless process, hooks included, would load), this only
-		// the one receipts count with.
-		tokEnc = codec.NewO200kBase()
-		tokEnc.SetErrorMode(codec.ErrorModeReplace)
-	})
-	if tokErr != nil {
-		return 0, tokErr
+	n, err := tokenizer().Count(s)
+	if err != nil {
+		return 0, fmt.Errorf("count o200k tokens: %w", err)
 	}
-	n, err := tokEnc.Count(s)
-	return int64(n), err
+	return int64(n), nil
+}
+
+// nextChunk returns the length of the first chunk of s: s up to and
+// including the first newline after which o200k_base's pre-tokenizer
+// necessarily starts a new piece whatever follows, so that the tokens of
+// s are the sum of the tokens of its chunks. That holds after a "\n" that
+// is followed by spaces and tabs (possibly none) and then a printable
+// ASCII character, except a "/" right after the newline: no alternative of
+// the split pattern
+//
+//	[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//	|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//	|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// then continues a piece across the newline (only " ?[^\s...]+[\r\n/]*"
+// and the white-space alternatives contain one; the first stops before a
+// character other than \r, \n and /, and "\s*[\r\n]+", tried before the
+// other two, ends a white-space run at its last newline), the pattern has
+// no look-behind, and invalid UTF-8 is replaced byte-locally. Code and
+// prose split into lines this way; a line that recurs (in another version
+// of a file, in another file) is counted once. TestChunkedCountsEqual and
+// FuzzChunkedCount hold this against counting in one piece.
+func nextChunk(s string) int {
+	from := 0
+	for {
+		i := strings.IndexByte(s[from:], '\n')
+		if i < 0 {
+			return len(s)
+		}
+		p := from + i + 1
+		q := p
+		for q < len(s) && (s[q] == ' ' || s[q] == '\t') {
+			q++
+		}
+		if q < len(s) && s[q] >= 0x21 && s[q] <= 0x7e && (q > p || s[q] != '/') {
+			return p
+		}
+		from = p
+	}
+}
+
+// lineMemo remembers the count of every chunk counted in one CountAll
+// call, shared by its workers.
+type lineMemo struct {
+	mu sync.Mutex
+	m  map[string]int64
+	// hits and misses are chunk lookups, for the benchmark's report.
+	hits, misses atomic.Int64
+}
+
+// count counts s chunk by chunk (see nextChunk), each distinct chunk once,
+// a new chunk with pc.
+func (lm *lineMemo) count(s string, pc *pieceCounter) (int64, error) {
+	var total int64
+	for len(s) > 0 {
+		n := nextChunk(s)
+		chunk := s[:n]
+		s = s[n:]
+		lm.mu.Lock()
+		c, ok := lm.m[chunk]
+		lm.mu.Unlock()
+		if ok {
+			lm.hits.Add(1)
+			total += c
+			continue
+		}
+		lm.misses.Add(1)
+		k, err := pc.count(chunk)
+		if err != nil {
+			return 0, err
+		}
+		lm.mu.Lock()
+		lm.m[chunk] = k
+		lm.mu.Unlock()
+		total += k
+	}
+	return total, nil
 }
 
 // ModelText is the text an event put into a model's context, as far as
@@ -128,33 +211,62 @@ func spanText(content []byte) string {
 }
 
 // TokenCounter counts the tokens of events' content, reading the content
-// from the archive. Counts are cached in a derived cache under the
-// repository's git dir, lossless/receipts/tokens-o200k/<writer>.txt, one
-// line "<seq> <blob> <kind> <count>" per event counted: an event of a
-// sealed chain never changes, so a cached count stays right (the blob id
-// is checked all the same), and deleting the cache only costs recounting.
+// from the archive. What is counted is content-addressed — a blob shown a
+// way (kind "full", "lines:A-B" or "span", see ModelText) — so one version
+// read by several contexts, or in several events, is counted once, and a
+// count made for one receipt serves every later one. Counts are kept in a
+// derived cache under the repository's git dir,
+// lossless/receipts/tokens-o200k-v2/counts.txt, one line
+// "<blob> <kind> <count>" per count, appended with one write per build; a
+// blob's bytes never change under its id, so a cached count stays right,
+// and deleting the cache only costs recounting.
 type TokenCounter struct {
 	Store *gitstore.Store
 	// Dir is the cache directory ("" = no cache).
 	Dir string
+	// Workers bounds the goroutines counting at once (0: GOMAXPROCS).
+	Workers int
 
 	mu     sync.Mutex
-	loaded map[string]map[int64]cached // writer -> seq -> count
+	counts map[string]int64 // "<blob> <kind>" -> tokens, read or counted
+	stats  CountStats
 }
 
-type cached struct {
-	blob, kind string
-	n          int64
+// CountStats says what the counter did, for benchmarks and reports.
+type CountStats struct {
+	Events  int   // events asked about (with content, not excluded)
+	Unique  int   // distinct blob and kind among them
+	Cached  int   // of those, found in the cache
+	Counted int   // counted now
+	Failed  int   // content unreadable
+	Chunks  int64 // lines tokenized
+	Reused  int64 // lines whose count was reused within the build
 }
+
+// counterDir is the cache directory under the receipts state dir; the
+// previous layout (per-writer files keyed by sequence number, which a new
+// commit's events never hit) lived in tokens-o200k.
+const (
+	counterDir    = "tokens-o200k-v2"
+	oldCounterDir = "tokens-o200k"
+	counterFile   = "counts.txt"
+)
 
 // NewTokenCounter returns a counter with its cache in the store's state
 // directory (no cache when that cannot be created).
 func NewTokenCounter(st *gitstore.Store) *TokenCounter {
 	tc := &TokenCounter{Store: st}
 	if d, err := st.StateDir("receipts"); err == nil {
-		tc.Dir = filepath.Join(d, "tokens-o200k")
+		tc.Dir = filepath.Join(d, counterDir)
 	}
 	return tc
+}
+
+// Stats returns what the counter has done so far.
+func (tc *TokenCounter) Stats() CountStats {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.stats
 }
 
 func kindOf(e *gitstore.Event) string {
@@ -167,125 +279,199 @@ func kindOf(e *gitstore.Event) string {
 	return "full"
 }
 
-// Count returns the tokens of e's content (see ModelText).
-func (tc *TokenCounter) Count(e *gitstore.Event) (int64, error) {
-	if e.Blob == "" || e.Excluded {
-		return 0, nil
-	}
-	content, err := tc.Store.Blob(context.Background(), e.Blob)
-	if err != nil {
-		return 0, fmt.Errorf("count tokens of %s: %w", e.Blob, err)
-	}
-	n, err := CountText(ModelText(e, content))
-	if err != nil {
-		return 0, fmt.Errorf("count tokens of %s: %w", e.Blob, err)
-	}
-	return n, nil
-}
+// countKey is what a count is cached under: the blob and how it was shown.
+func countKey(e *gitstore.Event) string { return e.Blob + " " + kindOf(e) }
 
-func (tc *TokenCounter) cacheFor(writer string) map[int64]cached {
+// lookup returns the known counts of keys: those in memory, and the
+// others from the cache file, which is read when some key is not in
+// memory (another process may have added it since). Only the lines of
+// wanted keys are kept, so a cache that has grown with the archive costs
+// a scan, not a map of everything.
+func (tc *TokenCounter) lookup(keys map[string]bool) map[string]int64 {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	if tc.loaded == nil {
-		tc.loaded = map[string]map[int64]cached{}
+	if tc.counts == nil {
+		tc.counts = map[string]int64{}
 	}
-	if m, ok := tc.loaded[writer]; ok {
-		return m
-	}
-	m := map[int64]cached{}
-	tc.loaded[writer] = m
-	if tc.Dir == "" || gitstore.ValidWriter(writer) != nil {
-		return m
-	}
-	b, err := os.ReadFile(filepath.Join(tc.Dir, writer+".txt"))
-	if err != nil {
-		return m
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 4 {
-			continue // a torn last line
+	missing := false
+	for k := range keys {
+		if _, ok := tc.counts[k]; !ok {
+			missing = true
+			break
 		}
-		seq, err1 := strconv.ParseInt(f[0], 10, 64)
-		n, err2 := strconv.ParseInt(f[3], 10, 64)
-		if err1 != nil || err2 != nil || n < 0 {
-			continue
-		}
-		m[seq] = cached{blob: f[1], kind: f[2], n: n}
 	}
-	return m
+	if missing && tc.Dir != "" {
+		if b, err := os.ReadFile(filepath.Join(tc.Dir, counterFile)); err == nil {
+			for len(b) > 0 {
+				nl := bytes.IndexByte(b, '\n')
+				if nl < 0 {
+					break // a torn last line
+				}
+				line := b[:nl]
+				b = b[nl+1:]
+				sp := bytes.LastIndexByte(line, ' ')
+				if sp < 0 || !keys[string(line[:sp])] {
+					continue
+				}
+				n, err := strconv.ParseInt(string(line[sp+1:]), 10, 64)
+				if err != nil || n < 0 {
+					continue
+				}
+				tc.counts[string(line[:sp])] = n
+			}
+		}
+	}
+	out := make(map[string]int64, len(keys))
+	for k := range keys {
+		if n, ok := tc.counts[k]; ok {
+			out[k] = n
+		}
+	}
+	return out
 }
 
-// CountAll counts every event's tokens, from the cache where it holds them
-// and on all cores where it does not; a failed count is -1.
-func (tc *TokenCounter) CountAll(evs []*gitstore.Event) []int64 {
+// CountAll counts every event's tokens and returns them in order; a count
+// that failed (content pruned or unreadable) is -1, and an event without
+// content or excluded counts 0. Each distinct blob and kind is counted once:
+// from the cache when it holds it, else from the archived content, line by
+// line with a memo shared by the build (see nextChunk), on up to Workers
+// goroutines.
+func (tc *TokenCounter) CountAll(ctx context.Context, evs []*gitstore.Event) []int64 {
 	out := make([]int64, len(evs))
-	var todo []int
+	where := map[string][]int{}
+	var order []string // distinct keys, first sight first
 	for i, e := range evs {
 		if e.Blob == "" || e.Excluded {
 			continue
 		}
-		if c, ok := tc.cacheFor(e.Writer)[e.Seq]; ok && c.blob == e.Blob && c.kind == kindOf(e) {
-			out[i] = c.n
-			continue
+		k := countKey(e)
+		if where[k] == nil {
+			order = append(order, k)
 		}
-		todo = append(todo, i)
+		where[k] = append(where[k], i)
 	}
-	if len(todo) == 0 {
+	st := CountStats{Events: len(evs), Unique: len(order)}
+	if len(order) == 0 {
+		tc.addStats(st)
 		return out
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(todo))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				k := int(next.Add(1)) - 1
-				if k >= len(todo) {
-					return
+	want := make(map[string]bool, len(order))
+	for _, k := range order {
+		want[k] = true
+	}
+	counts := tc.lookup(want)
+	st.Cached = len(counts)
+	var todo []string
+	for _, k := range order {
+		if _, ok := counts[k]; !ok {
+			todo = append(todo, k)
+		}
+	}
+	fresh := make([]int64, len(todo))
+	if len(todo) > 0 {
+		memo := &lineMemo{m: map[string]int64{}}
+		workers := tc.Workers
+		if workers <= 0 {
+			workers = runtime.GOMAXPROCS(0)
+		}
+		// A goroutine is worth starting for a few versions, not for one.
+		workers = max(1, min(workers, len(todo)/4))
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pc := newPieceCounter()
+				for {
+					j := int(next.Add(1)) - 1
+					if j >= len(todo) {
+						return
+					}
+					fresh[j] = tc.countOne(ctx, evs[where[todo[j]][0]], memo, pc)
 				}
-				i := todo[k]
-				n, err := tc.Count(evs[i])
-				if err != nil {
-					n = -1
-				}
-				out[i] = n
+			}()
+		}
+		wg.Wait()
+		st.Chunks, st.Reused = memo.misses.Load(), memo.hits.Load()
+		var add bytes.Buffer
+		for j, k := range todo {
+			if fresh[j] < 0 {
+				st.Failed++
+				continue
 			}
-		}()
-	}
-	wg.Wait()
-	// Remember the new counts: one append per writer file.
-	add := map[string]*bytes.Buffer{}
-	for _, i := range todo {
-		e := evs[i]
-		if out[i] < 0 || gitstore.ValidWriter(e.Writer) != nil {
-			continue
+			st.Counted++
+			counts[k] = fresh[j]
+			fmt.Fprintf(&add, "%s %d\n", k, fresh[j])
 		}
-		buf := add[e.Writer]
-		if buf == nil {
-			buf = &bytes.Buffer{}
-			add[e.Writer] = buf
-		}
-		fmt.Fprintf(buf, "%d %s %s %d\n", e.Seq, e.Blob, kindOf(e), out[i])
-		tc.mu.Lock()
-		tc.loaded[e.Writer][e.Seq] = cached{blob: e.Blob, kind: kindOf(e), n: out[i]}
-		tc.mu.Unlock()
+		tc.remember(counts, add.Bytes())
 	}
-	if tc.Dir != "" {
-		if err := os.MkdirAll(tc.Dir, 0o700); err == nil {
-			for w, buf := range add {
-				// One write with O_APPEND: concurrent appenders never
-				// interleave within it.
-				f, err := os.OpenFile(filepath.Join(tc.Dir, w+".txt"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-				if err != nil {
-					continue
-				}
-				f.Write(buf.Bytes())
-				f.Close()
-			}
+	for k, idx := range where {
+		n, ok := counts[k]
+		if !ok {
+			n = -1
+		}
+		for _, i := range idx {
+			out[i] = n
 		}
 	}
+	tc.addStats(st)
 	return out
+}
+
+func (tc *TokenCounter) addStats(s CountStats) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	t := &tc.stats
+	t.Events += s.Events
+	t.Unique += s.Unique
+	t.Cached += s.Cached
+	t.Counted += s.Counted
+	t.Failed += s.Failed
+	t.Chunks += s.Chunks
+	t.Reused += s.Reused
+}
+
+// countOne counts one event's content; -1 when it cannot be read.
+func (tc *TokenCounter) countOne(ctx context.Context, e *gitstore.Event, memo *lineMemo, pc *pieceCounter) int64 {
+	if ctx.Err() != nil {
+		return -1
+	}
+	content, err := tc.Store.Blob(ctx, e.Blob)
+	if err != nil {
+		return -1
+	}
+	n, err := memo.count(ModelText(e, content), pc)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// remember keeps new counts in memory and appends their lines to the
+// cache file in one write with O_APPEND, so that concurrent builds never
+// interleave within a line (a duplicate line is harmless). A failure to
+// write only costs recounting later.
+func (tc *TokenCounter) remember(counts map[string]int64, lines []byte) {
+	tc.mu.Lock()
+	for k, n := range counts {
+		tc.counts[k] = n
+	}
+	tc.mu.Unlock()
+	if tc.Dir == "" || len(lines) == 0 {
+		return
+	}
+	if _, err := os.Stat(tc.Dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(tc.Dir, 0o700); err != nil {
+			return
+		}
+		// The first write of this layout retires the previous one.
+		os.RemoveAll(filepath.Join(filepath.Dir(tc.Dir), oldCounterDir))
+	}
+	f, err := os.OpenFile(filepath.Join(tc.Dir, counterFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	f.Write(lines)
+	f.Close()
 }
