@@ -203,6 +203,7 @@ func Compute(in Input) (*Receipt, error) {
 	var jobs []job
 
 	// 3. Path statuses.
+	partialPaths, versionless := 0, 0
 	byPath := map[string][]*gitstore.Event{}
 	for _, e := range own {
 		if fileOps[e.Op] {
@@ -211,7 +212,14 @@ func Compute(in Input) (*Receipt, error) {
 	}
 	for _, ch := range in.Changes {
 		pe := PathEntry{Change: ch.Change, Mode: ch.Mode, Blob: ch.Blob, Path: ch.Path}
-		pe.Status, pe.Evidence = status(ch, byPath[ch.Path], in.Denied, refOf)
+		var b basis
+		pe.Status, pe.Evidence, b = status(ch, byPath[ch.Path], in.Denied, refOf)
+		switch b {
+		case basisPartial:
+			partialPaths++
+		case basisNone:
+			versionless++
+		}
 		if pe.Status == Excluded {
 			pe.Blob = ""
 		}
@@ -336,7 +344,7 @@ func Compute(in Input) (*Receipt, error) {
 		sort.Slice(sp, func(a, b int) bool { return refLess(sp[a], sp[b]) })
 	}
 
-	r.Notes = coverageNotes(r, blobless, tokenErrs)
+	r.Notes = coverageNotes(r, coverageFacts{blobless: blobless, tokenErrs: tokenErrs, partialPaths: partialPaths, versionless: versionless})
 	if _, err := r.Marshal(); err != nil {
 		return nil, err
 	}
@@ -376,8 +384,23 @@ func readState(in Input, p, blob, last string) string {
 }
 
 // status decides one changed path's status from the belonging file events
-// on it (time order). See the package documentation for the rule.
-func status(ch Change, evs []*gitstore.Event, denied func(string) bool, refOf func(*gitstore.Event) Ref) (string, Ref) {
+// on it (time order). See the package documentation for the rule: unseen
+// only when no context touched the path; otherwise the decisive version —
+// the last whole version, or failing one the last partial view that names
+// a version — is compared with the committed blob, and a touch that
+// recorded no version at all is changed-after.
+// basis is what a path's status rests on: a whole version (or nothing to
+// decide: unseen, excluded), a partial view only, or a touch without any
+// recorded version. The coverage notes say when it is not a whole version.
+type basis int
+
+const (
+	basisWhole basis = iota
+	basisPartial
+	basisNone
+)
+
+func status(ch Change, evs []*gitstore.Event, denied func(string) bool, refOf func(*gitstore.Event) Ref) (string, Ref, basis) {
 	var lastTouch *gitstore.Event
 	anyExcluded := false
 	for _, e := range evs {
@@ -388,29 +411,40 @@ func status(ch Change, evs []*gitstore.Event, denied func(string) bool, refOf fu
 	}
 	if anyExcluded || (denied != nil && denied(ch.Path)) {
 		if lastTouch != nil {
-			return Excluded, refOf(lastTouch)
+			return Excluded, refOf(lastTouch), basisWhole
 		}
-		return Excluded, Ref{}
+		return Excluded, Ref{}, basisWhole
 	}
 	if lastTouch == nil {
-		return Unseen, Ref{}
+		return Unseen, Ref{}, basisWhole
 	}
-	// The agents' last whole version of the file.
-	var last *gitstore.Event
+	// The decisive version: the agents' last whole version of the file,
+	// else their last partial view of one.
+	var last, lastPartial *gitstore.Event
 	for _, e := range evs {
-		if b, _ := version(e); b != "" && !partialView(e) {
-			last = e
+		if b, _ := version(e); b != "" {
+			if partialView(e) {
+				lastPartial = e
+			} else {
+				last = e
+			}
 		}
 	}
+	b := basisWhole
 	if last == nil {
-		return Unseen, refOf(lastTouch)
+		last, b = lastPartial, basisPartial
+	}
+	if last == nil {
+		// Touched (a denied edit, an edit or read without content), but
+		// no version of theirs is on record to equal the commit.
+		return ChangedAfter, refOf(lastTouch), basisNone
 	}
 	lb, ld := version(last)
 	if ch.Change == Deleted || (lb != ch.Blob && ld != ch.Blob) {
-		return ChangedAfter, refOf(last)
+		return ChangedAfter, refOf(last), b
 	}
-	// The last version is the committed one: written when a model wrote
-	// exactly this content, else seen.
+	// The decisive version is the committed one: written when a model
+	// wrote exactly this content, else seen.
 	var wrote *gitstore.Event
 	for _, e := range evs {
 		if wroteOps[e.Op] && e.Blob == ch.Blob && !partialView(e) {
@@ -418,14 +452,22 @@ func status(ch Change, evs []*gitstore.Event, denied func(string) bool, refOf fu
 		}
 	}
 	if wrote != nil {
-		return Written, refOf(wrote)
+		return Written, refOf(wrote), b
 	}
-	return Seen, refOf(last)
+	return Seen, refOf(last), b
+}
+
+// coverageFacts are the counts the coverage notes report.
+type coverageFacts struct {
+	blobless     int // file events without text content
+	tokenErrs    int // contents that could not be counted
+	partialPaths int // changed paths whose status rests on a partial view
+	versionless  int // changed paths touched without any recorded version
 }
 
 // coverageNotes is the coverage statement: what could and could not be
 // observed for this commit, as sentences.
-func coverageNotes(r *Receipt, blobless, tokenErrs int) []string {
+func coverageNotes(r *Receipt, f coverageFacts) []string {
 	var n []string
 	if len(r.Contexts) == 0 {
 		n = append(n, "No recorded agent context touched the paths of this commit between its parent's commit time and its own.")
@@ -436,8 +478,15 @@ func coverageNotes(r *Receipt, blobless, tokenErrs int) []string {
 	if r.Coverage.Excluded > 0 || hasWithheld(r) {
 		n = append(n, "Withheld: the content of deny-listed paths; their access is recorded, their content is in no object and no blob id is named.")
 	}
-	if hasPartial(r) {
-		n = append(n, "Partial: some versions were shown only in part (view lines:A-B) and are not compared with the tree; their tokens count the lines shown.")
+	if hasPartial(r) || f.partialPaths > 0 {
+		n = append(n, "Partial: some versions were shown only in part (view lines:A-B); the read set does not compare them with the tree, a path the agents saw only in part is seen only if the archived version is the committed blob, and their tokens count the lines shown.")
+	}
+	if f.versionless > 0 {
+		verb := "are"
+		if f.versionless == 1 {
+			verb = "is"
+		}
+		n = append(n, fmt.Sprintf("No version: %s touched by agents without any recorded version (a denied edit, an edit or read recorded without content) %s changed-after, since nothing on record equals the commit.", plural(f.versionless, "path", "paths"), verb))
 	}
 	noSpans := 0
 	for _, c := range r.Contexts {
@@ -448,11 +497,11 @@ func coverageNotes(r *Receipt, blobless, tokenErrs int) []string {
 	if noSpans > 0 {
 		n = append(n, fmt.Sprintf("No conversation spans are archived for %s: no transcript of theirs was swept before the commit.", plural(noSpans, "context", "contexts")))
 	}
-	if blobless > 0 {
-		n = append(n, fmt.Sprintf("%s carried no text content (images, notebooks, edits recorded without content) and are not listed as reads.", plural(blobless, "file event", "file events")))
+	if f.blobless > 0 {
+		n = append(n, fmt.Sprintf("%s carried no text content (images, notebooks, edits recorded without content) and are not listed as reads.", plural(f.blobless, "file event", "file events")))
 	}
-	if tokenErrs > 0 {
-		n = append(n, fmt.Sprintf("%s could not be read for token counting (pruned or missing) and are not counted.", plural(tokenErrs, "content", "contents")))
+	if f.tokenErrs > 0 {
+		n = append(n, fmt.Sprintf("%s could not be read for token counting (pruned or missing) and are not counted.", plural(f.tokenErrs, "content", "contents")))
 	}
 	n = append(n, "Events recorded after this receipt was issued, or timed after the commit, are not part of it.")
 	return n

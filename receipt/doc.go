@@ -63,29 +63,42 @@
 //
 // For every changed path, in path order, the receipt gives the change
 // against P (A added, M modified, D deleted), the mode and blob in C, a
-// status, and the event the status rests on. Among the belonging file
-// events on the path, a whole version is an event of op read, write, edit,
-// attach or restore that names a blob and was not a partial view
-// ("lines:A-B"); its version is its blob or, for a read, the "disk_blob"
-// recorded beside it (Claude Code shows CRLF files with LF).
+// status, and the event the status rests on. The statuses follow one rule:
+// unseen means no agent context touched the path at all; every other
+// status says how what the agents last had of the path compares with what
+// was committed.
+//
+// Among the belonging file events on the path (a touch: op read, write,
+// edit, attach, restore or deny), an event names a version when its op is
+// read, write, edit, attach or restore and it has a blob; its version is
+// that blob or, for a read, the "disk_blob" recorded beside it (Claude Code
+// shows CRLF files with LF). A whole version is one that was not a partial
+// view ("lines:A-B"). The decisive version is the last whole version or,
+// when there is none, the last partial view that names a version.
 //
 //   - excluded: the path is on the deny list (the store's, when the receipt
 //     is built) or one of its events is excluded. The access is recorded
 //     and shown; no blob id of the path is named, not even the committed
 //     one. Evidence: the last file event on the path, if any.
-//   - unseen: no belonging file event on the path (evidence "-"), or only
-//     events without a whole version — a denied edit, a partial read, an
-//     edit recorded without content (evidence: the last of them).
-//   - changed-after: the last whole version differs from the committed
-//     blob, or the commit deletes the path: someone (or something outside
-//     the agents' tools) changed it after the agents' last view. Evidence:
-//     that last whole version.
-//   - written: the last whole version is the committed blob and some
-//     belonging write or edit produced exactly that blob. Evidence: the
-//     last such write or edit.
-//   - seen: the last whole version is the committed blob, but no model
-//     wrote it: a context saw exactly what was committed. Evidence: that
-//     last whole version.
+//   - unseen: no belonging file event on the path. Evidence "-".
+//   - changed-after: an agent touched the path, but what they last had is
+//     not what was committed: the commit deletes the path, or the decisive
+//     version differs from the committed blob, or no touch named a version
+//     at all (a denied edit, an edit or read recorded without content).
+//     Someone, or something outside the agents' tools, changed it after
+//     them. Evidence: the decisive version, else the last touch.
+//   - written: the decisive version is the committed blob, it is a whole
+//     version, and some belonging write or edit produced exactly that
+//     blob. Evidence: the last such write or edit.
+//   - seen: the decisive version is the committed blob, but no model wrote
+//     it: a context saw exactly what was committed — in whole, or, when
+//     the evidence is a partial view, in part (the coverage notes say so).
+//     Evidence: the decisive version.
+//
+// A partial view names the committed blob when the archive holds the
+// whole file under it (or a "disk_blob" beside it); Claude Code's hooks
+// archive only the lines shown, so a path its agents only ever saw in part
+// is changed-after unless they also saw it whole.
 //
 // # Contexts, read sets, spans, tokens
 //
@@ -137,7 +150,9 @@
 // recorded tool calls and swept spans are; edits made outside the agents'
 // file tools (shell commands, editors, git) are not, and show only as
 // changed-after or unseen; deny-listed content is withheld; partial views
-// are not compared; contexts without swept transcripts have no spans.
+// are not compared in the read set; paths touched without any recorded
+// version are changed-after; contexts without swept transcripts have no
+// spans.
 //
 // # Text format, version 1
 //
@@ -221,7 +236,7 @@
 //	note Observed: what 2 agent contexts read, edited and wrote through recorded tool calls, and the conversation spans of those whose transcripts were swept.
 //	note Not observed: changes made outside the agents' file tools (shell commands, editors, git itself); they show only as changed-after or unseen.
 //	note Withheld: the content of deny-listed paths; their access is recorded, their content is in no object and no blob id is named.
-//	note Partial: some versions were shown only in part (view lines:A-B) and are not compared with the tree; their tokens count the lines shown.
+//	note Partial: some versions were shown only in part (view lines:A-B); the read set does not compare them with the tree, a path the agents saw only in part is seen only if the archived version is the committed blob, and their tokens count the lines shown.
 //	note No conversation spans are archived for 1 context: no transcript of theirs was swept before the commit.
 //	note Events recorded after this receipt was issued, or timed after the commit, are not part of it.
 //

@@ -145,7 +145,7 @@ func Example() {
 	// note Observed: what 2 agent contexts read, edited and wrote through recorded tool calls, and the conversation spans of those whose transcripts were swept.
 	// note Not observed: changes made outside the agents' file tools (shell commands, editors, git itself); they show only as changed-after or unseen.
 	// note Withheld: the content of deny-listed paths; their access is recorded, their content is in no object and no blob id is named.
-	// note Partial: some versions were shown only in part (view lines:A-B) and are not compared with the tree; their tokens count the lines shown.
+	// note Partial: some versions were shown only in part (view lines:A-B); the read set does not compare them with the tree, a path the agents saw only in part is seen only if the archived version is the committed blob, and their tokens count the lines shown.
 	// note No conversation spans are archived for 1 context: no transcript of theirs was swept before the commit.
 	// note Events recorded after this receipt was issued, or timed after the commit, are not part of it.
 }

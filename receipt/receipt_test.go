@@ -3,6 +3,8 @@ package receipt_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -23,8 +25,18 @@ import (
 //	after.txt     edited by the agent, then changed by a human: changed-after
 //	unseen.txt    added by a human, no agent touched it
 //	.env          read by the agent (deny-listed), committed: excluded
-//	partial.txt   only partly read by a subagent: unseen, with evidence
+//	partial.txt   only partly read by a subagent, Claude Code style (the
+//	              lines shown archived), then changed: changed-after
 //	gone.txt      read by the agent, then deleted: changed-after
+//
+// and, by a second session (sess-2), paths touched only in part or
+// without any version:
+//
+//	seenpart.txt  shown as lines:1-1 with the whole committed file
+//	              archived: seen, resting on the partial view
+//	denied.txt    an edit the guard denied (op deny, no content):
+//	              changed-after, resting on the denial
+//	nocontent.txt an edit recorded without content: changed-after
 func scenario(t *testing.T) (*testRepo, string, time.Time) {
 	t.Helper()
 	r := newRepo(t)
@@ -55,6 +67,14 @@ func scenario(t *testing.T) (*testRepo, string, time.Time) {
 		// After the commit: not part of it.
 		rec{at: at(500), session: s, op: "edit", path: "written.txt", content: "v3\n"},
 	)
+	r.record("cc-sess-2",
+		rec{at: at(20), session: "sess-2", op: "read", path: "seenpart.txt", content: "sp\n", view: "lines:1-1"},
+		rec{at: at(21), session: "sess-2", op: "deny", path: "denied.txt", none: true},
+		rec{at: at(22), session: "sess-2", op: "edit", path: "nocontent.txt", none: true},
+	)
+	r.write("seenpart.txt", "sp\n")
+	r.write("denied.txt", "the guard said no\n")
+	r.write("nocontent.txt", "edited, content not recorded\n")
 	r.write("written.txt", "v2\n")
 	r.write("after.txt", "a2 changed by a human\n")
 	r.write("unseen.txt", "nobody looked\n")
@@ -69,13 +89,16 @@ func TestBuildStatuses(t *testing.T) {
 	r, commit, _ := scenario(t)
 	rc := mustBuild(t, r.st, commit)
 	want := map[string]string{
-		".env":        receipt.Excluded,
-		"after.txt":   receipt.ChangedAfter,
-		"gone.txt":    receipt.ChangedAfter,
-		"partial.txt": receipt.Unseen,
-		"seen.txt":    receipt.Seen,
-		"unseen.txt":  receipt.Unseen,
-		"written.txt": receipt.Written,
+		".env":          receipt.Excluded,
+		"after.txt":     receipt.ChangedAfter,
+		"gone.txt":      receipt.ChangedAfter,
+		"partial.txt":   receipt.ChangedAfter,
+		"seen.txt":      receipt.Seen,
+		"unseen.txt":    receipt.Unseen,
+		"written.txt":   receipt.Written,
+		"seenpart.txt":  receipt.Seen,
+		"denied.txt":    receipt.ChangedAfter,
+		"nocontent.txt": receipt.ChangedAfter,
 	}
 	if len(rc.Paths) != len(want) {
 		t.Fatalf("paths %+v", rc.Paths)
@@ -91,21 +114,43 @@ func TestBuildStatuses(t *testing.T) {
 	if e := pathEntry(t, rc, "unseen.txt"); !e.Evidence.IsZero() {
 		t.Errorf("unseen.txt has evidence %+v", e)
 	}
-	if e := pathEntry(t, rc, "partial.txt"); e.Evidence.IsZero() {
-		t.Errorf("partial.txt: the partial read is its evidence, got none")
+	// Each touched path rests on the event that decides it.
+	for p, ev := range map[string]receipt.Ref{
+		"partial.txt":   {W: 1, Seq: 9}, // the subagent's partial read
+		"seenpart.txt":  {W: 2, Seq: 1}, // the partial view of the committed blob
+		"denied.txt":    {W: 2, Seq: 2}, // the denial
+		"nocontent.txt": {W: 2, Seq: 3}, // the content-less edit
+		"after.txt":     {W: 1, Seq: 5}, // the agent's edit, before the human's
+		"written.txt":   {W: 1, Seq: 4}, // the edit that produced the blob
+		"gone.txt":      {W: 1, Seq: 8}, // the last read before the deletion
+		"seen.txt":      {W: 1, Seq: 6}, // the read of exactly the committed blob
+	} {
+		if got := pathEntry(t, rc, p).Evidence; got != ev {
+			t.Errorf("%s: evidence %+v, want %+v", p, got, ev)
+		}
+	}
+	if rc.Coverage.Unseen != 1 || rc.Coverage.ChangedAfter != 5 || rc.Coverage.Seen != 2 {
+		t.Errorf("coverage %+v", rc.Coverage)
+	}
+	notes := strings.Join(rc.Notes, "\n")
+	for _, want := range []string{"a path the agents saw only in part is seen only if", "No version: 2 paths touched by agents without any recorded version"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
 	}
 	if e := pathEntry(t, rc, "gone.txt"); e.Change != receipt.Deleted || e.Mode != "" || e.Blob != "" {
 		t.Errorf("gone.txt entry %+v", e)
 	}
-	// Contexts: the main agent and the subagent of sess-1; not "old".
-	if len(rc.Contexts) != 2 || rc.Contexts[0].Session != "sess-1" || rc.Contexts[0].Agent != "" || rc.Contexts[1].Agent != "sub-1" {
+	// Contexts: the main agent and the subagent of sess-1, then sess-2;
+	// not "old".
+	if len(rc.Contexts) != 3 || rc.Contexts[0].Session != "sess-1" || rc.Contexts[0].Agent != "" || rc.Contexts[1].Agent != "sub-1" || rc.Contexts[2].Session != "sess-2" {
 		t.Fatalf("contexts %+v", rc.Contexts)
 	}
-	if rc.Contexts[0].Events != 9 || len(rc.Contexts[0].Spans) != 2 || rc.Contexts[1].Events != 1 {
+	if rc.Contexts[0].Events != 9 || len(rc.Contexts[0].Spans) != 2 || rc.Contexts[1].Events != 1 || rc.Contexts[2].Events != 3 {
 		t.Errorf("context counts %+v", rc.Contexts)
 	}
-	if rc.Coverage.Events != 10 {
-		t.Errorf("belonging events %d, want 10 (not the later edit, not the other session)", rc.Coverage.Events)
+	if rc.Coverage.Events != 13 {
+		t.Errorf("belonging events %d, want 13 (not the later edit, not the old session)", rc.Coverage.Events)
 	}
 	// Read set states.
 	states := map[string]string{}
@@ -130,7 +175,7 @@ func TestBuildStatuses(t *testing.T) {
 	if rc.FileTokens() == 0 || rc.SpanTokens() == 0 {
 		t.Errorf("tokens files %d spans %d", rc.FileTokens(), rc.SpanTokens())
 	}
-	if len(rc.Writers) != 1 || rc.Writers[0].Name != "cc-sess-1" || rc.Writers[0].From != 1 || rc.Writers[0].To != 10 || rc.Writers[0].HeadSeq != 11 {
+	if len(rc.Writers) != 2 || rc.Writers[0].Name != "cc-sess-1" || rc.Writers[0].From != 1 || rc.Writers[0].To != 10 || rc.Writers[0].HeadSeq != 11 || rc.Writers[1].Name != "cc-sess-2" {
 		t.Errorf("writers %+v", rc.Writers)
 	}
 	// The secret's blob id is named nowhere.
@@ -163,10 +208,22 @@ func TestSaveVerifyAndPlainTools(t *testing.T) {
 	k := theKey(t)
 	importKey(t, env, k)
 	ctx := context.Background()
+	// Leave something uncommitted in the work tree and in the index: a
+	// receipt must touch neither.
+	r.write("staged.txt", "staged, not committed\n")
+	r.git("add", "staged.txt")
+	r.write("written.txt", "v2, edited again after the commit\n")
+	indexBefore, statusBefore := indexAndStatus(t, r)
 	rc := mustBuild(t, r.st, commit)
 	notesCommit, note, err := receipt.Save(ctx, r.st, rc, k)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if indexAfter, statusAfter := indexAndStatus(t, r); indexAfter != indexBefore || statusAfter != statusBefore {
+		t.Fatalf("building and storing the receipt changed the index or work tree:\nstatus before:\n%s\nafter:\n%s", statusBefore, statusAfter)
+	}
+	if !strings.Contains(statusBefore, "A  staged.txt") || !strings.Contains(statusBefore, " M written.txt") {
+		t.Fatalf("the work tree and index were not dirty, the check proved nothing:\n%s", statusBefore)
 	}
 	ref := gitstore.NotesPrefix + k.Writer()
 	if got := r.git("rev-parse", ref); got != notesCommit {
@@ -187,8 +244,12 @@ func TestSaveVerifyAndPlainTools(t *testing.T) {
 	if log := r.git("log", "--notes=lossless/*", "-1", "HEAD"); !strings.Contains(log, "Notes (lossless/"+k.Writer()+")") || !strings.Contains(log, "git-lossless receipt v1") {
 		t.Fatalf("git log --notes does not show the receipt:\n%s", log)
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, ".git", "refs", "notes", "lossless", "receipts")); err == nil {
-		t.Fatal("refs/notes/lossless is a directory of writers; no other ref may appear")
+	// refs/notes/lossless is a directory of per-key writers, never a ref.
+	if out, err := r.gitErr(nil, "rev-parse", "--verify", "--quiet", "refs/notes/lossless"); err == nil {
+		t.Fatalf("refs/notes/lossless exists as a ref: %s", out)
+	}
+	if refs := r.git("for-each-ref", "--format=%(refname)", "refs/notes/"); refs != ref {
+		t.Fatalf("notes refs = %q, want only %s", refs, ref)
 	}
 	r.git("fsck", "--strict")
 
@@ -201,7 +262,7 @@ func TestSaveVerifyAndPlainTools(t *testing.T) {
 	if !res.OK() {
 		t.Fatalf("verify: %+v", res.Problems)
 	}
-	if res.KeyID != k.ID() || res.Checked.Paths != 7 || res.Checked.Blobs == 0 || res.Checked.Events == 0 {
+	if res.KeyID != k.ID() || res.Checked.Paths != 10 || res.Checked.Blobs == 0 || res.Checked.Events == 0 {
 		t.Fatalf("verify result %+v", res)
 	}
 
@@ -230,6 +291,19 @@ func TestSaveVerifyAndPlainTools(t *testing.T) {
 	if res.OK() || res.Problems[0].Kind != receipt.ProblemSignature {
 		t.Fatalf("verify of the tampered note: %+v", res.Problems)
 	}
+}
+
+// indexAndStatus returns the index file's sha256 and `git status
+// --porcelain` (without optional locks, so that status itself never
+// rewrites the index).
+func indexAndStatus(t *testing.T, r *testRepo) (string, string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.dir, ".git", "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), r.git("--no-optional-locks", "status", "--porcelain", "--untracked-files=all")
 }
 
 func TestVerifyFailures(t *testing.T) {
@@ -325,6 +399,39 @@ func TestVerifyFailures(t *testing.T) {
 		})
 		if kinds(res) != receipt.ProblemMismatch {
 			t.Fatalf("%+v", res.Problems)
+		}
+		// Each status against evidence that contradicts it.
+		for _, c := range []struct{ path, status, from string }{
+			{"denied.txt", receipt.Seen, receipt.ChangedAfter},       // a denial saw no version
+			{"seen.txt", receipt.ChangedAfter, receipt.Seen},         // the read shows the committed blob
+			{"seenpart.txt", receipt.Unseen, receipt.Seen},           // an unseen path cites a touch
+			{"partial.txt", receipt.Seen, receipt.ChangedAfter},      // lines of another version
+			{"nocontent.txt", receipt.Written, receipt.ChangedAfter}, // no content written
+		} {
+			res := forge(t, func(f *receipt.Receipt) {
+				for i := range f.Paths {
+					if f.Paths[i].Path == c.path {
+						f.Paths[i].Status = c.status
+					}
+				}
+				bump := func(st string, d int) {
+					switch st {
+					case receipt.Seen:
+						f.Coverage.Seen += d
+					case receipt.ChangedAfter:
+						f.Coverage.ChangedAfter += d
+					case receipt.Unseen:
+						f.Coverage.Unseen += d
+					case receipt.Written:
+						f.Coverage.Written += d
+					}
+				}
+				bump(c.from, -1)
+				bump(c.status, 1)
+			})
+			if kinds(res) != receipt.ProblemMismatch || !strings.Contains(res.Problems[0].Detail, c.path) {
+				t.Errorf("%s forged as %s: %+v", c.path, c.status, res.Problems)
+			}
 		}
 	})
 	t.Run("wrong commit facts", func(t *testing.T) {
@@ -427,6 +534,43 @@ func TestKeyFile(t *testing.T) {
 	}
 	if _, err := receipt.LoadKey(filepath.Join(dir, "none")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing key: %v", err)
+	}
+}
+
+// The default key's directory is git-lossless's own: writing the key
+// makes it 0700 even when it existed looser, and leaves its parent (the
+// user's config dir) and any other key's directory alone.
+func TestKeyFileDirectoryPermissions(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config")
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	t.Setenv("HOME", t.TempDir())
+	own := filepath.Join(cfg, "git-lossless")
+	other := filepath.Join(t.TempDir(), "keys")
+	for _, d := range []string{own, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o755); err != nil { // whatever the umask
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(cfg, 0o755)
+	def, err := receipt.DefaultKeyPath()
+	if err != nil || filepath.Dir(def) != own {
+		t.Fatalf("default key path %s (%v), want it in %s", def, err, own)
+	}
+	k := theKey(t)
+	if err := k.WriteFile(def, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.WriteFile(filepath.Join(other, "key.asc"), false); err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range map[string]os.FileMode{own: 0o700, cfg: 0o755, other: 0o755} {
+		st, err := os.Stat(d)
+		if err != nil || st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", d, st.Mode().Perm(), err, want)
+		}
 	}
 }
 

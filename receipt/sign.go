@@ -70,23 +70,33 @@ func GenerateKey(name, email string) (*Key, error) {
 	return &Key{Entity: e}, nil
 }
 
-// WriteFile writes the armored secret key to path, mode 0600, in a
-// directory made 0700 if it does not exist. An existing file is kept
-// unless force is set.
+// WriteFile writes the armored secret key to path, mode 0600. An existing
+// file is kept unless force is set. A missing directory is created 0700.
+// When path is the default key path, its directory is git-lossless's own
+// (os.UserConfigDir()/git-lossless) and is made 0700 even if it existed
+// with looser permissions, so that only its owner can list or replace
+// the key; any other directory, and every parent, is left as it is: it is
+// not ours to change.
 func (k *Key) WriteFile(path string, force bool) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if def, err := DefaultKeyPath(); err == nil && filepath.Clean(def) == filepath.Clean(path) {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("restrict %s to its owner: %w", dir, err)
+		}
 	}
 	var buf bytes.Buffer
 	w, err := armor.Encode(&buf, openpgp.PrivateKeyType, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("armor key: %w", err)
 	}
 	if err := k.Entity.SerializePrivate(w, pgpConfig(time.Now)); err != nil {
 		return fmt.Errorf("serialize key: %w", err)
 	}
 	if err := w.Close(); err != nil {
-		return err
+		return fmt.Errorf("armor key: %w", err)
 	}
 	buf.WriteByte('\n')
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
@@ -98,11 +108,11 @@ func (k *Key) WriteFile(path string, force bool) error {
 		return fmt.Errorf("%s exists already", path)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("create key file: %w", err)
 	}
 	if err := f.Chmod(0o600); err != nil {
 		f.Close()
-		return err
+		return fmt.Errorf("restrict %s to its owner: %w", path, err)
 	}
 	_, err = f.Write(buf.Bytes())
 	if err == nil {

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 
+	pgperrors "github.com/ProtonMail/go-crypto/openpgp/errors"
+
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/seal"
 )
@@ -92,7 +94,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 	if err != nil {
 		kind := ProblemSignature
 		var se *SignatureError
-		if errors.As(err, &se) && strings.Contains(se.Error(), "unknown key") {
+		if errors.As(err, &se) && errors.Is(err, pgperrors.ErrUnknownIssuer) {
 			kind = ProblemUnknownKey
 			res.KeyID = se.KeyID
 		}
@@ -108,8 +110,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 		res.add(ProblemNotes, "%s: %v", res.Ref, err)
 	} else if csigner, err := VerifyCommitSignature(head.Payload, head.Signature, kr); err != nil {
 		kind := ProblemSignature
-		var se *SignatureError
-		if errors.As(err, &se) && strings.Contains(se.Error(), "unknown key") {
+		if errors.Is(err, pgperrors.ErrUnknownIssuer) {
 			kind = ProblemUnknownKey
 		}
 		res.add(kind, "%s head %s: %v", res.Ref, short(head.ID), err)
@@ -429,24 +430,22 @@ func checkPathEvidence(p PathEntry, e *gitstore.Event, committed int64) string {
 		return "is timed after the commit"
 	}
 	blob, disk := version(e)
-	full := blob != "" && !partialView(e)
+	isCommitted := blob != "" && (blob == p.Blob || disk == p.Blob)
 	switch p.Status {
 	case Written:
 		if !wroteOps[e.Op] || e.Blob != p.Blob || partialView(e) {
 			return "does not show a model writing the committed blob"
 		}
 	case Seen:
-		if !full || (blob != p.Blob && disk != p.Blob) {
+		if !isCommitted {
 			return "does not show a context seeing the committed blob"
 		}
 	case ChangedAfter:
-		if !full || (p.Change != Deleted && (blob == p.Blob || disk == p.Blob)) {
-			return "does not show a version that differs from the committed one"
+		if p.Change != Deleted && isCommitted {
+			return "shows the committed version, so the path did not change after the agents"
 		}
 	case Unseen:
-		if full {
-			return "shows a whole version, so the path is not unseen"
-		}
+		return "is a touch of the path, so the path is not unseen"
 	case Excluded:
 	}
 	return ""
