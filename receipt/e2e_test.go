@@ -198,7 +198,7 @@ func TestReceiptAfterClaudeCode(t *testing.T) {
 	}
 
 	// Our verify, plain gpg, plain git.
-	if out := gl(true, baseEnv, dir, "receipt", "verify"); !strings.Contains(out, "1 receipts, 1 ok") {
+	if out := gl(true, baseEnv, dir, "receipt", "verify"); !strings.Contains(out, "1 receipt, 1 ok") {
 		t.Fatalf("verify:\n%s", out)
 	}
 	checkPlain := func(d string) {

@@ -75,6 +75,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %s\n%s", want, out)
 		}
 	}
+	demoReceiptStep(t, out)
 	if strings.Contains(out, "UNEXPECTED") || errOut != "" {
 		t.Errorf("demo reported a problem:\n%s\nstderr:\n%s", out, errOut)
 	}
@@ -90,6 +91,64 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo wrote %s into the repository GIT_DIR names", p)
 		}
 	}
+}
+
+// demoReceiptStep checks step 6: the receipt's statuses and read set as
+// printed, our verify's OK line, and plain gpg's and git's good signatures
+// (which CI must not skip: without gpg the demo prints a skip line, which
+// fails here under CI=true).
+func demoReceiptStep(t *testing.T, out string) {
+	t.Helper()
+	i := strings.Index(out, "[6/6] Commit, and the commit's signed receipt")
+	if i < 0 {
+		t.Fatalf("demo has no receipt step:\n%s", out)
+	}
+	step := out[i:]
+	key := regexp.MustCompile(`(?m)^  \$ git lossless receipt   \(signed with a throwaway Ed25519 key ([0-9A-F]{16})\)$`).FindStringSubmatch(step)
+	if key == nil {
+		t.Fatalf("receipt step names no key:\n%s", step)
+	}
+	id := key[1]
+	ref := "refs/notes/lossless/receipts-" + strings.ToLower(id)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^    Receipt for commit [0-9a-f]{40}$`),
+		regexp.MustCompile(`(?m)^      issued .*, built and stored in notes commit [0-9a-f]{12} on ` + regexp.QuoteMeta(ref) + `$`),
+		regexp.MustCompile(`(?m)^    Changed paths \(3\): 2 written, 0 seen, 1 changed-after, 0 unseen, 0 excluded$`),
+		regexp.MustCompile(`(?m)^      changed-after +M +[0-9a-f]{12} +w1#1 +README\.md$`),
+		regexp.MustCompile(`(?m)^      written +M +[0-9a-f]{12} +w1#4 +src/app\.go$`),
+		regexp.MustCompile(`(?m)^      written +A +[0-9a-f]{12} +w1#5 +src/report\.go$`),
+		regexp.MustCompile(`(?m)^      c1 +excluded +read +\(withheld\) +full +w1#6 +\.env$`),
+		regexp.MustCompile(`(?m)^      c1 +stale +read +[0-9a-f]{40} +full +w1#1 +README\.md$`),
+		regexp.MustCompile(`(?m)^      c1 +partial +read +[0-9a-f]{40} +lines:5-9 +w1#2 +src/app\.go$`),
+		regexp.MustCompile(`(?m)^      c1 +current +edit +[0-9a-f]{40} +full +w1#4 +src/app\.go$`),
+		regexp.MustCompile(`(?m)^      o200k tokens in total: [1-9][0-9]* of file versions, 0 of conversation spans$`),
+		regexp.MustCompile(`(?m)^    OK    [0-9a-f]{12} ` + regexp.QuoteMeta(ref) + `: signed by ` + id + ` \(git-lossless demo \(git-lossless receipts\) <demo@git-lossless\.invalid>\); 3 paths, [1-9][0-9]* events in 1 writer, [1-9][0-9]* blobs checked$`),
+	} {
+		if !want.MatchString(step) {
+			t.Errorf("receipt step lacks %s\n%s", want, step)
+		}
+	}
+	if _, err := exec.LookPath("gpg"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("gpg is not on PATH: CI checks the demo's receipt with plain gpg (install gnupg)\n%s", step)
+		}
+		if !strings.Contains(step, "(gpg is not on PATH: skipped)") {
+			t.Errorf("without gpg the receipt step does not say it skipped the plain check:\n%s", step)
+		}
+		return
+	}
+	good := regexp.MustCompile(`(?m)^      gpg: Good signature from "git-lossless demo \(git-lossless receipts\) <demo@git-lossless\.invalid>"`)
+	for _, after := range []string{"| gpg --verify\n", "$ git verify-commit " + ref + "\n"} {
+		j := strings.Index(step, after)
+		if j < 0 || !good.MatchString(firstLine(step[j+len(after):])) {
+			t.Errorf("no good signature right after %q:\n%s", after, step)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
 }
 
 // TestDemoKeep keeps the repositories and checks them with the CLI and

@@ -313,7 +313,7 @@ func runReceiptVerify(ctx context.Context, e *env, rev string, o receiptOpts) er
 		printVerify(e.stdout, res)
 	}
 	if !o.json {
-		fmt.Fprintf(e.stdout, "%d receipts, %d ok, %d failed\n", len(found), len(found)-bad, bad)
+		fmt.Fprintf(e.stdout, "%s, %d ok, %d failed\n", plural(len(found), "receipt"), len(found)-bad, bad)
 	}
 	if bad > 0 {
 		return failedError{fmt.Sprintf("%d of %d receipts failed verification", bad, len(found))}
@@ -327,7 +327,7 @@ func printVerify(w io.Writer, res *receipt.Result) {
 		if res.UserID != "" {
 			fmt.Fprintf(w, " (%s)", res.UserID)
 		}
-		fmt.Fprintf(w, "; %d paths, %d events in %d writers, %d blobs checked\n", res.Checked.Paths, res.Checked.Events, res.Checked.Writers, res.Checked.Blobs)
+		fmt.Fprintf(w, "; %s, %s in %s, %s checked\n", plural(res.Checked.Paths, "path"), plural(res.Checked.Events, "event"), plural(res.Checked.Writers, "writer"), plural(res.Checked.Blobs, "blob"))
 	} else {
 		fmt.Fprintf(w, "FAIL  %s %s:\n", short12(res.Commit), res.Ref)
 		for _, p := range res.Problems {
