@@ -95,11 +95,11 @@ func (s *Store) Import(ctx context.Context, writer string, recs []Record, batchS
 		batch := events
 		deduped := 0
 		if hasKeys(events) {
-			lines, err := s.writerLines(ctx, writer, h)
+			stored, err := s.storedKeys(ctx, writer, h, events)
 			if err != nil {
 				return ImportResult{}, err
 			}
-			batch, deduped = dedupe(events, lines)
+			batch, deduped = dedupe(events, stored)
 		}
 		if len(batch) == 0 {
 			// Nothing new: blobs already packed stay unreferenced, as with

@@ -548,7 +548,6 @@ func (s *Store) Select(ctx context.Context, sel Selection) ([]Event, error) {
 	}
 	named := len(sel.Writers) > 0
 	var out []Event
-	var scratch []byte
 	for _, w := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -566,8 +565,9 @@ func (s *Store) Select(ctx context.Context, sel Selection) ([]Event, error) {
 			e.Writer = w
 			out = append(out, e)
 		}
-		if data, ok := s.currentIndex(w, ids[w], &scratch); ok {
+		if data, release, ok := s.currentIndex(w, ids[w]); ok {
 			scanAny(data, sel.Any, each)
+			release()
 		} else {
 			lines, err := s.linesAtRef(ctx, w, ids[w])
 			if err != nil {

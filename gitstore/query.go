@@ -62,7 +62,6 @@ func (s *Store) Events(ctx context.Context, q Query) ([]Event, error) {
 	}
 
 	var out []Event
-	var scratch []byte // one buffer for every writer's index
 	for ref, id := range refs {
 		writer := strings.TrimPrefix(ref, RefPrefix)
 		if len(want) > 0 && !want[writer] {
@@ -82,8 +81,9 @@ func (s *Store) Events(ctx context.Context, q Query) ([]Event, error) {
 		}
 		// Fast path: the index is current; search its bytes for the
 		// filter's needles and parse only the lines that hold them.
-		if data, ok := s.currentIndex(writer, id, &scratch); ok {
+		if data, release, ok := s.currentIndex(writer, id); ok {
 			scanLines(data, needles, each)
+			release()
 			continue
 		}
 		lines, err := s.linesAtRef(ctx, writer, id)
@@ -169,32 +169,46 @@ func (s *Store) linesAtRef(ctx context.Context, writer, id string) ([][]byte, er
 	return s.writerLines(ctx, writer, h)
 }
 
-// currentIndex reads writer's index into *buf when it covers exactly the
-// ref value id, and returns its bytes (valid until *buf is reused).
-func (s *Store) currentIndex(writer, id string, buf *[]byte) ([]byte, bool) {
+// currentIndex returns writer's index bytes when the index covers exactly
+// the ref value id, and a release func the caller must call when done with
+// them (and with every slice of them). The file is mapped, not read: a
+// guard decision reads one writer's index of megabytes to find a handful of
+// lines, and a read would copy all of it into freshly faulted memory.
+// Mapping is safe against concurrent writers: indexWrite only ever appends
+// past the recorded length of a file, and replaces it whole by rename (a
+// new inode), so the mapped prefix never changes or shrinks.
+func (s *Store) currentIndex(writer, id string) ([]byte, func(), bool) {
 	ih, ok := s.readIndexHead(writer)
 	if !ok || ih.Commit != id || ih.Length <= 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	jf, _, _ := s.indexPaths(writer)
-	f, err := os.Open(jf)
+	f, err := openFile(jf, os.O_RDONLY, 0)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	defer f.Close()
-	if int64(cap(*buf)) < ih.Length {
-		*buf = make([]byte, ih.Length)
+	st, err := f.Stat()
+	if err != nil || st.Size() < ih.Length {
+		return nil, nil, false
 	}
-	data := (*buf)[:ih.Length]
-	if _, err := io.ReadFull(f, data); err != nil {
-		return nil, false
+	release := func() {}
+	var data []byte
+	if m := mapFile(f, ih.Length); m != nil {
+		data, release = m, func() { unmapFile(m) }
+	} else {
+		data = make([]byte, ih.Length)
+		if _, err := io.ReadFull(f, data); err != nil {
+			return nil, nil, false
+		}
 	}
 	// The same check readIndex makes: ih.Seq lines, each ending in a
 	// newline, none empty.
 	if data[len(data)-1] != '\n' || int64(bytes.Count(data, []byte{'\n'})) != ih.Seq || bytes.Contains(data, []byte("\n\n")) || data[0] == '\n' {
-		return nil, false
+		release()
+		return nil, nil, false
 	}
-	return data, true
+	return data, release, true
 }
 
 // scanLines calls fn with every line of data (newline-terminated lines)
