@@ -55,11 +55,16 @@ removed afterwards unless --keep names a directory to leave them in.`,
 			keep := fs.String("keep", "", "build the repositories in DIR and leave them there")
 			proxyBench := benchProxyFlags(fs) // `bench proxy`: proxy_bench.go
 			hooksBench := benchHooksFlags(fs) // `bench hooks`: bench_hooks.go
+			// `bench receipt`: bench_receipt.go
+			receiptBench := benchReceiptFlags(fs)
 			return func(ctx context.Context, e *env, args []string) error {
 				if handled, err := proxyBench(ctx, e, args); handled {
 					return err
 				}
 				if handled, err := hooksBench(ctx, e, args); handled {
+					return err
+				}
+				if handled, err := receiptBench(ctx, e, args); handled {
 					return err
 				}
 				if len(args) != 1 || args[0] != "store" {
