@@ -632,9 +632,10 @@ func scanAny(data []byte, needles [][]byte, fn func([]byte)) {
 // scanLinesAt calls fn with the start offset of every line of data that
 // contains needle, once per line.
 func scanLinesAt(data, needle []byte, fn func(int)) {
+	find := newFinder(needle, data[:min(len(data), 16<<10)])
 	pos := 0
 	for pos < len(data) {
-		k := bytes.Index(data[pos:], needle)
+		k := find.index(data[pos:])
 		if k < 0 {
 			return
 		}
