@@ -46,6 +46,7 @@ type upstream struct {
 	mu        sync.Mutex
 	kind      string
 	detected  time.Time
+	kindTTL   time.Duration        // how long a detected generic kind holds
 	exactDown map[string]time.Time // counter -> when it last failed
 }
 
@@ -99,13 +100,31 @@ func (u *upstream) call(ctx context.Context, method, path string, hdr http.Heade
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
+		return &statusError{method: method, path: path, status: resp.StatusCode}
 	}
 	if r, ok := out.(*rawJSON); ok {
 		*r = data
 		return nil
 	}
 	return json.Unmarshal(data, out)
+}
+
+// statusError is a probe the backend answered with a non-2xx status: the
+// backend is there, it just does not serve that route.
+type statusError struct {
+	method, path string
+	status       int
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("%s %s: HTTP %d", e.method, e.path, e.status)
+}
+
+// answered reports whether a probe's error still means the backend
+// answered.
+func answered(err error) bool {
+	var se *statusError
+	return err == nil || errors.As(err, &se)
 }
 
 // rawJSON is a request or answer body call passes as it is: counting
@@ -179,19 +198,25 @@ func countMember(b []byte, key string) (int, bool) {
 
 // Kind returns the backend kind, detecting it on first use: llama.cpp
 // answers /props, Ollama /api/version, vLLM /v1/models with max_model_len.
-// Anything else is a generic OpenAI-compatible server.
-func (u *upstream) Kind(ctx context.Context) string {
+// Anything else is a generic OpenAI-compatible server. The probes carry
+// the client's credentials (auth) and run detached from ctx's
+// cancellation (see detectTimeout); a generic result is asked again after
+// 10 minutes, or after 30 seconds when no probe got an answer at all.
+func (u *upstream) Kind(ctx context.Context, auth http.Header) string {
 	u.mu.Lock()
-	if u.kind != "" && (u.conf != "auto" || time.Since(u.detected) < 10*time.Minute || u.kind != kindOpenAI) {
+	if u.kind != "" && (u.conf != "auto" || u.kind != kindOpenAI || time.Since(u.detected) < u.kindTTL) {
 		k := u.kind
 		u.mu.Unlock()
 		return k
 	}
 	u.mu.Unlock()
+	ctx, cancel := detachedContext(ctx)
+	defer cancel()
 
 	type answer struct {
-		kind string
-		ok   bool
+		kind    string
+		ok      bool
+		reached bool
 	}
 	ch := make(chan answer, 3)
 	go func() {
@@ -200,19 +225,19 @@ func (u *upstream) Kind(ctx context.Context) string {
 				NCtx int `json:"n_ctx"`
 			} `json:"default_generation_settings"`
 		}
-		err := u.call(ctx, "GET", "/props", nil, nil, &p)
-		ch <- answer{kindLlamaCpp, err == nil && p.DGS != nil}
+		err := u.call(ctx, "GET", "/props", auth, nil, &p)
+		ch <- answer{kindLlamaCpp, err == nil && p.DGS != nil, answered(err)}
 	}()
 	go func() {
 		var v struct {
 			Version string `json:"version"`
 		}
-		err := u.call(ctx, "GET", "/api/version", nil, nil, &v)
-		ch <- answer{kindOllama, err == nil && v.Version != ""}
+		err := u.call(ctx, "GET", "/api/version", auth, nil, &v)
+		ch <- answer{kindOllama, err == nil && v.Version != "", answered(err)}
 	}()
 	go func() {
 		var m modelList
-		err := u.call(ctx, "GET", "/v1/models", nil, nil, &m)
+		err := u.call(ctx, "GET", "/v1/models", auth, nil, &m)
 		ok := false
 		kind := kindVLLM
 		if err == nil {
@@ -225,14 +250,16 @@ func (u *upstream) Kind(ctx context.Context) string {
 				}
 			}
 		}
-		ch <- answer{kind, ok}
+		ch <- answer{kind, ok, answered(err)}
 	}()
 	found := map[string]bool{}
+	reached := false
 	for i := 0; i < 3; i++ {
 		a := <-ch
 		if a.ok {
 			found[a.kind] = true
 		}
+		reached = reached || a.reached
 	}
 	kind := kindOpenAI
 	for _, k := range []string{kindLlamaCpp, kindOllama, kindVLLM} {
@@ -241,8 +268,12 @@ func (u *upstream) Kind(ctx context.Context) string {
 			break
 		}
 	}
+	ttl := 10 * time.Minute
+	if !reached {
+		ttl = 30 * time.Second // the backend is down or unreachable: not an answer
+	}
 	u.mu.Lock()
-	u.kind, u.detected = kind, time.Now()
+	u.kind, u.detected, u.kindTTL = kind, time.Now(), ttl
 	u.mu.Unlock()
 	return kind
 }
@@ -255,9 +286,9 @@ type modelList struct {
 	} `json:"data"`
 }
 
-// detectWindow asks the backend for model's runtime window. It returns 0
-// when the backend does not say.
-func (u *upstream) detectWindow(ctx context.Context, kind, model string) (int, string) {
+// detectWindow asks the backend for model's runtime window, with the
+// client's credentials (auth). It returns 0 when the backend does not say.
+func (u *upstream) detectWindow(ctx context.Context, kind, model string, auth http.Header) (int, string) {
 	switch kind {
 	case kindLlamaCpp:
 		var p struct {
@@ -266,7 +297,7 @@ func (u *upstream) detectWindow(ctx context.Context, kind, model string) (int, s
 				NCtx int `json:"n_ctx"`
 			} `json:"default_generation_settings"`
 		}
-		if u.call(ctx, "GET", "/props", nil, nil, &p) == nil {
+		if u.call(ctx, "GET", "/props", auth, nil, &p) == nil {
 			if p.DGS.NCtx > 0 {
 				return p.DGS.NCtx, "llama.cpp /props"
 			}
@@ -276,7 +307,7 @@ func (u *upstream) detectWindow(ctx context.Context, kind, model string) (int, s
 		}
 	case kindVLLM:
 		var m modelList
-		if u.call(ctx, "GET", "/v1/models", nil, nil, &m) == nil {
+		if u.call(ctx, "GET", "/v1/models", auth, nil, &m) == nil {
 			for _, d := range m.Data {
 				if d.ID == model && d.MaxModelLen > 0 {
 					return d.MaxModelLen, "vLLM /v1/models"
@@ -287,7 +318,7 @@ func (u *upstream) detectWindow(ctx context.Context, kind, model string) (int, s
 			}
 		}
 	case kindOllama:
-		return u.ollamaWindow(ctx, model)
+		return u.ollamaWindow(ctx, model, auth)
 	}
 	return 0, ""
 }
@@ -301,7 +332,7 @@ var numCtxRe = regexp.MustCompile(`(?m)^\s*num_ctx\s+(\d+)`)
 // ollamaWindow: the runtime window from /api/ps when the model is loaded,
 // else num_ctx from the Modelfile, else (source "ollama default") the
 // default, capped by the model's native window.
-func (u *upstream) ollamaWindow(ctx context.Context, model string) (int, string) {
+func (u *upstream) ollamaWindow(ctx context.Context, model string, auth http.Header) (int, string) {
 	want := ollamaName(model)
 	var ps struct {
 		Models []struct {
@@ -310,7 +341,7 @@ func (u *upstream) ollamaWindow(ctx context.Context, model string) (int, string)
 			ContextLength int    `json:"context_length"`
 		} `json:"models"`
 	}
-	if u.call(ctx, "GET", "/api/ps", nil, nil, &ps) == nil {
+	if u.call(ctx, "GET", "/api/ps", auth, nil, &ps) == nil {
 		for _, m := range ps.Models {
 			if (ollamaName(m.Name) == want || ollamaName(m.Model) == want) && m.ContextLength > 0 {
 				return m.ContextLength, "ollama /api/ps"
@@ -321,7 +352,7 @@ func (u *upstream) ollamaWindow(ctx context.Context, model string) (int, string)
 		Parameters string         `json:"parameters"`
 		ModelInfo  map[string]any `json:"model_info"`
 	}
-	if u.call(ctx, "POST", "/api/show", nil, map[string]string{"model": model}, &show) != nil {
+	if u.call(ctx, "POST", "/api/show", auth, map[string]string{"model": model}, &show) != nil {
 		return 0, ""
 	}
 	native := 0
@@ -367,9 +398,10 @@ func (u *upstream) canCountExact(kind string, d dialect) bool {
 }
 
 // countExact asks the backend's tokenizer for the request's prompt tokens
-// with msgs (a JSON array) as its messages. ok is false when the backend
-// cannot count; window is set when the answer also carries the window.
-func (u *upstream) countExact(ctx context.Context, kind string, r *request, msgs []byte, hdr http.Header) (n, window int, ok bool) {
+// with msgs (a JSON array) as its messages, with the client's credentials
+// (auth, from authHeaders). ok is false when the backend cannot count;
+// window is set when the answer also carries the window.
+func (u *upstream) countExact(ctx context.Context, kind string, r *request, msgs []byte, auth http.Header) (n, window int, ok bool) {
 	key := kind + "/" + r.d.String()
 	u.mu.Lock()
 	down, isDown := u.exactDown[key]
@@ -380,11 +412,11 @@ func (u *upstream) countExact(ctx context.Context, kind string, r *request, msgs
 	var err error
 	switch {
 	case kind == kindLlamaCpp && r.d == openAI:
-		n, err = u.countLlama(ctx, r, msgs)
+		n, err = u.countLlama(ctx, r, msgs, auth)
 	case kind == kindVLLM && r.d == openAI:
-		n, window, err = u.countVLLM(ctx, r, msgs)
+		n, window, err = u.countVLLM(ctx, r, msgs, auth)
 	case (kind == kindLlamaCpp || kind == kindAnthropic) && r.d == anthropic:
-		n, err = u.countAnthropic(ctx, r, msgs, hdr)
+		n, err = u.countAnthropic(ctx, r, msgs, auth)
 	default:
 		return 0, 0, false
 	}
@@ -404,18 +436,18 @@ func (r *request) member(key string) json.RawMessage {
 	return nil
 }
 
-func (u *upstream) countLlama(ctx context.Context, r *request, msgs []byte) (int, error) {
+func (u *upstream) countLlama(ctx context.Context, r *request, msgs []byte, auth http.Header) (int, error) {
 	var tpl struct {
 		Prompt *string `json:"prompt"`
 	}
-	if err := u.call(ctx, "POST", "/apply-template", nil, rawObject("messages", msgs, "tools", r.member("tools")), &tpl); err != nil {
+	if err := u.call(ctx, "POST", "/apply-template", auth, rawObject("messages", msgs, "tools", r.member("tools")), &tpl); err != nil {
 		return 0, err
 	}
 	if tpl.Prompt == nil {
 		return 0, errors.New("apply-template: no prompt")
 	}
 	var tok rawJSON
-	err := u.call(ctx, "POST", "/tokenize", nil, map[string]any{"content": *tpl.Prompt, "add_special": false, "parse_special": true}, &tok)
+	err := u.call(ctx, "POST", "/tokenize", auth, map[string]any{"content": *tpl.Prompt, "add_special": false, "parse_special": true}, &tok)
 	if err != nil {
 		return 0, err
 	}
@@ -426,10 +458,10 @@ func (u *upstream) countLlama(ctx context.Context, r *request, msgs []byte) (int
 	return n, nil
 }
 
-func (u *upstream) countVLLM(ctx context.Context, r *request, msgs []byte) (int, int, error) {
+func (u *upstream) countVLLM(ctx context.Context, r *request, msgs []byte, auth http.Header) (int, int, error) {
 	in := rawObject("model", r.member("model"), "messages", msgs, "add_generation_prompt", "true", "tools", r.member("tools"))
 	var out rawJSON
-	if err := u.call(ctx, "POST", "/tokenize", nil, in, &out); err != nil {
+	if err := u.call(ctx, "POST", "/tokenize", auth, in, &out); err != nil {
 		return 0, 0, err
 	}
 	ms, ok := scanObject(out)
@@ -439,13 +471,13 @@ func (u *upstream) countVLLM(ctx context.Context, r *request, msgs []byte) (int,
 	return intValue(findMember(out, ms, "count")), intValue(findMember(out, ms, "max_model_len")), nil
 }
 
-func (u *upstream) countAnthropic(ctx context.Context, r *request, msgs []byte, hdr http.Header) (int, error) {
+func (u *upstream) countAnthropic(ctx context.Context, r *request, msgs []byte, auth http.Header) (int, error) {
 	in := rawObject("model", r.member("model"), "system", r.member("system"), "tools", r.member("tools"),
 		"tool_choice", r.member("tool_choice"), "thinking", r.member("thinking"), "messages", msgs)
 	var out struct {
 		InputTokens int `json:"input_tokens"`
 	}
-	if err := u.call(ctx, "POST", "/v1/messages/count_tokens", authHeaders(hdr), in, &out); err != nil {
+	if err := u.call(ctx, "POST", "/v1/messages/count_tokens", auth, in, &out); err != nil {
 		return 0, err
 	}
 	return out.InputTokens, nil

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -435,5 +436,130 @@ func TestNoFalseTruncation(t *testing.T) {
 	ms.mu.Unlock()
 	if w, _ := ms.window(32768); w != 16000 {
 		t.Fatalf("stated window %d", w)
+	}
+}
+
+// A backend behind an authenticating gateway answers nothing without the
+// client's key: detection, window and tokenizer calls carry it, so the
+// proxy still counts exactly and knows the window.
+func TestProbesCarryCredentials(t *testing.T) {
+	cases := []struct {
+		name      string
+		stub      *stub.Server
+		wantSrc   string
+		wantCount string
+		routes    []string // routes the proxy must have called with the key
+	}{
+		{"llama.cpp", &stub.Server{Kind: stub.LlamaCpp, Window: 8192}, "llama.cpp /props", sourceExact, []string{"/props", "/apply-template", "/tokenize"}},
+		{"vLLM", &stub.Server{Kind: stub.VLLM, Window: 8192}, "vLLM /v1/models", sourceExact, []string{"/v1/models", "/tokenize"}},
+		{"ollama", &stub.Server{Kind: stub.Ollama, Window: 8192, OllamaNumCtx: 8192}, "ollama /api/show num_ctx", sourceEstimate, []string{"/api/version", "/api/ps", "/api/show"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := tc.stub
+			st.Auth, st.NoUsage = "sk-gateway-key", true
+			s := newStack(t, st, nil)
+			c := stub.NewConversation("stub-model", "sys")
+			c.User(stub.Code(1, 8192*4*6/10))
+			if code, b := s.post("/v1/chat/completions", c.Body(false), "Authorization", "Bearer sk-gateway-key"); code != 200 {
+				t.Fatalf("HTTP %d %s", code, b)
+			}
+			u, ok := s.p.Usage("")
+			if !ok || u.Window != 8192 || u.WindowSource != tc.wantSrc || u.CountSource != tc.wantCount {
+				t.Fatalf("usage %+v; want window 8192 (%s), count %s", u, tc.wantSrc, tc.wantCount)
+			}
+			called := map[string]bool{}
+			for _, r := range s.st.Requests() {
+				if r.Status == http.StatusUnauthorized && r.Path != "/props" && r.Path != "/api/version" && r.Path != "/v1/models" {
+					t.Errorf("%s %s sent without the client's key", r.Method, r.Path)
+				}
+				if r.Header.Get("Authorization") == "Bearer sk-gateway-key" {
+					called[r.Path] = true
+				}
+			}
+			for _, route := range tc.routes {
+				if !called[route] {
+					t.Errorf("the proxy never called %s with the client's key", route)
+				}
+			}
+		})
+	}
+}
+
+// Detection outlives the request that triggered it: a client that has
+// already given up (its context is cancelled) does not leave a wrong
+// backend kind or an unknown window cached for everyone after it.
+func TestDetectionSurvivesCancelledRequest(t *testing.T) {
+	s := newStack(t, &stub.Server{Kind: stub.LlamaCpp, Window: 8192}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c := stub.NewConversation("stub-model", "sys")
+	c.User("hello")
+	req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(c.Body(false))).WithContext(ctx)
+	s.p.ServeHTTP(httptest.NewRecorder(), req)
+	if got := s.p.Stats().Backend; got != kindLlamaCpp {
+		t.Fatalf("backend detected as %q during a cancelled request", got)
+	}
+	if code, b := s.post("/v1/chat/completions", c.Body(false)); code != 200 {
+		t.Fatalf("HTTP %d %s", code, b)
+	}
+	if u, _ := s.p.Usage(""); u.Window != 8192 || u.WindowSource != "llama.cpp /props" {
+		t.Fatalf("usage %+v", u)
+	}
+}
+
+// Ollama cuts the very first long request of a session, before any
+// usage has calibrated the estimate: the cut is still detected, and the
+// cut count does not bend the calibration.
+func TestOllamaTruncationBeforeCalibration(t *testing.T) {
+	cases := []struct {
+		name  string
+		bytes int // of the first user message
+	}{
+		{"far over the window", 40000}, // read less than half the raw estimate
+		{"pinned at the default window", 21000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &stub.Server{Kind: stub.Ollama, Window: 4096} // not loaded, no num_ctx: runtime default
+			s := newStack(t, st, func(c *Config) { c.Window = 16384 })
+			c := stub.NewConversation("stub-model", "sys")
+			c.User(stub.Code(1, tc.bytes))
+			if code, _ := s.post("/v1/chat/completions", c.Body(false)); code != 200 {
+				t.Fatal(code)
+			}
+			if !s.lastChat().Truncated {
+				t.Fatal("the stub did not truncate: test setup")
+			}
+			if n := s.p.Stats().Truncations; n != 1 {
+				t.Fatalf("%d truncations detected on the first request", n)
+			}
+			ms := s.p.model("stub-model")
+			if _, n := ms.calibration(); n != 0 {
+				t.Fatalf("a truncated count calibrated the estimate (%d samples)", n)
+			}
+			if u, _ := s.p.Usage(""); u.Window != 4096 || u.WindowSource != "truncation" {
+				t.Fatalf("usage %+v", u)
+			}
+			// Later turns are compacted to fit; their honest counts
+			// calibrate the estimate to the stub's 4 bytes a token.
+			for i := 0; i < 3; i++ {
+				c.Assistant("ok")
+				c.User(fmt.Sprintf("and this one?\n%s", stub.Code(uint64(i+2), 4000)))
+				if code, _ := s.post("/v1/chat/completions", c.Body(false)); code != 200 {
+					t.Fatal(code)
+				}
+				if r := s.lastChat(); r.Truncated || r.Prompt > 4096 {
+					t.Fatalf("turn %d still truncated: %d tokens", i+2, r.Prompt)
+				}
+			}
+			ratio, n := ms.calibration()
+			if n == 0 || ratio < 0.75 || ratio > 1.05 {
+				t.Fatalf("calibration ratio %.3f from %d samples; want about 3.5/4", ratio, n)
+			}
+			if n := s.p.Stats().Truncations; n != 1 {
+				t.Fatalf("%d truncations", n)
+			}
+		})
 	}
 }

@@ -66,10 +66,6 @@ type compactResult struct {
 
 type group struct{ start, end int }
 
-// testHookCompact, when set (tests only), runs at the start of every
-// compaction: tests use it to make the code path panic.
-var testHookCompact func(*compaction)
-
 // groups partitions msgs into units that are kept or folded whole: an
 // assistant message with tool calls together with the results that
 // answer it, every other message alone.
@@ -109,9 +105,7 @@ func (c *compaction) chainAt(n int) [32]byte {
 
 // run compacts the request. Errors are *failOpen or *summaryError.
 func (c *compaction) run(ctx context.Context) (*compactResult, error) {
-	if testHookCompact != nil {
-		testHookCompact(c)
-	}
+	runHook(c.p.hooks.compact)
 	msgs := c.r.msgs
 	d := c.r.d
 	margin := c.p.cfg.Margin

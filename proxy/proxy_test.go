@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -69,8 +70,18 @@ func (s *stack) post(path string, body []byte, hdr ...string) (int, []byte) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.p.Idle(5 * time.Second)
+	s.idle()
 	return resp.StatusCode, b
+}
+
+// idle waits until the proxy has recorded every exchange it answered.
+func (s *stack) idle() {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.p.Idle(ctx); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 func (s *stack) get(path string) (int, []byte) {

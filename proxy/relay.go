@@ -61,6 +61,12 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 // relay writes resp to w byte for byte, flushing after every chunk read,
 // and feeds the same bytes to tee when set.
 func relay(w http.ResponseWriter, resp *http.Response, tee io.Writer) error {
+	return relayFrom(w, resp, resp.Body, tee)
+}
+
+// relayFrom is relay with the body read from body: resp.Body, or what was
+// already read of it followed by the rest.
+func relayFrom(w http.ResponseWriter, resp *http.Response, body io.Reader, tee io.Writer) error {
 	copyHeaders(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
 	fl, _ := w.(http.Flusher)
@@ -71,7 +77,7 @@ func relay(w http.ResponseWriter, resp *http.Response, tee io.Writer) error {
 	defer bufPool.Put(bp)
 	buf := *bp
 	for {
-		n, err := resp.Body.Read(buf)
+		n, err := body.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return werr

@@ -6,19 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // Proxy is the compacting proxy, an http.Handler. Create it with New (or
-// run it with Start); it is safe for concurrent use.
+// run it with Run or Start); it is safe for concurrent use.
 type Proxy struct {
 	cfg      Config
 	up       *upstream
@@ -34,24 +35,81 @@ type Proxy struct {
 	modelsMu sync.Mutex
 	models   map[string]*modelState
 
-	// inflight counts requests being handled (a response can reach the
+	// active counts requests being handled (a response can reach the
 	// client before its handler has recorded it).
-	inflight atomic.Int64
+	active *activity
+
+	// hooks are failure-injection points for this package's tests; nil
+	// in production.
+	hooks hooks
 }
 
-// Idle waits up to d until no request is being handled, and reports
-// whether that happened. A client can have its whole answer before the
-// proxy has finished recording the exchange; tests call Idle before they
-// read Stats or Usage.
-func (p *Proxy) Idle(d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for p.inflight.Load() > 0 {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond)
+// hooks are points on the request path where tests inject a failure (a
+// panic) to prove the proxy fails open. They live on the Proxy rather
+// than in a package variable so that tests cannot see each other's.
+type hooks struct {
+	plan    func() // before the window and the count are worked out
+	compact func() // at the start of a compaction
+	send    func() // before the request goes upstream
+	finish  func() // before the exchange is recorded
+}
+
+func runHook(h func()) {
+	if h != nil {
+		h()
 	}
-	return true
+}
+
+// activity counts requests in flight and lets callers wait, without
+// polling, for a moment when there are none: idle is a channel closed
+// whenever the count is zero and replaced when it leaves zero.
+type activity struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{}
+}
+
+func newActivity() *activity {
+	c := make(chan struct{})
+	close(c)
+	return &activity{idle: c}
+}
+
+func (a *activity) begin() {
+	a.mu.Lock()
+	if a.n == 0 {
+		a.idle = make(chan struct{})
+	}
+	a.n++
+	a.mu.Unlock()
+}
+
+func (a *activity) end() {
+	a.mu.Lock()
+	a.n--
+	if a.n == 0 {
+		close(a.idle)
+	}
+	a.mu.Unlock()
+}
+
+func (a *activity) idleChan() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.idle
+}
+
+// Idle waits until no request is being handled, or ctx ends. A client
+// can have its whole answer before the proxy has finished recording the
+// exchange (the savings log line, the session's usage, the stats); tests
+// and tools call Idle before they read Stats, Usage or the log.
+func (p *Proxy) Idle(ctx context.Context) error {
+	select {
+	case <-p.active.idleChan():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("proxy: waiting for requests in flight: %w", ctx.Err())
+	}
 }
 
 // New returns a proxy for cfg (start from DefaultConfig or Load). It needs
@@ -76,6 +134,7 @@ func New(cfg Config) (*Proxy, error) {
 		stats:    newStatCounters(),
 		started:  cfg.Now(),
 		models:   map[string]*modelState{},
+		active:   newActivity(),
 	}
 	p.client = &http.Client{Transport: &http.Transport{
 		Proxy:                 nil, // the backend is addressed directly
@@ -131,21 +190,54 @@ func (p *Proxy) Close() error {
 	return nil
 }
 
-// Start listens on cfg.Listen (refusing non-loopback addresses unless
-// AllowRemote) and serves until ctx is done. It returns the bound address
-// ("127.0.0.1:PORT"; useful with port 0) once the proxy accepts
-// connections. The archive writer defaults to one named after that
-// address.
-func Start(ctx context.Context, cfg Config) (string, error) {
+// Server is a proxy serving on its own listener, as Run returns it.
+type Server struct {
+	// Addr is the bound address ("127.0.0.1:PORT"; useful with port 0).
+	Addr string
+	// Proxy is the handler, for Idle, Usage and Stats without HTTP.
+	Proxy *Proxy
+
+	done chan struct{}
+	err  error
+}
+
+// Wait blocks until the server has stopped: its context ended, every
+// request it accepted has been answered and recorded, and the savings log
+// is closed. Only then is the log complete, so a caller that reads it
+// (the demo, the bench) waits here first. It returns what Serve returned.
+func (s *Server) Wait() error {
+	<-s.done
+	return s.err
+}
+
+// Run listens on cfg.Listen (refusing non-loopback addresses unless
+// AllowRemote) and serves until ctx is done. It returns once the proxy
+// accepts connections. The archive writer defaults to one named after the
+// bound address.
+func Run(ctx context.Context, cfg Config) (*Server, error) {
 	ln, p, err := listen(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Addr: ln.Addr().String(), Proxy: p, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		err := p.Serve(ctx, ln)
+		if cerr := p.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("proxy: close savings log: %w", cerr)
+		}
+		s.err = err
+	}()
+	return s, nil
+}
+
+// Start is Run for callers that need only the bound address.
+func Start(ctx context.Context, cfg Config) (string, error) {
+	s, err := Run(ctx, cfg)
 	if err != nil {
 		return "", err
 	}
-	go func() {
-		_ = p.Serve(ctx, ln)
-		p.Close()
-	}()
-	return ln.Addr().String(), nil
+	return s.Addr, nil
 }
 
 // Listen binds cfg.Listen and creates the proxy, for callers that want
@@ -171,8 +263,9 @@ func listen(cfg Config) (net.Listener, *Proxy, error) {
 	return ln, p, nil
 }
 
-// Serve serves on ln until ctx is done, then shuts down (waiting up to 5 s
-// for requests in flight).
+// Serve serves on ln until ctx is done, then shuts down: it stops
+// accepting, waits (up to 5 s) for the requests in flight to be answered
+// and recorded, and returns.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
@@ -183,8 +276,16 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(sctx)
+		err := srv.Shutdown(sctx)
 		<-errc
+		if err == nil {
+			// Shutdown waits for connections to go idle, which they do
+			// only after their handlers return; Idle makes that explicit.
+			err = p.Idle(sctx)
+		}
+		if err != nil {
+			return fmt.Errorf("proxy: shutdown: %w", err)
+		}
 		return nil
 	}
 }
@@ -193,8 +294,8 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 // /v1/chat/completions and /v1/messages are compacted; everything else
 // passes through unchanged.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.inflight.Add(1)
-	defer p.inflight.Add(-1)
+	p.active.begin()
+	defer p.active.end()
 	path := r.URL.Path
 	switch {
 	case strings.HasPrefix(path, "/lossless/") || path == "/lossless":
@@ -221,13 +322,28 @@ func (p *Proxy) model(name string) *modelState {
 	return m
 }
 
+// Detection (kind, window) outlives the request that triggers it: its
+// result is cached for every later request, so a client that gives up
+// must not leave a failed detection behind. It runs on a context detached
+// from the request's, bounded by detectTimeout.
+const detectTimeout = 3 * probeTimeout
+
+// detachedContext is ctx without its cancellation, with detectTimeout.
+func detachedContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), detectTimeout)
+}
+
 // windowFor returns the model's window, detecting it on first use and
-// refreshing it in the background when stale.
-func (p *Proxy) windowFor(ctx context.Context, kind, model string, ms *modelState) (int, string) {
+// refreshing it in the background when stale. auth is the client's
+// credentials: a backend behind a gateway may answer probes only with
+// them.
+func (p *Proxy) windowFor(ctx context.Context, kind, model string, ms *modelState, auth http.Header) (int, string) {
 	ms.mu.Lock()
 	first := ms.detectedAt.IsZero() && !ms.detecting
 	ttl := 5 * time.Minute
-	if kind == kindOllama {
+	if kind == kindOllama || ms.detected == 0 {
+		// Ollama's runtime window changes as models load; a backend that
+		// said nothing yet (or failed to answer) is asked again soon.
 		ttl = 30 * time.Second
 	}
 	stale := !first && !ms.detecting && time.Since(ms.detectedAt) > ttl
@@ -236,22 +352,24 @@ func (p *Proxy) windowFor(ctx context.Context, kind, model string, ms *modelStat
 	}
 	ms.mu.Unlock()
 	if first {
-		n, src := p.up.detectWindow(ctx, kind, model)
+		dctx, cancel := detachedContext(ctx)
+		n, src := p.up.detectWindow(dctx, kind, model, auth)
+		cancel()
 		ms.setDetected(n, src, time.Now())
 		if n > 0 {
 			p.note(Event{Kind: "window", Model: model, Window: n, Detail: src})
 		}
 	} else if stale {
-		p.refreshWindow(kind, model, ms)
+		p.refreshWindow(kind, model, ms, auth)
 	}
 	return ms.window(p.cfg.Window)
 }
 
-func (p *Proxy) refreshWindow(kind, model string, ms *modelState) {
+func (p *Proxy) refreshWindow(kind, model string, ms *modelState, auth http.Header) {
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*probeTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), detectTimeout)
 		defer cancel()
-		n, src := p.up.detectWindow(ctx, kind, model)
+		n, src := p.up.detectWindow(ctx, kind, model, auth)
 		ms.mu.Lock()
 		old := ms.detected
 		ms.mu.Unlock()
@@ -298,7 +416,13 @@ type exchange struct {
 	sentSrc string
 	retried bool
 	added   time.Duration
-	calls   int // summary calls made, also by a compaction that failed
+	// Summary calls made and their input characters, counted also for a
+	// compaction that failed: the backend did that work either way.
+	calls     int
+	callChars int
+	// auth is the client's credentials, for the proxy's own calls on its
+	// behalf (detection, counting, summaries).
+	auth http.Header
 }
 
 var errTooLarge = errors.New("body too large")
@@ -355,26 +479,56 @@ func (p *Proxy) handleChat(w http.ResponseWriter, r *http.Request, d dialect) {
 	if err != nil {
 		return // the client went away while sending
 	}
-	req := parseRequest(body, d)
-	if req == nil {
-		p.failOpen(nil, "unparsable", errors.New("not a JSON object with a messages array"))
-		p.forward(w, r, bytes.NewReader(body), int64(len(body)), d, "unparsable")
+	x, err := p.prepare(ctx, r, body, d, t0)
+	if err != nil {
+		reason := "internal"
+		var fo *failOpen
+		if errors.As(err, &fo) {
+			reason = fo.reason
+		}
+		p.failOpen(x, reason, err)
+		p.forward(w, r, bytes.NewReader(body), int64(len(body)), d, reason)
 		return
-	}
-	x := &exchange{t0: t0, d: d, req: req, sent: body}
-	x.sess = p.sessions.get(sessionKeyFor(r.Header, req), p.now())
-	x.ms = p.model(req.model)
-	x.kind = p.up.Kind(ctx)
-	p.plan(ctx, x, r.Header)
-	if x.window > 0 && x.before > x.budget {
-		p.compact(ctx, x, r)
 	}
 	p.send(w, r, x)
 }
 
+// panicError turns a recovered panic into a fail-open error, logging the
+// stack (the event and the stats keep only the message).
+func (p *Proxy) panicError(v any) error {
+	p.cfg.Logf("internal error: panic: %v\n%s", v, debug.Stack())
+	return &failOpen{reason: "internal", err: fmt.Errorf("panic: %v", v)}
+}
+
+// prepare parses the request, counts it and, when it is over its budget,
+// compacts it. Any panic on the way is recovered into a fail-open error:
+// the caller then forwards the client's exact bytes. An error other than
+// a panic means the body is not a chat request the proxy can read.
+func (p *Proxy) prepare(ctx context.Context, r *http.Request, body []byte, d dialect, t0 time.Time) (x *exchange, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = p.panicError(v)
+		}
+	}()
+	req := parseRequest(body, d)
+	if req == nil {
+		return nil, &failOpen{reason: "unparsable", err: errors.New("not a JSON object with a messages array")}
+	}
+	x = &exchange{t0: t0, d: d, req: req, sent: body, auth: authHeaders(r.Header)}
+	x.sess = p.sessions.get(sessionKeyFor(r.Header, req), p.now())
+	x.ms = p.model(req.model)
+	x.kind = p.up.Kind(ctx, x.auth)
+	p.plan(ctx, x)
+	if x.window > 0 && x.before > x.budget {
+		p.compact(ctx, x, r)
+	}
+	return x, nil
+}
+
 // plan counts the request and sets its window and budget.
-func (p *Proxy) plan(ctx context.Context, x *exchange, hdr http.Header) {
-	x.window, x.winSrc = p.windowFor(ctx, x.kind, x.req.model, x.ms)
+func (p *Proxy) plan(ctx context.Context, x *exchange) {
+	runHook(p.hooks.plan)
+	x.window, x.winSrc = p.windowFor(ctx, x.kind, x.req.model, x.ms, x.auth)
 	chars := x.req.totalChars()
 	x.before, x.befSrc = x.ms.estimate(chars, p.cfg.Margin), sourceEstimate
 	x.sentCh, x.sentTok, x.sentSrc = chars, x.before, x.befSrc
@@ -397,7 +551,7 @@ func (p *Proxy) plan(ctx context.Context, x *exchange, hdr http.Header) {
 		return
 	}
 	msgs := x.req.body[x.req.msgsAt.start:x.req.msgsAt.end]
-	if n, win, ok := p.up.countExact(ctx, x.kind, x.req, msgs, hdr); ok {
+	if n, win, ok := p.up.countExact(ctx, x.kind, x.req, msgs, x.auth); ok {
 		x.ms.observe(chars, n)
 		x.before, x.befSrc = n, sourceExact
 		x.sentTok, x.sentSrc = n, sourceExact
@@ -413,20 +567,20 @@ func (p *Proxy) compact(ctx context.Context, x *exchange, r *http.Request) {
 	x.sess.work.Lock()
 	defer x.sess.work.Unlock()
 	c := &compaction{
-		p: p, r: x.req, s: x.sess, ms: x.ms, hdr: r.Header, path: r.URL.RequestURI(), kind: x.kind,
+		p: p, r: x.req, s: x.sess, ms: x.ms, hdr: x.auth, path: r.URL.RequestURI(), kind: x.kind,
 		window: x.window, budget: x.budget, before: x.before, exact: x.exact,
 	}
 	res, err := func() (res *compactResult, err error) {
 		defer func() {
 			if v := recover(); v != nil {
-				err = &failOpen{reason: "internal", err: fmt.Errorf("panic: %v", v)}
+				err = p.panicError(v)
 			}
 		}()
 		return c.run(ctx)
 	}()
 	if res != nil {
-		x.res = res
 		x.calls += res.calls
+		x.callChars += res.callChars
 	}
 	if err != nil {
 		reason := "internal"
@@ -446,15 +600,63 @@ func (p *Proxy) compact(ctx context.Context, x *exchange, r *http.Request) {
 		x.sent, x.sentCh, x.sentTok, x.sentSrc = x.req.body, x.req.totalChars(), x.before, x.befSrc
 		return
 	}
+	x.res = res
 	x.sent, x.sentCh, x.sentTok, x.sentSrc = res.body, res.chars, res.after, res.afterSrc
 }
 
+// errBodyParse is how much of an error response is read to tell whether
+// it reports an overflow; the rest is relayed unread.
+const errBodyParse = 1 << 20
+
+// trackWriter notes whether anything of the response has been written,
+// so that a panic before that can still fail open.
+type trackWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (t *trackWriter) WriteHeader(code int) { t.wrote = true; t.ResponseWriter.WriteHeader(code) }
+
+func (t *trackWriter) Write(b []byte) (int, error) {
+	t.wrote = true
+	return t.ResponseWriter.Write(b)
+}
+
+func (t *trackWriter) Flush() {
+	if f, ok := t.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (t *trackWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
 // send forwards x.sent and relays the answer. An overflow error for a
 // request the proxy did not (or not enough) compact teaches it the window
-// and is retried once, compacted.
+// and is retried once, compacted. A panic before the answer has started
+// fails open (the client's exact bytes go upstream); after, the answer is
+// cut off and the panic logged.
 func (p *Proxy) send(w http.ResponseWriter, r *http.Request, x *exchange) {
+	tw := &trackWriter{ResponseWriter: w}
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		err := p.panicError(v)
+		if tw.wrote {
+			p.stats.add(func(s *statCounters) { s.failOpen["internal-after-answer"]++ })
+			return
+		}
+		p.failOpen(x, "internal", err)
+		p.forward(w, r, bytes.NewReader(x.req.body), int64(len(x.req.body)), x.d, "internal")
+	}()
+	p.sendUpstream(tw, r, x)
+}
+
+func (p *Proxy) sendUpstream(w http.ResponseWriter, r *http.Request, x *exchange) {
 	ctx := r.Context()
 	for {
+		runHook(p.hooks.send)
 		x.added = time.Since(x.t0)
 		up, err := p.upstreamRequest(ctx, r, bytes.NewReader(x.sent), int64(len(x.sent)))
 		if err != nil {
@@ -469,14 +671,25 @@ func (p *Proxy) send(w http.ResponseWriter, r *http.Request, x *exchange) {
 			return
 		}
 		if resp.StatusCode >= 400 && resp.StatusCode < 500 || resp.StatusCode == http.StatusInternalServerError {
-			data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-			ov, isOverflow := parseOverflow(resp.StatusCode, data)
-			if isOverflow && !x.retried && p.learnOverflow(ctx, x, ov, r) {
-				x.retried = true
-				continue
+			// Read enough to recognise an overflow; relay everything.
+			head, rerr := io.ReadAll(io.LimitReader(resp.Body, errBodyParse+1))
+			whole := rerr == nil && len(head) <= errBodyParse
+			ov, isOverflow := parseOverflow(resp.StatusCode, head)
+			if isOverflow && whole && !x.retried {
+				resp.Body.Close()
+				if p.learnOverflow(ctx, x, ov, r) {
+					x.retried = true
+					continue
+				}
+				writeBuffered(w, resp, head)
+				p.finish(x, resp.StatusCode, nil)
+				return
 			}
-			writeBuffered(w, resp, data)
+			err := relayFrom(w, resp, io.MultiReader(bytes.NewReader(head), resp.Body), nil)
+			resp.Body.Close()
+			if err != nil && ctx.Err() == nil {
+				p.cfg.Logf("relay: %v", err)
+			}
 			p.finish(x, resp.StatusCode, nil)
 			return
 		}
@@ -588,6 +801,7 @@ func (p *Proxy) passthrough(w http.ResponseWriter, r *http.Request) {
 // finish records the exchange: session usage, calibration, silent
 // truncation, stats, events and the savings log.
 func (p *Proxy) finish(x *exchange, status int, scan *usageScan) {
+	runHook(p.hooks.finish)
 	now := p.now()
 	reported := 0
 	if scan != nil && scan.found {
@@ -596,7 +810,7 @@ func (p *Proxy) finish(x *exchange, status int, scan *usageScan) {
 	truncated := false
 	if reported > 0 && status/100 == 2 {
 		truncated = p.checkTruncation(x, reported)
-		if !truncated {
+		if !truncated && !p.atKnownWindow(x, reported) {
 			x.ms.observe(x.sentCh, reported)
 			if x.ms.unlearnTruncation(reported) {
 				x.window, x.winSrc = x.ms.window(p.cfg.Window)
@@ -607,7 +821,7 @@ func (p *Proxy) finish(x *exchange, status int, scan *usageScan) {
 			src := x.ms.detectedSrc
 			x.ms.mu.Unlock()
 			if src != "ollama /api/ps" {
-				p.refreshWindow(x.kind, x.req.model, x.ms) // the model is loaded now: ps knows its runtime window
+				p.refreshWindow(x.kind, x.req.model, x.ms, x.auth) // the model is loaded now: ps knows its runtime window
 			}
 		}
 	}
@@ -689,9 +903,12 @@ func (p *Proxy) finish(x *exchange, status int, scan *usageScan) {
 			Window: x.window, Before: x.before, After: x.sentTok, CountSource: x.sentSrc, Reported: reported,
 			Compacted: compacted, FailOpen: x.fail, Truncated: truncated, Retried: x.retried, AddedMs: ms,
 		}
+		// Summary calls are logged for failed compactions too, as the
+		// stats count them: savings and stats must agree.
+		l.SummaryCalls, l.SummaryChars = x.calls, x.callChars
 		if x.res != nil {
 			l.Summarised, l.Reused, l.Spills, l.Spans = x.res.summarised, x.res.reused, x.res.spills, x.res.spans
-			l.SummaryCalls, l.SummaryChars, l.Folded = x.res.calls, x.res.callChars, x.res.folded
+			l.Folded = x.res.folded
 		}
 		if err := p.log.write(&l); err != nil {
 			p.cfg.Logf("warning: savings log: %v", err)
@@ -705,21 +922,37 @@ const truncMinTokens = 1024
 // checkTruncation reports whether the backend read fewer prompt tokens
 // than were sent (Ollama cuts the front of an over-long prompt without an
 // error), and if so lowers the window to what it read.
+//
+// With an exact count the test is direct. With an estimate it must hold
+// before any calibration too (the first long request of a session is the
+// one most likely to be cut), and must not trust a calibration that a
+// cut report could already have bent: until two samples agree, the
+// request is compared with the plain bytes/3.5 estimate.
 func (p *Proxy) checkTruncation(x *exchange, reported int) bool {
 	if x.sentTok < truncMinTokens || reported < 256 {
 		return false
 	}
 	truncated := false
-	_, samples := x.ms.calibration()
 	switch {
 	case x.sentSrc == sourceExact:
 		truncated = reported < x.sentTok*9/10-8
-	case samples >= 2 && (x.kind == kindOllama || x.kind == kindOpenAI):
-		// A calibrated estimate is within about 20% on this traffic: a
-		// backend that read less than 60% of it cut the prompt. (Servers
-		// known to reject over-long prompts are not suspected on an
-		// estimate.)
-		truncated = float64(reported) < 0.6*float64(x.sentTok)
+	case x.kind == kindOllama || x.kind == kindOpenAI:
+		// (Servers known to reject over-long prompts are not suspected on
+		// an estimate.)
+		est, floor, over := x.sentTok, 0.6, 1.125
+		if _, samples := x.ms.calibration(); samples < 2 {
+			// The raw estimate is within a factor of about 1.5 on code and
+			// prose; dense JSON and CJK read more tokens, never fewer.
+			est, floor, over = rawEstimate(x.sentCh, p.cfg.Margin), 0.5, 1.25
+		}
+		truncated = float64(reported) < floor*float64(est)
+		// A report pinned at (or just under) a window the backend may
+		// have, for a request estimated well over it, is a cut.
+		for _, w := range p.cutWindows(x) {
+			if nearWindow(reported, w) && float64(est) > over*float64(w) {
+				truncated = true
+			}
+		}
 	}
 	if !truncated {
 		return false
@@ -734,6 +967,47 @@ func (p *Proxy) checkTruncation(x *exchange, reported int) bool {
 	return true
 }
 
+// rawEstimate is the uncalibrated token estimate of chars (estimate
+// basis), with the configured margin.
+func rawEstimate(chars int, margin float64) int {
+	return int(math.Ceil(float64(chars) / charsPerToken * margin))
+}
+
+// nearWindow reports whether a prompt count sits at or just under window
+// w (within an eighth): where a backend that cuts prompts leaves them.
+func nearWindow(n, w int) bool { return w > 0 && n <= w && n >= w-w/8 }
+
+// cutWindows lists the windows a backend that truncates silently might be
+// cutting prompts to: the detected one, Ollama's default, the learned and
+// configured ones. Backends that reject over-long prompts list none.
+func (p *Proxy) cutWindows(x *exchange) []int {
+	if x.kind != kindOllama && x.kind != kindOpenAI {
+		return nil
+	}
+	ms := x.ms
+	ms.mu.Lock()
+	ws := []int{ms.detected, ms.learned, p.cfg.Window, x.window}
+	ms.mu.Unlock()
+	if x.kind == kindOllama {
+		ws = append(ws, ollamaDefaultWindow)
+	}
+	return ws
+}
+
+// atKnownWindow reports whether a reported count sits at a window the
+// backend may cut to. Such a report does not calibrate the estimate: if
+// it was a cut that went unnoticed, it would teach the estimate that
+// prompts are smaller than they are, and every later truncation would go
+// unnoticed too.
+func (p *Proxy) atKnownWindow(x *exchange, reported int) bool {
+	for _, w := range p.cutWindows(x) {
+		if nearWindow(reported, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // failOpen records a compaction that gave up.
 func (p *Proxy) failOpen(x *exchange, reason string, err error) {
 	ev := Event{Kind: "fail-open", Reason: reason}
@@ -742,7 +1016,13 @@ func (p *Proxy) failOpen(x *exchange, reason string, err error) {
 	}
 	if x != nil {
 		x.fail = reason
-		ev.Session, ev.Model, ev.Before, ev.Window = x.sess.key, x.req.model, x.before, x.window
+		ev.Before, ev.Window = x.before, x.window
+		if x.sess != nil {
+			ev.Session = x.sess.key
+		}
+		if x.req != nil {
+			ev.Model = x.req.model
+		}
 	}
 	p.note(ev)
 	p.stats.add(func(s *statCounters) { s.failOpen[reason]++ })

@@ -56,7 +56,7 @@ type summaryJob struct {
 // summaryOut is a produced summary.
 type summaryOut struct {
 	text  string
-	calls int
+	calls int // requests sent to the backend, retries included
 	chars int // characters of summariser input sent
 }
 
@@ -96,8 +96,8 @@ func (p *Proxy) summarise(ctx context.Context, job summaryJob) (summaryOut, erro
 		}
 		chunk := strings.Join(items[:n], "\n\n")
 		items = items[n:]
-		text, sent, err := p.summaryCall(ctx, job, prev, chunk, maxTok)
-		out.calls++
+		text, sent, calls, err := p.summaryCall(ctx, job, prev, chunk, maxTok)
+		out.calls += calls
 		out.chars += sent
 		if err != nil {
 			return out, err
@@ -119,8 +119,10 @@ func (p *Proxy) summaryMaxTokens(window int) int {
 }
 
 // summaryCall asks the backend for one summary, retrying once when the
-// answer is empty or too short.
-func (p *Proxy) summaryCall(ctx context.Context, job summaryJob, prev, chunk string, maxTok int) (string, int, error) {
+// answer is empty or too short. It returns the summary, the characters
+// sent and the requests made (a retry is a second request: the stats
+// count what the backend was asked to do).
+func (p *Proxy) summaryCall(ctx context.Context, job summaryJob, prev, chunk string, maxTok int) (string, int, int, error) {
 	tag := randomHex(6)
 	var prompt strings.Builder
 	if prev != "" {
@@ -156,17 +158,18 @@ func (p *Proxy) summaryCall(ctx context.Context, job summaryJob, prev, chunk str
 	}
 	data, err := marshalNoEscape(body)
 	if err != nil {
-		return "", 0, &summaryError{"summary-error", err}
+		return "", 0, 0, &summaryError{"summary-error", err}
 	}
-	sent := 0
+	sent, calls := 0, 0
 	var last error
 	for attempt := 0; attempt < 2; attempt++ {
 		sent += len(data)
+		calls++
 		text, err := p.postSummary(ctx, job, data)
 		if err != nil {
 			var se *summaryError
 			if errors.As(err, &se) && (se.reason == "summary-timeout" || ctx.Err() != nil) {
-				return "", sent, err
+				return "", sent, calls, err
 			}
 			last = err
 			continue
@@ -178,10 +181,10 @@ func (p *Proxy) summaryCall(ctx context.Context, job summaryJob, prev, chunk str
 		case utf8.RuneCountInString(text) < p.cfg.MinSummary:
 			last = &summaryError{reason: "summary-short", err: fmt.Errorf("%d characters", utf8.RuneCountInString(text))}
 		default:
-			return text, sent, nil
+			return text, sent, calls, nil
 		}
 	}
-	return "", sent, last
+	return "", sent, calls, last
 }
 
 // postSummary sends one summary request and returns the answer's text.

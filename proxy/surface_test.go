@@ -99,11 +99,12 @@ func TestStartAndListen(t *testing.T) {
 	}
 	cfg.Listen = "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
-	addr, err := Start(ctx, cfg)
+	defer cancel()
+	srv, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get("http://" + addr + "/lossless/health?format=json")
+	resp, err := http.Get("http://" + srv.Addr + "/lossless/health?format=json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,14 +114,51 @@ func TestStartAndListen(t *testing.T) {
 		t.Fatalf("health %s", b)
 	}
 	cancel()
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := http.Get("http://" + addr + "/lossless/health"); err != nil {
-			return // stopped
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("shutdown: %v", err)
 	}
-	t.Fatal("the proxy still serves after its context ended")
+	if _, err := http.Get("http://" + srv.Addr + "/lossless/health"); err == nil {
+		t.Fatal("the proxy still serves after its context ended")
+	}
+}
+
+// Wait returns only once every request the proxy answered is recorded:
+// the savings log then holds a line for each.
+func TestRunWaitRecordsEverything(t *testing.T) {
+	st := &stub.Server{Kind: stub.LlamaCpp, Window: 8192}
+	up, err := st.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := DefaultConfig()
+	cfg.Upstream, cfg.Archive, cfg.Listen = up, &MemoryArchive{}, "127.0.0.1:0"
+	cfg.LogPath = filepath.Join(t.TempDir(), LogFile)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := stub.NewConversation("stub-model", "sys")
+	for i := 1; i <= 9; i++ {
+		c.User(stub.DemoTurn(i))
+		resp, err := http.Post("http://"+srv.Addr+"/v1/chat/completions", "application/json", bytes.NewReader(c.Body(false)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		c.Assistant("ok")
+	}
+	cancel() // right after the last answer, no Idle
+	if err := srv.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Savings(context.Background(), nil, cfg.LogPath, time.Time{}, time.Now().Add(time.Hour))
+	if err != nil || rep.Requests != 9 || rep.Compacted == 0 {
+		t.Fatalf("savings log after Wait: %+v %v", rep, err)
+	}
 }
 
 // bareRepo makes an archive without git, with extra config lines.

@@ -240,9 +240,14 @@ In Claude Code: "statusLine": {"type": "command", "command": "git lossless statu
 	}
 }
 
-// statusline fetches /lossless/usage and formats it, within 2 s.
+// statuslineTimeout bounds the whole statusline call: a status bar must
+// not hang on a proxy that accepts and never answers.
+const statuslineTimeout = 2 * time.Second
+
+// statusline fetches /lossless/usage and formats it, within
+// statuslineTimeout.
 func statusline(ctx context.Context, base, session string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, statuslineTimeout)
 	defer cancel()
 	u := base + "/lossless/usage"
 	if session != "" {
@@ -286,12 +291,26 @@ func urlQueryEscape(s string) string {
 	return b.String()
 }
 
-// kfmt prints 950, 12.9k, 32k, 1.2M.
+// kfmt prints a token count for the statusline: 950, 12.9k, 32k, 128k,
+// 1.2M.
+//
+// The decision: a count that is a whole number of 1,024s (windows are:
+// 8192, 32768, 131072) prints in those, so 32768 is "32k" and 131072
+// "128k", as people name windows and as the issue's example
+// `ctx 40% (12.9k/32k) est` reads; any other count prints in thousands
+// with one decimal (12900 is "12.9k"), as counts are read. The two units
+// differ by 2.4% at most, and the percentage in front is computed from
+// the exact numbers, never from these abbreviations.
 func kfmt(n int64) string {
+	const ki, mi = 1 << 10, 1 << 20
 	switch {
 	case n < 1000:
 		return strconv.FormatInt(n, 10)
-	case n < 1_000_000:
+	case n%mi == 0:
+		return strconv.FormatInt(n/mi, 10) + "M"
+	case n%ki == 0 && n < 1000*ki:
+		return strconv.FormatInt(n/ki, 10) + "k"
+	case n < 999_950: // below what would round to 1000.0k
 		return strings.TrimSuffix(strconv.FormatFloat(float64(n)/1000, 'f', 1, 64), ".0") + "k"
 	default:
 		return strings.TrimSuffix(strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64), ".0") + "M"

@@ -140,11 +140,11 @@ func benchProxy(ctx context.Context, o benchProxyOpts) (*benchProxyResult, error
 	}
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
-	addr, err := proxy.Start(pctx, cfg)
+	srv, err := proxy.Run(pctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	base := "http://" + addr
+	base := "http://" + srv.Addr
 	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64, DisableCompression: true}}
 	session := "bench-session"
 	post := func(url string, body []byte) (int, string, time.Duration, error) {
@@ -296,9 +296,12 @@ func benchProxy(ctx context.Context, o benchProxyOpts) (*benchProxyResult, error
 	res.DirectRPS = rps(upURL)
 	backend.Reset()
 
-	// Counts from the proxy's own log (every request it handled).
+	// Counts from the proxy's own log (every request it handled), once
+	// the proxy has stopped and recorded everything it answered.
 	stop()
-	time.Sleep(50 * time.Millisecond)
+	if err := srv.Wait(); err != nil {
+		return nil, err
+	}
 	lines, err := readProxyLog(cfg.LogPath)
 	if err != nil {
 		return nil, err

@@ -145,11 +145,11 @@ func demoProxy(ctx context.Context, out io.Writer, keep bool) (err error) {
 	cfg.LogPath = filepath.Join(root, proxy.LogFile)
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
-	addr, err := proxy.Start(pctx, cfg)
+	srv, err := proxy.Run(pctx, cfg)
 	if err != nil {
 		return fmt.Errorf("demo proxy: %w", err)
 	}
-	base := "http://" + addr
+	base := "http://" + srv.Addr
 	conv = stub.NewConversation(demoProxyModel, system)
 	for i := 1; i <= demoProxyTurns; i++ {
 		conv.User(stub.DemoTurn(i))
@@ -164,7 +164,13 @@ func demoProxy(ctx context.Context, out io.Writer, keep bool) (err error) {
 		}
 		conv.Assistant(demoProxyReply(i))
 	}
+	// The client has each answer before the proxy has logged the exchange:
+	// stop the proxy and wait until it has recorded everything it
+	// answered, or the last turn's log line may not be there yet.
 	stop()
+	if err := srv.Wait(); err != nil {
+		return fmt.Errorf("demo proxy: %w", err)
+	}
 
 	// What the proxy did, from its request log.
 	lines, err := readProxyLog(cfg.LogPath)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -111,8 +112,8 @@ func TestProxySettingsDocumented(t *testing.T) {
 }
 
 // proxyWithStub starts a stub backend and an in-process proxy on a free
-// port; it returns the proxy's URL.
-func proxyWithStub(t *testing.T, st *stub.Server, cfg func(*proxy.Config)) string {
+// port; it returns the running proxy (its URL is "http://" + Addr).
+func proxyWithStub(t *testing.T, st *stub.Server, cfg func(*proxy.Config)) *proxy.Server {
 	t.Helper()
 	up, err := st.Start()
 	if err != nil {
@@ -125,17 +126,34 @@ func proxyWithStub(t *testing.T, st *stub.Server, cfg func(*proxy.Config)) strin
 		cfg(&c)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	addr, err := proxy.Start(ctx, c)
+	srv, err := proxy.Run(ctx, c)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	return "http://" + addr
+	t.Cleanup(func() {
+		cancel()
+		if err := srv.Wait(); err != nil {
+			t.Errorf("proxy shutdown: %v", err)
+		}
+	})
+	return srv
+}
+
+// idle waits until the proxy has recorded every exchange it answered.
+func idle(t *testing.T, p *proxy.Proxy) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Idle(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestStatusline(t *testing.T) {
 	proxyTestEnv(t)
-	url := proxyWithStub(t, &stub.Server{Kind: stub.LlamaCpp, Window: 32768}, nil)
+	srv := proxyWithStub(t, &stub.Server{Kind: stub.LlamaCpp, Window: 32768}, nil)
+	url := "http://" + srv.Addr
 	// No request yet: ctx ? and exit 1.
 	code, out, _ := runCLI(t, "statusline", "--url", url)
 	if code != 1 || out != "ctx ?\n" {
@@ -148,9 +166,9 @@ func TestStatusline(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	time.Sleep(50 * time.Millisecond) // let the proxy record the exchange
+	idle(t, srv.Proxy) // the client has its answer before the proxy has recorded it
 	code, out, _ = runCLI(t, "statusline", "--url", url)
-	if code != 0 || !regexp.MustCompile(`^ctx \d+% \(\d+(\.\d)?k/32\.8k\) (exact|est|reported)\n$`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`^ctx \d+% \(\d+(\.\d)?k/32k\) (exact|est|reported)\n$`).MatchString(out) {
 		t.Fatalf("exit %d %q", code, out)
 	}
 	// The URL from the environment; an unknown session.
@@ -180,12 +198,16 @@ func TestStatusline(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	t0 := time.Now()
+	// (the deadline, not a clock reading, is what the test checks)
 	code, out, _ = runCLI(t, "statusline", "--url", "http://"+hang.Addr().String())
-	if d := time.Since(t0); code != 1 || out != "ctx ?\n" || d > 3*time.Second || d < 1500*time.Millisecond {
-		t.Fatalf("hanging proxy: exit %d %q after %s", code, out, d)
+	if code != 1 || out != "ctx ?\n" {
+		t.Fatalf("hanging proxy: exit %d %q", code, out)
 	}
-	for n, want := range map[int64]string{950: "950", 12900: "12.9k", 32000: "32k", 32768: "32.8k", 1250000: "1.2M"} {
+	if _, err := statusline(context.Background(), "http://"+hang.Addr().String(), ""); !errors.Is(err, context.DeadlineExceeded) || statuslineTimeout != 2*time.Second {
+		t.Fatalf("hanging proxy: %v; want the %s deadline", err, statuslineTimeout)
+	}
+	for n, want := range map[int64]string{950: "950", 12900: "12.9k", 13209: "13.2k", 32000: "32k", 32768: "32k", 8192: "8k",
+		131072: "128k", 200000: "200k", 1 << 20: "1M", 1250000: "1.2M", 1000: "1k", 999999: "1M"} {
 		if got := kfmt(n); got != want {
 			t.Errorf("kfmt(%d) = %q, want %q", n, got, want)
 		}
@@ -193,15 +215,27 @@ func TestStatusline(t *testing.T) {
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+// When match is set, the first time the written text matches it, its
+// submatches are sent on matched: a test waits for a line of output
+// without polling.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	match   *regexp.Regexp
+	matched chan []string
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	n, err := s.b.Write(p)
+	if s.match != nil {
+		if m := s.match.FindStringSubmatch(s.b.String()); m != nil {
+			s.matched <- m
+			s.match = nil
+		}
+	}
+	return n, err
 }
 
 func (s *syncBuffer) String() string {
@@ -242,19 +276,20 @@ func TestProxyCommandSavingsSpan(t *testing.T) {
 	defer st.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errb := &syncBuffer{}, &syncBuffer{}
+	out := &syncBuffer{match: regexp.MustCompile(`on http://(127\.0\.0\.1:\d+) -> `), matched: make(chan []string, 1)}
+	errb := &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"-C", repo, "proxy", "--listen", "127.0.0.1:0", "--upstream", up, "--min-tail", "2"}, &env{stdin: strings.NewReader(""), stdout: out, stderr: errb, getenv: os.Getenv})
 	}()
-	addrRe := regexp.MustCompile(`on http://(127\.0\.0\.1:\d+) -> `)
 	var base string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && base == ""; time.Sleep(10 * time.Millisecond) {
-		if m := addrRe.FindStringSubmatch(out.String()); m != nil {
-			base = "http://" + m[1]
-		}
-	}
-	if base == "" {
+	select {
+	case m := <-out.matched:
+		base = "http://" + m[1]
+	case code := <-done:
+		cancel()
+		t.Fatalf("proxy exited %d before serving: %s %s", code, out.String(), errb.String())
+	case <-time.After(10 * time.Second):
 		cancel()
 		t.Fatalf("proxy did not start: %s %s", out.String(), errb.String())
 	}
@@ -274,7 +309,8 @@ func TestProxyCommandSavingsSpan(t *testing.T) {
 		}
 		c.Assistant("ok")
 	}
-	time.Sleep(50 * time.Millisecond)
+	// The command returns only after the proxy has shut down, which waits
+	// for every request in flight to be recorded.
 	cancel()
 	select {
 	case code := <-done:

@@ -12,6 +12,7 @@ package stub
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -69,9 +70,15 @@ type Server struct {
 	SummaryDelay time.Duration
 	// NoUsage leaves usage out of answers.
 	NoUsage bool
+	// Auth, when set, is a key every request must carry (as
+	// "Authorization: Bearer KEY" or "X-Api-Key: KEY"), probes and
+	// tokenizer routes included, like a backend behind an authenticating
+	// gateway; others are answered 401.
+	Auth string
 
 	mu       sync.Mutex
 	requests []*Request
+	changed  chan struct{} // closed and replaced when a request is recorded
 	srv      *http.Server
 	ln       net.Listener
 }
@@ -125,6 +132,31 @@ func (s *Server) Summaries() []*Request {
 		}
 	}
 	return out
+}
+
+// Await blocks until done, called with the requests received so far,
+// returns true, or ctx ends. A request is recorded when its answer has
+// been written, which can be after the proxy stopped waiting for it (a
+// summary call that timed out): tests wait for it here instead of
+// sleeping.
+func (s *Server) Await(ctx context.Context, done func([]*Request) bool) error {
+	for {
+		s.mu.Lock()
+		reqs := append([]*Request(nil), s.requests...)
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		if done(reqs) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("stub: %d requests received, still waiting: %w", len(reqs), ctx.Err())
+		}
+	}
 }
 
 // Reset forgets the requests received.
@@ -227,11 +259,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rec := &Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	rw := &statusWriter{ResponseWriter: w, status: 200}
-	s.route(rw, r, rec)
+	if s.Auth != "" && r.Header.Get("Authorization") != "Bearer "+s.Auth && r.Header.Get("X-Api-Key") != s.Auth {
+		writeJSON(rw, http.StatusUnauthorized, map[string]any{"error": map[string]any{"message": "missing or wrong API key", "type": "authentication_error"}})
+	} else {
+		s.route(rw, r, rec)
+	}
 	rec.Status = rw.status
 	rec.Duration = time.Since(t0)
 	s.mu.Lock()
 	s.requests = append(s.requests, rec)
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	s.mu.Unlock()
 }
 
