@@ -545,7 +545,9 @@ func keyCmd() *command {
 		name:    "key",
 		summary: "create or export the key receipts are signed with",
 		usage:   "generate [--name N] [--email E] [--force] | export",
-		long: `  git lossless key generate   create an Ed25519 (v4) OpenPGP signing key at
+		long: `Receipts are clear-signed with an OpenPGP key of their own:
+
+  git lossless key generate   create an Ed25519 (v4) OpenPGP signing key at
                               os.UserConfigDir()/git-lossless/signing-key.asc
                               (mode 0600), or at git config lossless.signingKey
   git lossless key export     print its armored public key: give it to whoever
