@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // failOpen is a compaction that gave up: the client's exact bytes go
@@ -62,6 +63,9 @@ type compactResult struct {
 	calls      int // summary calls
 	callChars  int // summariser input characters
 	folded     int // messages folded by this request
+	// spanWrite is the time the durable span write took: the part of a
+	// compaction's added latency that belongs to the archive.
+	spanWrite time.Duration
 }
 
 type group struct{ start, end int }
@@ -267,7 +271,10 @@ func (c *compaction) run(ctx context.Context) (*compactResult, error) {
 			sp.Format, sp.Session, sp.Model, sp.Route, sp.TS = SpanFormat, c.s.key, c.r.model, d.String(), now
 			sp.Window, sp.TokensBefore, sp.TokensAfter, sp.CountSource = c.window, c.before, n, src
 		}
-		if err := c.p.writeSpans(ctx, pending); err != nil {
+		t0 := time.Now()
+		err := c.p.writeSpans(ctx, pending)
+		res.spanWrite = time.Since(t0)
+		if err != nil {
 			return res, &failOpen{reason: "span-write", err: err}
 		}
 	}

@@ -52,6 +52,8 @@ type LogLine struct {
 	Truncated    bool      `json:"truncated,omitempty"`
 	Retried      bool      `json:"retried,omitempty"`
 	AddedMs      float64   `json:"added_ms"`
+	// SpanMs is the part of AddedMs spent writing spans durably.
+	SpanMs float64 `json:"span_ms,omitempty"`
 }
 
 type savingsLog struct {

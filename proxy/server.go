@@ -909,6 +909,7 @@ func (p *Proxy) finish(x *exchange, status int, scan *usageScan) {
 		if x.res != nil {
 			l.Summarised, l.Reused, l.Spills, l.Spans = x.res.summarised, x.res.reused, x.res.spills, x.res.spans
 			l.Folded = x.res.folded
+			l.SpanMs = float64(x.res.spanWrite.Microseconds()) / 1000
 		}
 		if err := p.log.write(&l); err != nil {
 			p.cfg.Logf("warning: savings log: %v", err)

@@ -418,16 +418,22 @@ func TestBenchProxySmall(t *testing.T) {
 	proxyTestEnv(t)
 	var out bytes.Buffer
 	o := defaultBenchProxyOpts()
-	o.turns, o.duration, o.clients = 12, 200*time.Millisecond, 4
+	o.turns, o.duration, o.clients, o.pairs = 12, 200*time.Millisecond, 4, 20
 	if err := runBenchProxy(context.Background(), &env{stdout: &out, stderr: &out, getenv: os.Getenv}, o); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
+	num := `-?[\d.]+`
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^tokens_before=\d+ tokens_after=\d+ compactions=[1-9]\d* p50_added_ms=[\d.]+ p95_added_ms=[\d.]+$`),
-		regexp.MustCompile(`(?m)^non-compacting +\d+ +-?[\d.]+ +-?[\d.]+ +[\d.]+ +p50 <= 0\.5 ms: (met|NOT met)$`),
-		regexp.MustCompile(`(?m)^compacting +\d+ +[\d.]+ +[\d.]+ +[\d.]+ +p50 <= 3 ms`),
+		regexp.MustCompile(`(?m)^non-compacting, session turns +[1-9]\d* +` + num + ` +` + num + ` +` + num + ` +p50 <= 0\.5 ms: (MET|MISSED)$`),
+		regexp.MustCompile(`(?m)^non-compacting, paired repeats +20 +` + num + ` +` + num + ` +p50 <= 0\.5 ms: (MET|MISSED)$`),
+		regexp.MustCompile(`(?m)^compacting, all +[1-9]\d* +` + num + ` +` + num + ` +` + num + ` +p50 <= 3 ms incl\. the durable span write: (MET|MISSED)$`),
+		regexp.MustCompile(`(?m)^compacting, writing a span +[1-9]\d* +` + num + ` +` + num + ` +` + num + ` +p50 <= 3 ms incl\. the durable span write: (MET|MISSED)$`),
+		regexp.MustCompile(`(?m)^  the span write alone +[1-9]\d* +[\d.]+ +[\d.]+`),
+		regexp.MustCompile(`(?m)^compacting, summary from the memo +\d+ `),
 		regexp.MustCompile(`(?m)^  12/12 turns answered; `),
 		regexp.MustCompile(`(?m)^  pass-through, 4 concurrent clients, 200ms: [\d,]+ req/s through the proxy, [\d,]+ req/s direct$`),
+		regexp.MustCompile(`(?m)^  under that load: p50 latency [\d.]+ ms through the proxy, [\d.]+ ms direct \([1-9]\d* and [1-9]\d* requests\)$`),
 	} {
 		if !want.MatchString(out.String()) {
 			t.Errorf("bench output lacks %s\n%s", want, out.String())
