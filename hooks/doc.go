@@ -68,8 +68,10 @@
 // as gitstore.Store.RelPath computes them; a view other than "full" means
 // the content is partial. Extra fields: "disk_blob" (on read/attach: the
 // git blob id of the file on disk when the hook saw it, set only when the
-// disk bytes equal what was shown up to line endings, so a file changed
-// between the read and the hook is never vouched for), "kind" (spans),
+// disk bytes equal what was shown up to line endings — for a partial
+// view, the lines shown — so a file changed between the read and the hook
+// is never vouched for; the guard still treats a partial view as
+// unhashed), "kind" (spans),
 // "trigger" (compact), "uuid" (the transcript line).
 //
 // Timestamps: events from hooks carry the hook's time; events from a

@@ -222,6 +222,13 @@ func (h *handler) resultRecord() (rec gitstore.Record, ok bool, err error) {
 		start := max(r.File.StartLine, 1)
 		if start > 1 || (r.File.TotalLines > 0 && r.File.NumLines < r.File.TotalLines) {
 			rec.View = fmt.Sprintf("lines:%d-%d", start, start+max(r.File.NumLines, 1)-1)
+			// The version the part was cut from, when the disk still
+			// holds those lines: a receipt can then say the model saw
+			// part of exactly the committed blob. The guard still treats
+			// the view as partial (no drift check).
+			if disk, err := os.ReadFile(abs); err == nil && sameLines(disk, int(start), int(r.File.NumLines), rec.Content) {
+				rec.Extra = map[string]json.RawMessage{"disk_blob": jsonStr(gitstore.BlobID(disk))}
+			}
 		} else if disk, err := os.ReadFile(abs); err == nil && sameText(disk, rec.Content) {
 			rec.Extra = map[string]json.RawMessage{"disk_blob": jsonStr(gitstore.BlobID(disk))}
 		}
@@ -264,6 +271,20 @@ func jsonStr(s string) json.RawMessage {
 
 // sameText reports whether disk bytes and shown text are the same text up
 // to line endings: Claude Code shows CRLF files with LF.
+// sameLines reports whether lines start..start+n-1 of disk (1-based, as
+// Claude Code numbers them; the text split at newlines, CRLF as LF) are
+// what a partial Read showed: those lines joined by newlines.
+func sameLines(disk []byte, start, n int, shown []byte) bool {
+	if start < 1 || n < 1 {
+		return false
+	}
+	lines := bytes.Split(bytes.ReplaceAll(disk, []byte("\r\n"), []byte("\n")), []byte("\n"))
+	if start-1+n > len(lines) {
+		return false
+	}
+	return bytes.Equal(bytes.Join(lines[start-1:start-1+n], []byte("\n")), bytes.ReplaceAll(shown, []byte("\r\n"), []byte("\n")))
+}
+
 func sameText(disk, shown []byte) bool {
 	if bytes.Equal(disk, shown) {
 		return true

@@ -256,3 +256,59 @@ func TestGuardConcurrentHooks(t *testing.T) {
 		}
 	}
 }
+
+func TestSameLines(t *testing.T) {
+	disk := []byte("one\ntwo\r\nthree\n")
+	for _, c := range []struct {
+		start, n int
+		shown    string
+		want     bool
+	}{
+		{1, 1, "one", true},
+		{2, 2, "two\nthree", true},
+		{2, 1, "two\r", false},
+		{3, 2, "three\n", true}, // the last line and the empty piece after the final newline
+		{3, 3, "three\n\n", false},
+		{1, 1, "uno", false},
+		{0, 1, "", false},
+		{4, 1, "", true},
+	} {
+		if got := sameLines(disk, c.start, c.n, []byte(c.shown)); got != c.want {
+			t.Errorf("sameLines(%d, %d, %q) = %v, want %v", c.start, c.n, c.shown, got, c.want)
+		}
+	}
+}
+
+// A partial Read is archived as the lines shown, with the blob of the
+// file they were cut from when the disk still holds them (a receipt can
+// then tell a partial view of the committed version from one of another
+// version), and without it when the file changed in between.
+func TestPostToolUsePartialReadNamesItsVersion(t *testing.T) {
+	r := newHookRig(t)
+	whole := "one\ntwo\nthree\n"
+	p := r.write("part.txt", whole)
+	partial := func(id, shown string) gitstore.Event {
+		t.Helper()
+		f := map[string]any{"tool_name": "Read", "tool_use_id": id, "tool_input": map[string]any{"file_path": p, "offset": 2, "limit": 1},
+			"tool_response": map[string]any{"type": "text", "file": map[string]any{"filePath": p, "content": shown, "numLines": 1, "startLine": 2, "totalLines": 4}}}
+		if _, errs, code := r.hook("PostToolUse", f); code != 0 || errs != "" {
+			t.Fatalf("post-tool-use: code %d stderr %q", code, errs)
+		}
+		evs, err := r.store().Events(context.Background(), gitstore.Query{Session: r.session, Key: id})
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("events %v %v", evs, err)
+		}
+		return evs[0]
+	}
+	e := partial("toolu_p1", "two")
+	if e.View != "lines:2-2" || e.Blob != gitstore.BlobID([]byte("two")) {
+		t.Fatalf("partial read archived as %+v", e)
+	}
+	if got, want := string(e.Extra["disk_blob"]), `"`+gitstore.BlobID([]byte(whole))+`"`; got != want {
+		t.Fatalf("disk_blob %s, want %s", got, want)
+	}
+	r.write("part.txt", "one\nTWO\nthree\n") // changed before the hook ran
+	if e := partial("toolu_p2", "two"); e.Extra["disk_blob"] != nil {
+		t.Fatalf("disk_blob %s vouches for a file that no longer holds the lines shown", e.Extra["disk_blob"])
+	}
+}
