@@ -96,9 +96,11 @@
 //     Evidence: the decisive version.
 //
 // A partial view names the committed blob when the archive holds the
-// whole file under it (or a "disk_blob" beside it); Claude Code's hooks
-// archive only the lines shown, so a path its agents only ever saw in part
-// is changed-after unless they also saw it whole.
+// whole file under it (or a "disk_blob" beside it). Claude Code's hooks
+// archive only the lines shown, with the "disk_blob" of the file they were
+// cut from when the disk still held those lines at the hook; a partial
+// view swept from a transcript has none, so a path its agents saw only in
+// part through the sweep is changed-after unless they also saw it whole.
 //
 // # Contexts, read sets, spans, tokens
 //
