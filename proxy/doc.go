@@ -37,14 +37,21 @@
 //
 // # Embedding
 //
-// New returns the proxy as an http.Handler; Start binds an address
-// (port 0 picks one) and serves until its context ends:
+// New returns the proxy as an http.Handler; Run binds an address (port 0
+// picks one) and serves until its context ends:
 //
 //	cfg := proxy.DefaultConfig()
 //	cfg.Listen = "127.0.0.1:0"
 //	cfg.Upstream = backendURL
 //	cfg.Store = store // or cfg.Archive = &proxy.MemoryArchive{}
-//	addr, err := proxy.Start(ctx, cfg)
+//	srv, err := proxy.Run(ctx, cfg) // srv.Addr
+//	...
+//	cancel()
+//	err = srv.Wait() // every answered request recorded, the log closed
+//
+// A client has its answer before the proxy has recorded the exchange:
+// Proxy.Idle waits for the requests in flight, Server.Wait for a stopped
+// proxy to finish; read Stats, Usage or the savings log after them.
 //
 // Package proxy/stub has scripted backends (llama.cpp, vLLM, Ollama,
 // generic OpenAI, Anthropic) for tests, the demo and the benchmark.
