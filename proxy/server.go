@@ -644,6 +644,9 @@ func (p *Proxy) send(w http.ResponseWriter, r *http.Request, x *exchange) {
 		}
 		err := p.panicError(v)
 		if tw.wrote {
+			// Too late to fail open: the answer has started. It may be cut
+			// off; the proxy itself goes on serving.
+			p.note(Event{Kind: "fail-open", Reason: "internal-after-answer", Session: x.sess.key, Model: x.req.model, Detail: err.Error()})
 			p.stats.add(func(s *statCounters) { s.failOpen["internal-after-answer"]++ })
 			return
 		}
