@@ -26,6 +26,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
@@ -119,14 +120,16 @@ func HookCommand(bin, arg string) string {
 // ourCommandRe recognises a command of ours whatever path it was installed
 // with: git-lossless (possibly quoted, possibly .exe) followed by the word
 // hook, or `git lossless hook`.
-var ourCommandRe = regexp.MustCompile(`(git-lossless(\.exe)?['"]?|(^|[\s;&|(])git\s+lossless)\s+hook(\s|$)`)
+var ourCommandRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(git-lossless(\.exe)?['"]?|(^|[\s;&|(])git\s+lossless)\s+hook(\s|$)`)
+})
 
 // IsOurHookCommand reports whether a settings command was written by us
 // (any version, any path), or runs bin (the program being installed, which
 // tests and unusual setups may name otherwise) as `bin hook ...`. Only such
 // entries are ever replaced or removed; anything else is someone else's.
 func IsOurHookCommand(command, bin string) bool {
-	if ourCommandRe.MatchString(command) {
+	if ourCommandRe().MatchString(command) {
 		return true
 	}
 	if bin == "" {
@@ -312,14 +315,14 @@ func instSplitWords(s string) []string {
 	return words
 }
 
-var envAssignRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+var envAssignRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`) })
 
 // hookProgram returns the program and `hook` argument of one of our
 // commands ("", "" when it does not have that shape, e.g. `git lossless
 // hook x` or a wrapper with environment assignments before the program).
 func hookProgram(command string) (prog, arg string) {
 	w := instSplitWords(command)
-	for len(w) > 0 && envAssignRe.MatchString(w[0]) {
+	for len(w) > 0 && envAssignRe().MatchString(w[0]) {
 		w = w[1:] // VAR=value prefixes
 	}
 	if len(w) < 2 || w[1] != "hook" {

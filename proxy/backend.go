@@ -327,7 +327,7 @@ func (u *upstream) detectWindow(ctx context.Context, kind, model string, auth ht
 // Modelfile nor OLLAMA_CONTEXT_LENGTH sets one (2026 builds).
 const ollamaDefaultWindow = 4096
 
-var numCtxRe = regexp.MustCompile(`(?m)^\s*num_ctx\s+(\d+)`)
+var numCtxRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*num_ctx\s+(\d+)`) })
 
 // ollamaWindow: the runtime window from /api/ps when the model is loaded,
 // else num_ctx from the Modelfile, else (source "ollama default") the
@@ -363,7 +363,7 @@ func (u *upstream) ollamaWindow(ctx context.Context, model string, auth http.Hea
 			}
 		}
 	}
-	if m := numCtxRe.FindStringSubmatch(show.Parameters); m != nil {
+	if m := numCtxRe().FindStringSubmatch(show.Parameters); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		if n > 0 {
 			return n, "ollama /api/show num_ctx"
@@ -490,14 +490,22 @@ type overflow struct {
 }
 
 var (
-	reLlamaCtx    = regexp.MustCompile(`"n_ctx"\s*:\s*(\d+)`)
-	reLlamaPrompt = regexp.MustCompile(`"n_prompt_tokens"\s*:\s*(\d+)`)
-	reLlamaText   = regexp.MustCompile(`request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)`)
-	reOpenAIMax   = regexp.MustCompile(`maximum context length is (\d+) tokens`)
-	reOpenAIReq   = regexp.MustCompile(`(?:you requested|resulted in) (\d+) tokens(?: \((\d+) in the messages)?`)
-	reVLLMInput   = regexp.MustCompile(`input \((\d+) tokens\) is longer than the model's context length \((\d+) tokens\)`)
-	reAnthropic   = regexp.MustCompile(`prompt is too long: (\d+) tokens > (\d+) maximum`)
-	reGeneric     = regexp.MustCompile(`(?i)context[_ ]length[_ ]exceeded|exceeds? (?:the )?(?:available |maximum )?context|context (?:window|length) (?:is )?exceeded|too many tokens`)
+	reLlamaCtx    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"n_ctx"\s*:\s*(\d+)`) })
+	reLlamaPrompt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"n_prompt_tokens"\s*:\s*(\d+)`) })
+	reLlamaText   = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)`)
+	})
+	reOpenAIMax = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`maximum context length is (\d+) tokens`) })
+	reOpenAIReq = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:you requested|resulted in) (\d+) tokens(?: \((\d+) in the messages)?`)
+	})
+	reVLLMInput = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`input \((\d+) tokens\) is longer than the model's context length \((\d+) tokens\)`)
+	})
+	reAnthropic = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`prompt is too long: (\d+) tokens > (\d+) maximum`) })
+	reGeneric   = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)context[_ ]length[_ ]exceeded|exceeds? (?:the )?(?:available |maximum )?context|context (?:window|length) (?:is )?exceeded|too many tokens`)
+	})
 )
 
 // parseOverflow recognises a context-overflow error response.
@@ -506,28 +514,28 @@ func parseOverflow(status int, body []byte) (overflow, bool) {
 		return overflow{}, false
 	}
 	num := func(s string) int { n, _ := strconv.Atoi(s); return n }
-	if m := reLlamaText.FindSubmatch(body); m != nil {
+	if m := reLlamaText().FindSubmatch(body); m != nil {
 		return overflow{prompt: num(string(m[1])), window: num(string(m[2]))}, true
 	}
 	if bytes.Contains(body, []byte("exceed_context_size_error")) {
 		o := overflow{}
-		if m := reLlamaCtx.FindSubmatch(body); m != nil {
+		if m := reLlamaCtx().FindSubmatch(body); m != nil {
 			o.window = num(string(m[1]))
 		}
-		if m := reLlamaPrompt.FindSubmatch(body); m != nil {
+		if m := reLlamaPrompt().FindSubmatch(body); m != nil {
 			o.prompt = num(string(m[1]))
 		}
 		return o, true
 	}
-	if m := reVLLMInput.FindSubmatch(body); m != nil {
+	if m := reVLLMInput().FindSubmatch(body); m != nil {
 		return overflow{prompt: num(string(m[1])), window: num(string(m[2]))}, true
 	}
-	if m := reAnthropic.FindSubmatch(body); m != nil {
+	if m := reAnthropic().FindSubmatch(body); m != nil {
 		return overflow{prompt: num(string(m[1])), window: num(string(m[2]))}, true
 	}
-	if m := reOpenAIMax.FindSubmatch(body); m != nil {
+	if m := reOpenAIMax().FindSubmatch(body); m != nil {
 		o := overflow{window: num(string(m[1]))}
-		if r := reOpenAIReq.FindSubmatch(body); r != nil {
+		if r := reOpenAIReq().FindSubmatch(body); r != nil {
 			if len(r[2]) > 0 {
 				o.prompt = num(string(r[2]))
 			} else {
@@ -536,7 +544,7 @@ func parseOverflow(status int, body []byte) (overflow, bool) {
 		}
 		return o, true
 	}
-	if reGeneric.Match(body) {
+	if reGeneric().Match(body) {
 		return overflow{}, true
 	}
 	return overflow{}, false

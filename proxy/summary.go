@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -260,23 +261,23 @@ func answerText(raw []byte, d dialect) string {
 	return ""
 }
 
-var thinkRe = regexp.MustCompile(`(?s)<think>.*?</think>`)
+var thinkRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<think>.*?</think>`) })
 
 // cleanSummary drops reasoning blocks and surrounding space.
 func cleanSummary(s string) string {
-	s = thinkRe.ReplaceAllString(s, "")
+	s = thinkRe().ReplaceAllString(s, "")
 	if i := strings.Index(s, "<think>"); i >= 0 { // unterminated: reasoning only
 		s = s[:i]
 	}
 	return strings.TrimSpace(s)
 }
 
-var mustKeepRe = regexp.MustCompile(`(?im)^#{1,6}\s*must[ -]keep\s*:?\s*$`)
+var mustKeepRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?im)^#{1,6}\s*must[ -]keep\s*:?\s*$`) })
 
 // splitMustKeep separates a summary's "## Must Keep" bullets from its
 // body.
 func splitMustKeep(s string) (body string, bullets []string) {
-	loc := mustKeepRe.FindStringIndex(s)
+	loc := mustKeepRe().FindStringIndex(s)
 	if loc == nil {
 		return s, nil
 	}
@@ -301,21 +302,22 @@ func splitMustKeep(s string) (body string, bullets []string) {
 	return body, bullets
 }
 
-var keepPhraseRe = regexp.MustCompile(`(?i)\b(remember (this|that)|keep (this|that) (in mind|for later)|keep in mind|don'?t forget|do not forget|never forget|make a note|note (this|that)|pin (this|that)|must keep|important to remember)\b`)
-
-var sentenceEndRe = regexp.MustCompile(`[.!?](\s|$)|\n`)
+var keepPhraseRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(remember (this|that)|keep (this|that) (in mind|for later)|keep in mind|don'?t forget|do not forget|never forget|make a note|note (this|that)|pin (this|that)|must keep|important to remember)\b`)
+})
+var sentenceEndRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[.!?](\s|$)|\n`) })
 
 // keepSentences returns the sentences of a user's text that ask to be
 // remembered.
 func keepSentences(text string) []string {
 	var out []string
-	for _, loc := range keepPhraseRe.FindAllStringIndex(text, -1) {
+	for _, loc := range keepPhraseRe().FindAllStringIndex(text, -1) {
 		start := 0
-		if ends := sentenceEndRe.FindAllStringIndex(text[:loc[0]], -1); len(ends) > 0 {
+		if ends := sentenceEndRe().FindAllStringIndex(text[:loc[0]], -1); len(ends) > 0 {
 			start = ends[len(ends)-1][1]
 		}
 		end := len(text)
-		if e := sentenceEndRe.FindStringIndex(text[loc[1]:]); e != nil {
+		if e := sentenceEndRe().FindStringIndex(text[loc[1]:]); e != nil {
 			end = loc[1] + e[0] + 1
 			if end > len(text) {
 				end = len(text)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -28,7 +29,7 @@ const (
 	demoProxyPin    = "the release branch is called lossless-2026 and must not be force-pushed"
 )
 
-var demoTurnRe = regexp.MustCompile(`Turn (\d+)\.`)
+var demoTurnRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`Turn (\d+)\.`) })
 
 // demoProxyReply is the scripted assistant's answer to turn i.
 func demoProxyReply(i int) string {
@@ -99,7 +100,7 @@ func demoProxy(ctx context.Context, out io.Writer, keep bool) (err error) {
 	backend := &stub.Server{Kind: stub.LlamaCpp, Window: demoProxyWindow, Model: demoProxyModel,
 		Reply: func(r *stub.Request, msgs []json.RawMessage) string {
 			last := msgs[len(msgs)-1]
-			if m := demoTurnRe.FindSubmatch(last); m != nil {
+			if m := demoTurnRe().FindSubmatch(last); m != nil {
 				n := 0
 				fmt.Sscan(string(m[1]), &n)
 				return demoProxyReply(n)
