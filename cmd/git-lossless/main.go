@@ -141,7 +141,9 @@ dispatch:
 			return fail(e, err)
 		}
 		e.dir = wd
-	} else if st, err := os.Stat(e.dir); err != nil || !st.IsDir() {
+	} else if st, err := os.Stat(e.dir); err != nil {
+		return fail(e, usagef("cannot change to %s: %v", e.dir, errors.Unwrap(err)))
+	} else if !st.IsDir() {
 		return fail(e, usagef("cannot change to %s: not a directory", e.dir))
 	}
 	name, rest := args[0], args[1:]
