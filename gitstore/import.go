@@ -177,7 +177,7 @@ type packEntry struct {
 	body []byte
 	data []byte // the entry as stored: header and zlib stream
 	err  error
-	crc  uint32
+	crc  uint32 // of data
 	off  uint64
 }
 
@@ -198,16 +198,12 @@ func (p *packSink) start() {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			// BestSpeed, as for loose objects: packs are written by
-			// hooks (a sweep at PreCompact holds the compaction up), where
-			// latency counts. git's default level writes a tenth smaller
-			// packs at three times the CPU (its compressor also clears
-			// 640 KB of tables per object); `git gc --aggressive` or
-			// `git repack -adF` recompresses at git's level when size
-			// matters more.
-			zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+			enc := newEntryEncoder()
 			for e := range work {
-				e.data, e.err = deflateEntry(zw, e.typ, e.body)
+				e.data, e.err = enc.encode(e.typ, e.body)
+				if e.err == nil {
+					e.crc = crc32.ChecksumIEEE(e.data)
+				}
 				e.body = nil
 			}
 		}()
@@ -283,29 +279,82 @@ func appendInt(b []byte, n int) []byte {
 	return append(b, tmp[i:]...)
 }
 
-// deflateEntry encodes one undeltified pack entry: the type and size
-// header (size in little-endian 7-bit groups, the first holding 4 bits)
-// followed by the zlib-compressed body.
-func deflateEntry(zw *zlib.Writer, typ byte, body []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(len(body)/2 + 64)
+// entryEncoder encodes pack entries on one compression worker, with
+// fastDeflater (see its doc for why not compress/flate, and the figures);
+// bodies of fdMaxInput bytes or more, which its int32 positions cannot
+// address, go to compress/flate at BestSpeed. Both are fast levels, as for
+// loose objects: packs are written by hooks (a sweep at PreCompact holds
+// the compaction up), where latency counts. git's default level writes
+// smaller packs at several times the CPU; `git gc --aggressive` or `git
+// repack -adF` recompresses at git's level when size matters more.
+//
+// Entries are cut from arena chunks of entryArena bytes rather than
+// allocated one by one: a sweep writes thousands of them, all alive until
+// the pack is written.
+type entryEncoder struct {
+	fast  *fastDeflater
+	zw    *zlib.Writer // made on first use
+	arena []byte
+}
+
+const entryArena = 1 << 20
+
+func newEntryEncoder() *entryEncoder {
+	return &entryEncoder{fast: new(fastDeflater)}
+}
+
+// encode returns one undeltified pack entry: the type and size header
+// (size in little-endian 7-bit groups, the first holding 4 bits) followed
+// by the zlib-compressed body.
+func (c *entryEncoder) encode(typ byte, body []byte) ([]byte, error) {
+	const maxHeader = 10 // 4 + 7*9 bits cover any uint64 size
+	need := maxHeader + zlibBound(len(body))
+	if len(body) >= fdMaxInput {
+		need = maxHeader + len(body)/2 + 64 // a guess; append grows it
+	}
+	if cap(c.arena) < need {
+		c.arena = make([]byte, 0, max(need, entryArena))
+	}
+	b := c.arena[:0]
 	size := uint64(len(body))
-	c := typ<<4 | byte(size&0x0f)
+	h := typ<<4 | byte(size&0x0f)
 	size >>= 4
 	for size > 0 {
-		buf.WriteByte(c | 0x80)
-		c = byte(size & 0x7f)
+		b = append(b, h|0x80)
+		h = byte(size & 0x7f)
 		size >>= 7
 	}
-	buf.WriteByte(c)
-	zw.Reset(&buf)
-	if _, err := zw.Write(body); err != nil {
-		return nil, err
+	b = append(b, h)
+	if len(body) < fdMaxInput {
+		b = c.fast.appendZlib(b, body)
+	} else {
+		w := appendWriter{b}
+		if c.zw == nil {
+			c.zw, _ = zlib.NewWriterLevel(&w, zlib.BestSpeed)
+		}
+		c.zw.Reset(&w)
+		if _, err := c.zw.Write(body); err != nil {
+			return nil, err
+		}
+		if err := c.zw.Close(); err != nil {
+			return nil, err
+		}
+		b = w.b
 	}
-	if err := zw.Close(); err != nil {
-		return nil, err
+	if cap(b) == cap(c.arena) {
+		// Still in the arena (append did not move it): the rest of it is
+		// for the next entries.
+		c.arena = c.arena[len(b):len(b)]
 	}
-	return buf.Bytes(), nil
+	return b[:len(b):len(b)], nil
+}
+
+// appendWriter is an io.Writer appending to b.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }
 
 // writePack writes the sink's objects as objects/pack/pack-<sum>.pack and
@@ -343,7 +392,6 @@ func (s *Store) writePack(p *packSink) (string, error) {
 	off := uint64(len(hdr))
 	for _, e := range p.ents {
 		e.off = off
-		e.crc = crc32.ChecksumIEEE(e.data)
 		bw.Write(e.data)
 		off += uint64(len(e.data))
 		e.data = nil
