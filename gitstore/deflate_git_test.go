@@ -133,3 +133,75 @@ func TestFastDeflatePackWithGit(t *testing.T) {
 		}
 	}
 }
+
+// TestImportPrepack: a Prepack changes nothing in what Import stores (the
+// same pack bytes as without it, with the same clock), a denied content
+// it compressed never reaches the pack, and a closed Prepack is harmless.
+func TestImportPrepack(t *testing.T) {
+	clock := func() time.Time { return time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC) }
+	packOf := func(t *testing.T, dir string) []byte {
+		t.Helper()
+		packs, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.pack"))
+		if len(packs) != 1 {
+			t.Fatalf("%d packs", len(packs))
+		}
+		b, err := os.ReadFile(packs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	recs := importRecords(300, "s-pre")
+	for i := range recs {
+		recs[i].Repo = "/src/same" // else each repository's own path
+	}
+	recs[7].Path = "config/.env" // denied
+	secret := BlobID(recs[7].Content)
+
+	var want []byte
+	for _, mode := range []string{"none", "prepack", "closed", "partial"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := gitInit(t)
+			s, err := OpenDir(dir, Options{Now: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pre *Prepack
+			switch mode {
+			case "prepack", "closed":
+				pre = NewPrepack()
+				for _, r := range recs {
+					pre.Add(r.Content)
+				}
+				if mode == "closed" {
+					pre.Close()
+				}
+			case "partial":
+				pre = NewPrepack()
+				for _, r := range recs[:100] {
+					pre.Add(r.Content)
+				}
+			}
+			res, err := s.ImportWith(context.Background(), "pre", recs, ImportOptions{BatchSize: 32, Prepack: pre})
+			if pre != nil {
+				pre.Close()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Events[7].Excluded {
+				t.Fatal("denied record not excluded")
+			}
+			gitRun(t, dir, "fsck", "--strict", "--no-dangling")
+			if out, err := exec.Command("git", "-C", dir, "cat-file", "-e", secret).CombinedOutput(); err == nil {
+				t.Fatalf("denied content is in the pack: %s", out)
+			}
+			got := packOf(t, dir)
+			if want == nil {
+				want = got
+			} else if !bytes.Equal(got, want) {
+				t.Fatalf("pack differs from the one written without a Prepack (%d and %d bytes)", len(got), len(want))
+			}
+		})
+	}
+}

@@ -418,7 +418,11 @@ func sweepFile(ctx context.Context, st *gitstore.Store, path string, opt SweepOp
 		return err
 	}
 	b := &sweepBatch{st: st, optSession: opt.SessionID, pathSession: sessionFromPath(abs), lastSession: cur.Session,
-		stats: &stats, rel: map[string]string{}, epochs: map[string]cursorEpoch{}}
+		stats: &stats, rel: map[string]string{}, epochs: map[string]cursorEpoch{}, importMin: opt.ImportMin}
+	if b.importMin <= 0 {
+		b.importMin = 64
+	}
+	defer b.closePrepack()
 	for k, v := range cur.Epochs {
 		b.epochs[k] = v
 	}
@@ -504,6 +508,13 @@ type sweepBatch struct {
 	bytes       int64
 	rel         map[string]string      // absolute path -> recorded path
 	epochs      map[string]cursorEpoch // context (agent id) -> its last compaction boundary
+	// importMin is SweepOptions.ImportMin with its default. Once a
+	// writer has that many records (it will be stored by Import), pre
+	// compresses their contents while the transcript is still being
+	// parsed: on two cores that takes the compression off the sweep's
+	// critical path (see gitstore.Prepack).
+	importMin int
+	pre       *gitstore.Prepack
 }
 
 func (b *sweepBatch) relPath(abs string) string {
@@ -525,6 +536,15 @@ func (b *sweepBatch) add(writer string, r gitstore.Record) {
 	b.recs[writer] = append(b.recs[writer], r)
 	b.bytes += int64(len(r.Content))
 	b.stats.Records++
+	switch n := len(b.recs[writer]); {
+	case n == b.importMin && b.pre == nil:
+		b.pre = gitstore.NewPrepack()
+		for _, r := range b.recs[writer] {
+			b.pre.Add(r.Content)
+		}
+	case n >= b.importMin && b.pre != nil:
+		b.pre.Add(r.Content)
+	}
 }
 
 // addLine turns a line's items into records, as hooks/doc.go specifies.
@@ -624,17 +644,13 @@ func (b *sweepBatch) addLine(tl *TranscriptLine) {
 // store writes the gathered records: one Import (one pack) per writer for
 // big batches, Append for small ones.
 func (b *sweepBatch) store(ctx context.Context, opt SweepOptions) error {
-	importMin := opt.ImportMin
-	if importMin <= 0 {
-		importMin = 64
-	}
 	for _, w := range b.order {
 		recs := b.recs[w]
 		if len(recs) == 0 {
 			continue
 		}
-		if len(recs) >= importMin {
-			res, err := b.st.Import(ctx, w, recs, opt.BatchSize)
+		if len(recs) >= b.importMin {
+			res, err := b.st.ImportWith(ctx, w, recs, gitstore.ImportOptions{BatchSize: opt.BatchSize, Prepack: b.pre})
 			if err != nil {
 				return err
 			}
@@ -650,7 +666,16 @@ func (b *sweepBatch) store(ctx context.Context, opt SweepOptions) error {
 		}
 		delete(b.recs, w)
 	}
+	b.closePrepack()
 	b.order = b.order[:0]
 	b.bytes = 0
 	return nil
+}
+
+// closePrepack drops the batch's Prepack, if any.
+func (b *sweepBatch) closePrepack() {
+	if b.pre != nil {
+		b.pre.Close()
+		b.pre = nil
+	}
 }
