@@ -137,10 +137,17 @@ func (d *DenyList) Match(path string) (glob string, denied bool) {
 // directory, or a dangling link to ".env", is still denied. matchedPath is
 // path itself or the resolved target, whichever matched.
 func (d *DenyList) Check(path string) (glob string, matchedPath string, denied bool) {
+	return d.check(path, newResolver())
+}
+
+// check is Check with a resolver whose resolved directories are reused:
+// a batch names many files under the same directories, and resolving a
+// path lstats every component of it.
+func (d *DenyList) check(path string, r *resolver) (glob string, matchedPath string, denied bool) {
 	if g, ok := d.Match(path); ok {
 		return g, path, true
 	}
-	target, ok := resolve(path)
+	target, ok := r.resolve(path)
 	if !ok || target == filepath.Clean(path) {
 		return "", "", false
 	}
@@ -150,29 +157,43 @@ func (d *DenyList) Check(path string) (glob string, matchedPath string, denied b
 	return "", "", false
 }
 
+// resolver resolves paths with every symlink followed, remembering the
+// directories it resolved. It is meant for one batch, not for a process:
+// a symlink changed later would be judged by its old target.
+type resolver struct {
+	dirs map[string]resolvedDir
+}
+
+type resolvedDir struct {
+	path string
+	ok   bool
+}
+
+func newResolver() *resolver { return &resolver{dirs: map[string]resolvedDir{}} }
+
 // resolve returns path with every symlink it can follow resolved. Unlike
-// filepath.EvalSymlinks it tolerates a missing final component: the existing
-// parent is resolved and a dangling link is followed through its target
-// name. It fails only on a link cycle or an unresolvable parent.
-func resolve(path string) (string, bool) {
+// filepath.EvalSymlinks it tolerates a missing final component: the
+// existing parent is resolved and a dangling link is followed through its
+// target name. It fails only on a link cycle or an unresolvable parent.
+// Each step resolves the parent directory (remembered), then follows the
+// last component if it is a link.
+func (r *resolver) resolve(path string) (string, bool) {
+	path = filepath.Clean(path)
 	seen := make(map[string]bool)
 	for !seen[path] {
 		seen[path] = true
-		if r, err := filepath.EvalSymlinks(path); err == nil {
-			return r, true
-		}
 		parent := filepath.Dir(path)
 		if parent == path {
-			return "", false
+			return path, true // the root (or "."), which is no link
 		}
-		dir, ok := resolve(parent)
+		dir, ok := r.dir(parent)
 		if !ok {
 			return "", false
 		}
-		path = filepath.Join(dir, filepath.Base(path))
-		link, err := os.Readlink(path)
+		p := filepath.Join(dir, filepath.Base(path))
+		link, err := os.Readlink(p)
 		if err != nil {
-			return path, true // missing, or unreadable: judge the name
+			return p, true // not a link, missing, or unreadable: judge the name
 		}
 		if !filepath.IsAbs(link) {
 			link = filepath.Join(dir, link)
@@ -180,4 +201,15 @@ func resolve(path string) (string, bool) {
 		path = filepath.Clean(link)
 	}
 	return "", false // cycle
+}
+
+// dir resolves a directory, once per resolver.
+func (r *resolver) dir(d string) (string, bool) {
+	if v, ok := r.dirs[d]; ok {
+		return v.path, v.ok
+	}
+	r.dirs[d] = resolvedDir{} // a cycle through d fails instead of recursing
+	p, ok := r.resolve(d)
+	r.dirs[d] = resolvedDir{p, ok}
+	return p, ok
 }

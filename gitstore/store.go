@@ -363,10 +363,11 @@ func (s *Store) prepareRecords(recs []Record, sink objectSink) ([]Event, error) 
 	// and span of a file), and each check resolves symlinks component by
 	// component: check each path once per batch.
 	denyMemo := map[string]bool{}
+	res := newResolver()
 	checkDeny := func(p string) bool {
 		d, ok := denyMemo[p]
 		if !ok {
-			_, _, d = s.deny.Check(p)
+			_, _, d = s.deny.check(p, res)
 			denyMemo[p] = d
 		}
 		return d
