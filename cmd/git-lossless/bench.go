@@ -318,30 +318,29 @@ func (b *bench) newRepo(name string) (string, error) {
 	return dir, benchdata.Fanout(dir)
 }
 
-// benchFloor measures, in the directory the repositories are built in,
-// what no store can go below: a file create, an fsync, and a process of
-// this binary doing nothing. Every append creates ~8 files and, with fsync
-// on, waits for two rounds of fsync (objects, then the ref that makes them
-// reachable); every hook pays the process start.
-func (b *bench) benchFloor(ctx context.Context) error {
-	dir := filepath.Join(b.root, "floor")
+// diskFloor measures, in dir, what every write of the archive pays on this
+// disk at this moment: a small file's create + write + close, and an fsync
+// of a 4 KiB write. On the shared machines this project is built on, both
+// vary tenfold from one directory and one minute to the next, so every
+// bench prints them beside its figures.
+func diskFloor(dir string, creates, syncs int) (create, fsync samples, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+		return nil, nil, err
 	}
-	var create, fsync samples
+	defer os.RemoveAll(dir)
 	block := bytes.Repeat([]byte("x"), 4096)
-	for i := range 210 {
+	for i := range creates + 10 {
 		t0 := time.Now()
 		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(i)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		_, err = f.Write(block[:200])
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if i >= 10 {
 			create = append(create, time.Since(t0))
@@ -349,23 +348,47 @@ func (b *bench) benchFloor(ctx context.Context) error {
 	}
 	f, err := os.OpenFile(filepath.Join(dir, "sync"), os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	for i := range 55 {
+	defer f.Close()
+	for i := range syncs + 5 {
 		if _, err := f.Write(block); err != nil {
-			f.Close()
-			return err
+			return nil, nil, err
 		}
 		t0 := time.Now()
 		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
+			return nil, nil, err
 		}
 		if i >= 5 {
 			fsync = append(fsync, time.Since(t0))
 		}
 	}
-	f.Close()
+	return create, fsync, nil
+}
+
+// diskLine is the one-line disk floor the bench headers print.
+func diskLine(dir string) string {
+	create, fsync, err := diskFloor(dir, 100, 30)
+	if err != nil {
+		return "not measured: " + err.Error()
+	}
+	return fmt.Sprintf("file create p50 %s, fsync p50 %s (measured now, beside the fixtures)", ms(create.pct(50)), ms(fsync.pct(50)))
+}
+
+// benchFloor measures, in the directory the repositories are built in,
+// what no store can go below: a file create, an fsync, and a process of
+// this binary doing nothing. Every append creates ~8 files and, with fsync
+// on, waits for two rounds of fsync (objects, then the ref that makes them
+// reachable); every hook pays the process start.
+func (b *bench) benchFloor(ctx context.Context) error {
+	dir := filepath.Join(b.root, "floor")
+	create, fsync, err := diskFloor(dir, 200, 50)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
 	var ours, peer samples
 	for i := range 23 {
 		d, _, err := runProc(ctx, dir, nil, b.exe, "--version")

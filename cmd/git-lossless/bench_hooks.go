@@ -144,6 +144,7 @@ func runBenchHooks(ctx context.Context, e *env, o hooksBenchOpts) error {
 	fmt.Fprintf(e.stdout, "  machine   %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	fmt.Fprintf(e.stdout, "  fixture   %s%s\n", b.root, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[kept])
 	fmt.Fprintf(e.stdout, "  load      %s at start (other processes share these CPUs and disk)\n", loadAvg())
+	fmt.Fprintf(e.stdout, "  disk      %s\n", diskLine(filepath.Join(b.root, "floor")))
 
 	steps := []struct {
 		name string

@@ -146,6 +146,7 @@ func runBenchReceipt(ctx context.Context, e *env, o receiptBenchOpts) (err error
 		fx.Events(), fx.Sessions, fx.Files, benchfixture.Version)
 	fmt.Fprintf(e.stdout, "  repos    %s%s\n", b.root, map[bool]string{true: " (kept, reused when complete)", false: " (removed afterwards)"}[o.keep != ""])
 	fmt.Fprintf(e.stdout, "  load     %s at start (other processes share these CPUs and disk)\n", loadAvg())
+	fmt.Fprintf(e.stdout, "  disk     %s\n", diskLine(filepath.Join(b.root, "floor")))
 	if !b.target {
 		fmt.Fprintf(e.stdout, "  targets  stated for %d events; this smaller fixture is measured, not judged\n", receiptTargetEvents)
 	}

@@ -82,7 +82,8 @@ func runBenchProxy(ctx context.Context, e *env, o benchProxyOpts) error {
 		fsync = "fsync off"
 	}
 	parent, _ := benchParent()
-	fmt.Fprintf(e.stdout, "  archive   temporary git archive under %s, spans written before forwarding, %s\n\n", parent, fsync)
+	fmt.Fprintf(e.stdout, "  archive   temporary git archive under %s, spans written before forwarding, %s\n", parent, fsync)
+	fmt.Fprintf(e.stdout, "  disk      %s\n\n", diskLine(filepath.Join(parent, fmt.Sprintf("floor-%d", os.Getpid()))))
 	r, err := benchProxy(ctx, o)
 	if err != nil {
 		return err
