@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,28 +202,36 @@ func (b *bench) add(r row) { b.rows = append(b.rows, r) }
 func (b *bench) note(format string, a ...any) { b.notes = append(b.notes, fmt.Sprintf(format, a...)) }
 
 func (b *bench) print() {
-	w := tabwriter.NewWriter(b.e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "MEASURE\tGIT-LOSSLESS\tPEER (C git, this run)\tTARGET\tRESULT")
+	printBenchTable(b.e.stdout, "PEER (C git, this run)", b.rows, "", b.notes, b.start)
+}
+
+// printBenchTable prints a bench's result table, the count of targets met
+// and missed (with skipped, when set, saying why targets were not judged),
+// the total time and load, and the notes: one layout for every bench.
+func printBenchTable(out io.Writer, peerHeader string, rows []row, skipped string, notes []string, start time.Time) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "MEASURE\tGIT-LOSSLESS\t%s\tTARGET\tRESULT\n", peerHeader)
 	met, missed := 0, 0
-	for _, r := range b.rows {
+	for _, r := range rows {
 		res := "-"
 		if r.met != nil {
 			if *r.met {
-				res = "MET"
-				met++
+				res, met = "MET", met+1
 			} else {
-				res = "MISSED"
-				missed++
+				res, missed = "MISSED", missed+1
 			}
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.what, r.ours, r.peer, r.target, res)
 	}
 	w.Flush()
-	fmt.Fprintf(b.e.stdout, "\n%d targets met, %d missed; total bench time %s; load %s at end\n", met, missed, time.Since(b.start).Round(100*time.Millisecond), loadAvg())
-	if len(b.notes) > 0 {
-		fmt.Fprintln(b.e.stdout, "\nnotes:")
-		for _, n := range b.notes {
-			fmt.Fprintf(b.e.stdout, "  - %s\n", n)
+	if skipped != "" {
+		fmt.Fprintf(out, "\n%s", skipped)
+	}
+	fmt.Fprintf(out, "\n%d targets met, %d missed; total bench time %s; load %s at end\n", met, missed, time.Since(start).Round(100*time.Millisecond), loadAvg())
+	if len(notes) > 0 {
+		fmt.Fprintln(out, "\nnotes:")
+		for _, n := range notes {
+			fmt.Fprintf(out, "  - %s\n", n)
 		}
 	}
 }

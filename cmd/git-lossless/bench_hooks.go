@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -196,31 +195,12 @@ func (b *hooksBench) note(format string, a ...any) {
 
 func (b *hooksBench) print() {
 	fmt.Fprintln(b.e.stdout)
-	w := tabwriter.NewWriter(b.e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "MEASURE\tGIT-LOSSLESS\tBESIDE IT (this run, or published)\tTARGET\tRESULT")
-	met, missed := 0, 0
-	for _, r := range append(append(append([]row(nil), b.guardRows...), b.postRows...), b.sweepRows...) {
-		res := "-"
-		if r.met != nil {
-			if *r.met {
-				res, met = "MET", met+1
-			} else {
-				res, missed = "MISSED", missed+1
-			}
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.what, r.ours, r.peer, r.target, res)
-	}
-	w.Flush()
+	skipped := ""
 	if !b.targetSize() {
-		fmt.Fprintf(b.e.stdout, "\ntargets not judged: they are stated for a 14 MB transcript and 10,000 events (this run: %s, %d events)", mib(int64(b.o.transcriptBytes)), b.o.events)
+		skipped = fmt.Sprintf("targets not judged: they are stated for a 14 MB transcript and 10,000 events (this run: %s, %d events)", mib(int64(b.o.transcriptBytes)), b.o.events)
 	}
-	fmt.Fprintf(b.e.stdout, "\n%d targets met, %d missed; total bench time %s; load %s at end\n", met, missed, time.Since(b.start).Round(100*time.Millisecond), loadAvg())
-	if len(b.notes) > 0 {
-		fmt.Fprintln(b.e.stdout, "\nnotes:")
-		for _, n := range b.notes {
-			fmt.Fprintf(b.e.stdout, "  - %s\n", n)
-		}
-	}
+	rows := append(append(append([]row(nil), b.guardRows...), b.postRows...), b.sweepRows...)
+	printBenchTable(b.e.stdout, "BESIDE IT (this run, or published)", rows, skipped, b.notes, b.start)
 }
 
 // buildTranscript writes the repository and a generated session: a main

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -473,28 +472,5 @@ func (b *receiptBench) benchVerify(ctx context.Context) error {
 }
 
 func (b *receiptBench) print() {
-	w := tabwriter.NewWriter(b.e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "MEASURE\tGIT-LOSSLESS\tPEER (plain git and gpg, this run)\tTARGET\tRESULT")
-	met, missed := 0, 0
-	for _, r := range b.rows {
-		res := "-"
-		if r.met != nil {
-			if *r.met {
-				res = "MET"
-				met++
-			} else {
-				res = "MISSED"
-				missed++
-			}
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.what, r.ours, r.peer, r.target, res)
-	}
-	w.Flush()
-	fmt.Fprintf(b.e.stdout, "\n%d targets met, %d missed; total bench time %s; load %s at end\n", met, missed, time.Since(b.start).Round(100*time.Millisecond), loadAvg())
-	if len(b.notes) > 0 {
-		fmt.Fprintln(b.e.stdout, "\nnotes:")
-		for _, n := range b.notes {
-			fmt.Fprintf(b.e.stdout, "  - %s\n", n)
-		}
-	}
+	printBenchTable(b.e.stdout, "PEER (plain git and gpg, this run)", b.rows, "", b.notes, b.start)
 }
