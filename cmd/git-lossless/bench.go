@@ -110,6 +110,35 @@ func benchParent() (string, error) {
 	return filepath.Join(c, "git-lossless", "bench"), nil
 }
 
+// benchDir is the directory a bench builds its fixtures in: keep, made
+// absolute and created (emptied first when wipe is set), or else a new
+// directory named prefix* under benchParent that cleanup removes.
+func benchDir(keep, prefix string, wipe bool) (dir string, cleanup func(), err error) {
+	cleanup = func() {}
+	if keep != "" {
+		if dir, err = filepath.Abs(keep); err != nil {
+			return "", cleanup, err
+		}
+		if wipe {
+			if err = os.RemoveAll(dir); err != nil {
+				return "", cleanup, err
+			}
+		}
+		return dir, cleanup, os.MkdirAll(dir, 0o755)
+	}
+	parent, err := benchParent()
+	if err != nil {
+		return "", cleanup, err
+	}
+	if err = os.MkdirAll(parent, 0o700); err != nil {
+		return "", cleanup, err
+	}
+	if dir, err = os.MkdirTemp(parent, prefix); err != nil {
+		return "", cleanup, err
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
 // row is one line of the result table.
 type row struct {
 	what, ours, peer, target string
@@ -135,20 +164,9 @@ func runBench(ctx context.Context, e *env, cfg benchConfig) error {
 		return fmt.Errorf("bench: locate own binary: %w", err)
 	}
 	b := &bench{cfg: cfg, e: e, exe: exe, start: time.Now()}
-	if cfg.keep != "" {
-		b.root, err = filepath.Abs(cfg.keep)
-		if err == nil {
-			err = os.MkdirAll(b.root, 0o755)
-		}
-	} else {
-		var parent string
-		if parent, err = benchParent(); err == nil {
-			if err = os.MkdirAll(parent, 0o700); err == nil {
-				b.root, err = os.MkdirTemp(parent, "store-")
-				defer os.RemoveAll(b.root)
-			}
-		}
-	}
+	var cleanup func()
+	b.root, cleanup, err = benchDir(cfg.keep, "store-", false)
+	defer cleanup()
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}

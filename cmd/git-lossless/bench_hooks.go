@@ -110,28 +110,9 @@ func runBenchHooks(ctx context.Context, e *env, o hooksBenchOpts) error {
 	}
 	b := &hooksBench{o: o, e: e, exe: exe, start: time.Now(), session: hooksBenchSession}
 	kept := o.dir != ""
-	if kept {
-		if b.root, err = filepath.Abs(o.dir); err == nil {
-			if err = os.RemoveAll(b.root); err == nil {
-				err = os.MkdirAll(b.root, 0o755)
-			}
-		}
-	} else {
-		// Not the system temp dir: on some machines (sandboxes) creating a
-		// file there costs a millisecond, which would be measured as ours.
-		var cache string
-		if cache, err = os.UserCacheDir(); err == nil {
-			base := filepath.Join(cache, "git-lossless")
-			if err = os.MkdirAll(base, 0o755); err == nil {
-				b.root, err = os.MkdirTemp(base, "bench-hooks-")
-			}
-		}
-		defer func() {
-			if b.root != "" {
-				os.RemoveAll(b.root)
-			}
-		}()
-	}
+	var cleanup func()
+	b.root, cleanup, err = benchDir(o.dir, "hooks-", true)
+	defer cleanup()
 	if err != nil {
 		return fmt.Errorf("bench hooks: fixture directory: %w", err)
 	}

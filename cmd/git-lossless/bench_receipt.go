@@ -108,27 +108,9 @@ func runBenchReceipt(ctx context.Context, e *env, o receiptBenchOpts) (err error
 			return fmt.Errorf("bench receipt: locate own binary: %w", err)
 		}
 	}
-	if o.keep != "" {
-		b.root, err = filepath.Abs(o.keep)
-		if err == nil {
-			err = os.MkdirAll(b.root, 0o755)
-		}
-	} else {
-		// Not the system temp dir: on some machines (sandboxes) creating a
-		// file there costs a millisecond, which would be measured as ours.
-		var cache string
-		if cache, err = os.UserCacheDir(); err == nil {
-			base := filepath.Join(cache, "git-lossless")
-			if err = os.MkdirAll(base, 0o755); err == nil {
-				b.root, err = os.MkdirTemp(base, "bench-receipt-")
-			}
-		}
-		defer func() {
-			if b.root != "" {
-				os.RemoveAll(b.root)
-			}
-		}()
-	}
+	var cleanup func()
+	b.root, cleanup, err = benchDir(o.keep, "receipt-", false)
+	defer cleanup()
 	if err != nil {
 		return fmt.Errorf("bench receipt: fixture directory: %w", err)
 	}
