@@ -18,11 +18,11 @@ func TestBenchHooksSmall(t *testing.T) {
 	small := []string{"bench", "hooks", "--transcript-bytes", "150000", "--events", "400", "--samples", "2", "--sweeps", "2"}
 	r := sb.ok(sb.root, small...)
 	out := r.stdout
-	cache := filepath.Join(sb.home, ".cache", "git-lossless")
-	if !strings.Contains(out, "  fixture   "+cache+string(filepath.Separator)+"bench-hooks-") || !strings.Contains(out, "(removed afterwards)") {
+	cache := filepath.Join(sb.home, ".cache", "git-lossless", "bench")
+	if !strings.Contains(out, "  fixture   "+cache+string(filepath.Separator)+"hooks-") || !strings.Contains(out, "(removed afterwards)") {
 		t.Errorf("fixture not under the user cache dir:\n%s", out)
 	}
-	if left, _ := filepath.Glob(filepath.Join(cache, "bench-hooks-*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(cache, "hooks-*")); len(left) != 0 {
 		t.Errorf("fixture left behind: %v", left)
 	}
 	// Targets are stated for 14 MB and 10,000 events: at this size every

@@ -59,7 +59,7 @@ func TestBenchReceiptSmall(t *testing.T) {
 	if strings.Contains(out.String(), "MET") {
 		t.Errorf("a fixture smaller than the targets' was judged:\n%s", out.String())
 	}
-	if left, _ := filepath.Glob(filepath.Join(cache, "git-lossless", "bench-receipt-*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(cache, "git-lossless", "bench", "receipt-*")); len(left) != 0 {
 		t.Errorf("bench receipt left %v behind", left)
 	}
 }
