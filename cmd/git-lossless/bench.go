@@ -183,25 +183,15 @@ func runBench(ctx context.Context, e *env, cfg benchConfig) error {
 	fmt.Fprintf(e.stdout, "  repos    %s%s\n", b.root, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[cfg.keep != ""])
 	fmt.Fprintf(e.stdout, "  load     %s at start (other processes share these CPUs and disk)\n\n", loadAvg())
 
-	steps := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
+	steps := []benchStep{
 		{"floor", b.benchFloor},
 		{"append", b.benchAppend},
 		{"record", b.benchRecord},
 		{"import", b.benchImport},
 		{"verify and session read", b.benchFixture},
 	}
-	for _, s := range steps {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		t0 := time.Now()
-		if err := s.fn(ctx); err != nil {
-			return fmt.Errorf("bench %s: %w", s.name, err)
-		}
-		b.logf("%s: done in %s", s.name, time.Since(t0).Round(10*time.Millisecond))
+	if err := runBenchSteps(ctx, "bench", steps, b.logf); err != nil {
+		return err
 	}
 	b.print()
 	return nil
@@ -221,6 +211,28 @@ func (b *bench) note(format string, a ...any) { b.notes = append(b.notes, fmt.Sp
 
 func (b *bench) print() {
 	printBenchTable(b.e.stdout, "PEER (C git, this run)", b.rows, "", b.notes, b.start)
+}
+
+// benchStep is one measured stage of a bench.
+type benchStep struct {
+	name string
+	fn   func(context.Context) error
+}
+
+// runBenchSteps runs the stages in order, logging each one's duration,
+// and stops at the first error (or when ctx ends).
+func runBenchSteps(ctx context.Context, label string, steps []benchStep, logf func(string, ...any)) error {
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if err := s.fn(ctx); err != nil {
+			return fmt.Errorf("%s %s: %w", label, s.name, err)
+		}
+		logf("%s: done in %s", s.name, time.Since(t0).Round(10*time.Millisecond))
+	}
+	return nil
 }
 
 // printBenchTable prints a bench's result table, the count of targets met

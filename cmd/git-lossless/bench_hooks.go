@@ -126,10 +126,7 @@ func runBenchHooks(ctx context.Context, e *env, o hooksBenchOpts) error {
 	fmt.Fprintf(e.stdout, "  load      %s at start (other processes share these CPUs and disk)\n", loadAvg())
 	fmt.Fprintf(e.stdout, "  disk      %s\n", diskLine(filepath.Join(b.root, "floor")))
 
-	steps := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
+	steps := []benchStep{
 		{"node", b.benchNode},
 		{"transcript", b.buildTranscript},
 		{"sweep", b.benchSweep},
@@ -137,15 +134,8 @@ func runBenchHooks(ctx context.Context, e *env, o hooksBenchOpts) error {
 		{"post-tool-use", b.benchPost},
 		{"pre-tool-use", b.benchGuard},
 	}
-	for _, s := range steps {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		t0 := time.Now()
-		if err := s.fn(ctx); err != nil {
-			return fmt.Errorf("bench hooks %s: %w", s.name, err)
-		}
-		b.logf("%s: done in %s", s.name, time.Since(t0).Round(10*time.Millisecond))
+	if err := runBenchSteps(ctx, "bench hooks", steps, b.logf); err != nil {
+		return err
 	}
 	b.print()
 	return nil

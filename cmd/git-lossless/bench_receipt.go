@@ -133,24 +133,14 @@ func runBenchReceipt(ctx context.Context, e *env, o receiptBenchOpts) (err error
 	}
 	fmt.Fprintln(e.stdout)
 
-	steps := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
+	steps := []benchStep{
 		{"fixture", func(ctx context.Context) error { return b.setup(ctx, fx) }},
 		{"build", b.benchBuild},
 		{"store", b.benchStore},
 		{"verify", b.benchVerify},
 	}
-	for _, s := range steps {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		t0 := time.Now()
-		if err := s.fn(ctx); err != nil {
-			return fmt.Errorf("bench receipt %s: %w", s.name, err)
-		}
-		b.logf("%s: done in %s", s.name, time.Since(t0).Round(10*time.Millisecond))
+	if err := runBenchSteps(ctx, "bench receipt", steps, b.logf); err != nil {
+		return err
 	}
 	b.print()
 	return nil
