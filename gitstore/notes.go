@@ -619,12 +619,8 @@ func scanAny(data []byte, needles [][]byte, fn func([]byte)) {
 			continue
 		}
 		last = st
-		end := bytes.IndexByte(data[st:], '\n')
-		if end < 0 {
-			end = len(data) - st
-		}
-		if end > 0 {
-			fn(data[st : st+end])
+		if line := lineAt(data, st); len(line) > 0 {
+			fn(line)
 		}
 	}
 }

@@ -233,34 +233,25 @@ func scanLines(data []byte, needles [][]byte, fn func([]byte)) {
 		return
 	}
 	first, rest := needles[0], needles[1:]
-	find := newFinder(first, data[:min(len(data), 16<<10)])
-	pos := 0
-	for pos < len(data) {
-		k := find.index(data[pos:])
-		if k < 0 {
-			return
-		}
-		k += pos
-		start := bytes.LastIndexByte(data[:k], '\n') + 1
-		end := bytes.IndexByte(data[k:], '\n')
-		if end < 0 {
-			end = len(data)
-		} else {
-			end += k
-		}
-		line := data[start:end]
-		ok := true
+	scanLinesAt(data, first, func(start int) {
+		line := lineAt(data, start)
 		for _, n := range rest {
 			if !bytes.Contains(line, n) {
-				ok = false
-				break
+				return
 			}
 		}
-		if ok {
-			fn(line)
-		}
-		pos = end + 1
+		fn(line)
+	})
+}
+
+// lineAt returns the line of data that starts at offset start, without its
+// newline.
+func lineAt(data []byte, start int) []byte {
+	line := data[start:]
+	if end := bytes.IndexByte(line, '\n'); end >= 0 {
+		line = line[:end]
 	}
+	return line
 }
 
 // finder searches for a needle by its rarest byte. Every needle here

@@ -501,11 +501,7 @@ func (s *Store) storedKeys(ctx context.Context, writer string, h head, evs []Eve
 			for _, k := range keys {
 				needle := append([]byte(`"key":`), jsonString(k)...)
 				scanLinesAt(data, needle, func(start int) {
-					line := data[start:]
-					if end := bytes.IndexByte(line, '\n'); end >= 0 {
-						line = line[:end]
-					}
-					if got, ok := lineKey(line); ok && got == k {
+					if got, ok := lineKey(lineAt(data, start)); ok && got == k {
 						set[k] = true
 					}
 				})
