@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/git-lossless/git-lossless/internal/jsonline"
 )
 
 // parseEventFast decodes a line in the form writers produce (a flat object
@@ -46,7 +47,7 @@ func parseEventFast(line []byte) (e Event, ok bool) {
 		switch c := b[0]; {
 		case c == '"':
 			quoted = true
-			n := plainStringLen(b[1:])
+			n := jsonline.PlainStringLen(b[1:])
 			if n < 0 {
 				return e, false
 			}
@@ -75,28 +76,6 @@ func parseEventFast(line []byte) (e Event, ok bool) {
 	}
 }
 
-// plainStringLen returns the length of the string body at the start of b
-// up to its closing quote, or -1 when it holds an escape, a control
-// character or invalid UTF-8 (those go to encoding/json).
-func plainStringLen(b []byte) int {
-	ascii := true
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case c == '"':
-			if !ascii && !utf8.Valid(b[:i]) {
-				return -1
-			}
-			return i
-		case c == '\\' || c < 0x20:
-			return -1
-		case c >= 0x80:
-			ascii = false
-		}
-	}
-	return -1
-}
-
 // setField decodes one value into e; quoted says raw was a string's body.
 func setField(e *Event, key, raw []byte, quoted bool) bool {
 	str := func(p *string) bool {
@@ -107,7 +86,7 @@ func setField(e *Event, key, raw []byte, quoted bool) bool {
 		return true
 	}
 	num := func(p *int64) bool {
-		if quoted || !jsonInt(raw) {
+		if quoted || !jsonline.IsInt(raw) {
 			return false
 		}
 		v, err := strconv.ParseInt(string(raw), 10, 64)
@@ -184,22 +163,6 @@ func setField(e *Event, key, raw []byte, quoted bool) bool {
 		return true
 	}
 	return false // unknown key: Extra, decoded by encoding/json
-}
-
-// jsonInt reports whether b is a JSON integer: -?(0|[1-9][0-9]*).
-func jsonInt(b []byte) bool {
-	if len(b) > 0 && b[0] == '-' {
-		b = b[1:]
-	}
-	if len(b) == 0 || (b[0] == '0' && len(b) > 1) {
-		return false
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // parseTS parses the one timestamp form writers produce (tsLayout:

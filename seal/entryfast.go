@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/git-lossless/git-lossless/internal/jsonline"
 )
 
 // decodeEntry decodes the part of a line the verifier reads. Lines in the
@@ -32,7 +33,7 @@ func decodeEntryFast(line []byte, e *entry) bool {
 		if len(b) < 3 || b[0] != '"' {
 			return false
 		}
-		end := plainLen(b[1:])
+		end := jsonline.PlainStringLen(b[1:])
 		if end < 0 {
 			return false
 		}
@@ -45,7 +46,7 @@ func decodeEntryFast(line []byte, e *entry) bool {
 		var raw []byte
 		quoted := b[0] == '"'
 		if quoted {
-			n := plainLen(b[1:])
+			n := jsonline.PlainStringLen(b[1:])
 			if n < 0 {
 				return false
 			}
@@ -64,7 +65,7 @@ func decodeEntryFast(line []byte, e *entry) bool {
 		}
 		switch key {
 		case "seq":
-			if quoted || !isInt(raw) {
+			if quoted || !jsonline.IsInt(raw) {
 				return false
 			}
 			v, err := strconv.ParseInt(string(raw), 10, 64)
@@ -115,43 +116,8 @@ func decodeEntryFast(line []byte, e *entry) bool {
 	return true
 }
 
-// plainLen returns the length of a string body up to its closing quote,
-// or -1 when it has escapes, control characters or invalid UTF-8.
-func plainLen(b []byte) int {
-	ascii := true
-	for i, c := range b {
-		switch {
-		case c == '"':
-			if !ascii && !utf8.Valid(b[:i]) {
-				return -1
-			}
-			return i
-		case c == '\\' || c < 0x20:
-			return -1
-		case c >= 0x80:
-			ascii = false
-		}
-	}
-	return -1
-}
-
 // scalar accepts the unquoted values writers produce: integers and
 // booleans.
 func scalar(b []byte) bool {
-	return string(b) == "true" || string(b) == "false" || isInt(b)
-}
-
-func isInt(b []byte) bool {
-	if len(b) > 0 && b[0] == '-' {
-		b = b[1:]
-	}
-	if len(b) == 0 || (b[0] == '0' && len(b) > 1) {
-		return false
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
+	return string(b) == "true" || string(b) == "false" || jsonline.IsInt(b)
 }
