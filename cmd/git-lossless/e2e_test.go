@@ -647,30 +647,7 @@ func TestE2EDiscovery(t *testing.T) {
 		if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		before := refFiles(t, filepath.Join(repo, ".git"))
-		r := sb.ok(repo, "record", "--op", "read", "--writer", "rt", "a.txt")
-		archive := filepath.Join(sb.data, "git-lossless", "archive.git")
-		if !strings.Contains(r.stderr, "warning:") || !strings.Contains(r.stderr, "reftable") || !strings.Contains(r.stderr, archive) {
-			t.Errorf("no warning naming reftable and the embedded archive:\n%s", r.stderr)
-		}
-		if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 {
-			t.Errorf("warning is not one line:\n%s", r.stderr)
-		}
-		if after := refFiles(t, filepath.Join(repo, ".git")); strings.Join(after, "\n") != strings.Join(before, "\n") {
-			t.Errorf("the reftable repository was written to:\nbefore %v\nafter  %v", before, after)
-		}
-		if refs := sb.git(archive, "for-each-ref", "--format=%(refname)", "refs/lossless"); refs != "refs/lossless/rt\n" {
-			t.Errorf("embedded archive refs: %q", refs)
-		}
-		_, evs := sb.log(repo)
-		// In the embedded archive there is no work tree: paths are absolute.
-		if len(evs) != 1 || evs[0].Path != filepath.Join(repo, "a.txt") {
-			t.Fatalf("log: %+v", evs)
-		}
-		if got := sb.catFile(archive, evs[0].Blob); string(got) != "a\n" {
-			t.Errorf("blob: %q", got)
-		}
-		sb.fsck(archive)
+		sb.recordGoesToEmbedded(t, repo, "rt", "reftable")
 	})
 
 	// A SHA-256 repository made by real git: go-git v5 cannot write one
@@ -683,32 +660,45 @@ func TestE2EDiscovery(t *testing.T) {
 		if got := strings.TrimSpace(sb.git(repo, "rev-parse", "--show-object-format")); got != "sha256" {
 			t.Fatalf("git made a %q repository", got)
 		}
-		before := refFiles(t, filepath.Join(repo, ".git"))
 		objsBefore := sb.git(repo, "count-objects", "-v")
-		r := sb.ok(repo, "record", "--op", "read", "--writer", "s256", "a.txt")
-		archive := filepath.Join(sb.data, "git-lossless", "archive.git")
-		if !strings.Contains(r.stderr, "warning:") || !strings.Contains(r.stderr, "sha256") || !strings.Contains(r.stderr, archive) {
-			t.Errorf("no warning naming the sha256 object format and the embedded archive:\n%s", r.stderr)
-		}
-		if after := refFiles(t, filepath.Join(repo, ".git")); strings.Join(after, "\n") != strings.Join(before, "\n") {
-			t.Errorf("the sha256 repository's refs changed:\nbefore %v\nafter  %v", before, after)
-		}
+		sb.recordGoesToEmbedded(t, repo, "s256", "sha256")
 		if objsAfter := sb.git(repo, "count-objects", "-v"); objsAfter != objsBefore {
 			t.Errorf("the sha256 repository's objects changed:\nbefore %s\nafter  %s", objsBefore, objsAfter)
 		}
-		if refs := sb.git(archive, "for-each-ref", "--format=%(refname)", "refs/lossless"); refs != "refs/lossless/s256\n" {
-			t.Errorf("embedded archive refs: %q", refs)
-		}
-		_, evs := sb.log(repo)
-		if len(evs) != 1 || evs[0].Path != filepath.Join(repo, "a.txt") {
-			t.Fatalf("log: %+v", evs)
-		}
-		if got := sb.catFile(archive, evs[0].Blob); string(got) != "a\n" {
-			t.Errorf("blob: %q", got)
-		}
 		sb.fsck(repo)
-		sb.fsck(archive)
 	})
+}
+
+// recordGoesToEmbedded records a.txt of repo, a repository go-git cannot
+// write safely (why names the reason the warning must give), and checks
+// that the event went to the embedded archive with a one-line warning and
+// that repo's refs were left as they were.
+func (sb *sandbox) recordGoesToEmbedded(t *testing.T, repo, writer, why string) {
+	t.Helper()
+	before := refFiles(t, filepath.Join(repo, ".git"))
+	r := sb.ok(repo, "record", "--op", "read", "--writer", writer, "a.txt")
+	archive := filepath.Join(sb.data, "git-lossless", "archive.git")
+	if !strings.Contains(r.stderr, "warning:") || !strings.Contains(r.stderr, why) || !strings.Contains(r.stderr, archive) {
+		t.Errorf("no warning naming %s and the embedded archive:\n%s", why, r.stderr)
+	}
+	if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 {
+		t.Errorf("warning is not one line:\n%s", r.stderr)
+	}
+	if after := refFiles(t, filepath.Join(repo, ".git")); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("the %s repository's refs changed:\nbefore %v\nafter  %v", why, before, after)
+	}
+	if refs := sb.git(archive, "for-each-ref", "--format=%(refname)", "refs/lossless"); refs != "refs/lossless/"+writer+"\n" {
+		t.Errorf("embedded archive refs: %q", refs)
+	}
+	_, evs := sb.log(repo)
+	// In the embedded archive there is no work tree: paths are absolute.
+	if len(evs) != 1 || evs[0].Path != filepath.Join(repo, "a.txt") {
+		t.Fatalf("log: %+v", evs)
+	}
+	if got := sb.catFile(archive, evs[0].Blob); string(got) != "a\n" {
+		t.Errorf("blob: %q", got)
+	}
+	sb.fsck(archive)
 }
 
 // tamperArchive builds a fresh archive: writer w with batches [a], [b c],
