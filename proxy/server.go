@@ -266,6 +266,11 @@ func listen(cfg Config) (net.Listener, *Proxy, error) {
 // Serve serves on ln until ctx is done, then shuts down: it stops
 // accepting, waits (up to 5 s) for the requests in flight to be answered
 // and recorded, and returns.
+//
+// What it waits for is the handlers (Idle), not the connections: a client
+// may hold a connection it dialled but never sent a request on, which
+// http.Server.Shutdown would wait 5 s for. Once no handler is running,
+// such connections are closed.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
@@ -276,13 +281,23 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		err := srv.Shutdown(sctx)
-		<-errc
+		done := make(chan error, 1)
+		go func() { done <- srv.Shutdown(sctx) }() // stop accepting, close idle connections
+		err := p.Idle(sctx)
 		if err == nil {
-			// Shutdown waits for connections to go idle, which they do
-			// only after their handlers return; Idle makes that explicit.
-			err = p.Idle(sctx)
+			select {
+			case err = <-done:
+			case <-time.After(100 * time.Millisecond):
+				// Every handler has returned: what is left are
+				// connections without a request.
+				err = srv.Close()
+				<-done
+			}
+		} else {
+			srv.Close()
+			<-done
 		}
+		<-errc
 		if err != nil {
 			return fmt.Errorf("proxy: shutdown: %w", err)
 		}

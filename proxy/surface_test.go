@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -158,6 +159,42 @@ func TestRunWaitRecordsEverything(t *testing.T) {
 	rep, err := Savings(context.Background(), nil, cfg.LogPath, time.Time{}, time.Now().Add(time.Hour))
 	if err != nil || rep.Requests != 9 || rep.Compacted == 0 {
 		t.Fatalf("savings log after Wait: %+v %v", rep, err)
+	}
+}
+
+// A client connection that never sent a request (a load generator's spare
+// dial) does not hold the shutdown up: Wait returns without error once no
+// handler runs. http.Server.Shutdown alone waited 5 s for such a
+// connection and Wait then failed with a deadline error.
+func TestWaitIgnoresConnectionsWithoutRequests(t *testing.T) {
+	st := &stub.Server{Kind: stub.LlamaCpp, Window: 8192}
+	up, err := st.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := DefaultConfig()
+	cfg.Upstream, cfg.Archive, cfg.Listen = up, &MemoryArchive{}, "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + srv.Addr + "/lossless/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	conn, err := net.Dial("tcp", srv.Addr) // connected, silent
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cancel()
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("Wait with a silent client connection open: %v", err)
 	}
 }
 
