@@ -198,40 +198,30 @@ func (s *Store) LoadIdentities(path string, getenv func(string) string) ([]age.I
 // content encrypted to the configured recipients when r asks for
 // encryption and lossless.encrypt is on, in which case it marks e with
 // "enc":"age".
-func (s *Store) storedContent(r *Record, e *Event) ([]byte, error) {
+func (s *Store) storedContent(r *Record, e *Event, content []byte) ([]byte, error) {
 	if !r.Encrypt {
-		return r.Content, nil
+		return content, nil
 	}
 	on, rcpts, err := s.Encryption()
 	if err != nil {
 		return nil, err
 	}
 	if !on {
-		return r.Content, nil
+		return content, nil
 	}
 	var buf bytes.Buffer
-	buf.Grow(len(r.Content) + 256 + 120*len(rcpts))
+	buf.Grow(len(content) + 256 + 120*len(rcpts))
 	w, err := age.Encrypt(&buf, rcpts...)
 	if err != nil {
 		return nil, fmt.Errorf("encrypt: %w", err)
 	}
-	if _, err := w.Write(r.Content); err != nil {
+	if _, err := w.Write(content); err != nil {
 		return nil, fmt.Errorf("encrypt: %w", err)
 	}
 	if err := w.Close(); err != nil {
 		return nil, fmt.Errorf("encrypt: %w", err)
 	}
-	if e.Extra == nil {
-		e.Extra = map[string]json.RawMessage{}
-	} else {
-		// The caller's map is shared with its Record: copy before adding.
-		m := make(map[string]json.RawMessage, len(e.Extra)+1)
-		for k, v := range e.Extra {
-			m[k] = v
-		}
-		e.Extra = m
-	}
-	e.Extra["enc"] = json.RawMessage(`"` + EncAge + `"`)
+	setExtra(e, "enc", json.RawMessage(`"`+EncAge+`"`))
 	return buf.Bytes(), nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/git-lossless/git-lossless/secrets"
 )
 
 // Event is one archived observation: a file version, a conversation span or
@@ -50,6 +52,11 @@ type Event struct {
 	Writer string `json:"-"`
 	// Commit is the batch commit that holds the event (not stored).
 	Commit string `json:"-"`
+
+	// vault holds the values redacted from this event's content until the
+	// append writes them into its vault event (redact.go); never stored
+	// in the line, cleared before events are handed back.
+	vault []secrets.Secret
 }
 
 // knownKeys lists the line keys Event decodes itself, in canonical order.

@@ -120,6 +120,9 @@ func (s *Store) ImportWith(ctx context.Context, writer string, recs []Record, op
 			}
 			batch, deduped = dedupe(events, stored)
 		}
+		if batch, err = s.withVault(batch, pk); err != nil {
+			return ImportResult{}, err
+		}
 		if len(batch) == 0 {
 			// Nothing new: blobs already packed stay unreferenced, as with
 			// Append's loose ones, until git gc.

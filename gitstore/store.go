@@ -75,6 +75,7 @@ type Store struct {
 	lockT time.Duration
 
 	appendMu sync.Mutex // one append at a time per process keeps retries rare
+	redact   redactor   // placeholder key and vault recipient, loaded on the first secret
 }
 
 // Open opens the archive at loc.
@@ -299,6 +300,10 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 				return AppendResult{Deduped: deduped}, nil
 			}
 		}
+		// The values redacted from the spans kept go into one vault event.
+		if batch, err = s.withVault(batch, sink); err != nil {
+			return AppendResult{}, err
+		}
 		// 3. Chain and commit on this head.
 		out, commit, newHead, err := s.buildBatchTo(sink, writer, h, batch)
 		if err != nil {
@@ -358,6 +363,10 @@ func (l looseSink) put(typ string, body []byte) (string, error) {
 // an object: its event is stored with excluded:true and no content) and
 // stores each kept content as a blob through sink.
 func (s *Store) prepareRecords(recs []Record, sink objectSink) ([]Event, error) {
+	redactOn, err := s.redactMode()
+	if err != nil {
+		return nil, err
+	}
 	events := make([]Event, len(recs))
 	// A batch names the same files many times (a sweep: every read, edit
 	// and span of a file), and each check resolves symlinks component by
@@ -381,6 +390,9 @@ func (s *Store) prepareRecords(recs []Record, sink objectSink) ([]Event, error) 
 		}
 		if e.Op == "" {
 			return nil, fmt.Errorf("record %d: op is required", i)
+		}
+		if e.Op == OpVault {
+			return nil, fmt.Errorf("record %d: op %s is written by the store itself", i, e.Op)
 		}
 		if e.Source == "" {
 			return nil, fmt.Errorf("record %d: source is required", i)
@@ -414,7 +426,9 @@ func (s *Store) prepareRecords(recs []Record, sink objectSink) ([]Event, error) 
 			e.Excluded = true
 			e.Blob, e.SHA256, e.Bytes, e.Tokens = "", "", 0, 0
 		} else if r.HasContent {
-			content, err := s.storedContent(r, &e)
+			// Secrets: spans are redacted, file versions marked (redact.go).
+			content := s.scanContent(&e, r.Content, redactOn)
+			content, err := s.storedContent(r, &e, content)
 			if err != nil {
 				return nil, fmt.Errorf("record %d: %w", i, err)
 			}
@@ -624,6 +638,7 @@ func (s *Store) buildBatchTo(sink objectSink, writer string, h head, evs []Event
 			return nil, "", head{}, fmt.Errorf("encode event: %w", err)
 		}
 		e.Raw = line
+		e.vault = nil // the values stay in the vault, not in what callers get back
 		prev = seal.Hash(line)
 		body.Write(line)
 		body.WriteByte('\n')

@@ -608,7 +608,9 @@ func (b *sweepBatch) addLine(tl *TranscriptLine) {
 				continue
 			}
 			r.Op = "span"
-			r.Content, r.HasContent = content, true
+			// Conversation text is encrypted like the proxy's spans when
+			// lossless.encrypt is on; the store redacts secrets first.
+			r.Content, r.HasContent, r.Encrypt = content, true, true
 			extra["kind"] = tjQuote(SpanKind(it))
 			switch x := it.(type) {
 			case *TextSpan:

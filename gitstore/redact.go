@@ -1,0 +1,293 @@
+package gitstore
+
+// Redaction at write, and the vault (FORMAT.md section 17).
+//
+// Every record passes the secret scanner (package secrets) on its way into
+// an object, whoever writes it — hooks, sweeps, the proxy, the CLI:
+//
+//   - a conversation span (any content that is not a file version: op
+//     "span" and ops a later version adds) has each secret replaced in the
+//     stored text by a placeholder "[secret:KIND:ID]" before it is hashed,
+//     encrypted or stored; the event carries "redacted": N;
+//   - a file version (op read, edit, write, attach, restore) is stored as
+//     it is — it is the exact bytes the model saw, and the guard and the
+//     receipts hash them — and its event carries "secrets": N, so that a
+//     push can hold it back (see Outgoing);
+//   - the values taken out of an append's spans go into one vault event
+//     appended after them on the same writer (op "vault"): an age
+//     ciphertext, to the local identity (identity.go), of the values by
+//     placeholder. The seal covers it like any content, so verify checks
+//     it without the key, and `Reveal` with the identity puts every value
+//     back byte for byte.
+//
+// The vault is built after dedupe, from the spans actually stored, so a
+// sweep that meets spans already archived adds no vault either.
+// `git config lossless.redact off` stores spans as they are: unsafe to
+// push, and the push gate says so.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"filippo.io/age"
+
+	"github.com/git-lossless/git-lossless/secrets"
+)
+
+// OpVault is the op of a vault event.
+const OpVault = "vault"
+
+// VaultFormat is the first member of a vault document.
+const VaultFormat = "git-lossless vault v1"
+
+// IsFileVersion reports whether op's content is a file version (stored as
+// the model saw it, marked with "secrets") rather than conversation text
+// (redacted).
+func IsFileVersion(op string) bool {
+	switch op {
+	case "read", "edit", "write", "attach", "restore":
+		return true
+	}
+	return false
+}
+
+// vaultDoc is the plaintext of a vault blob.
+type vaultDoc struct {
+	Format  string        `json:"format"`
+	Secrets []vaultSecret `json:"secrets"`
+}
+
+type vaultSecret struct {
+	ID    string `json:"id"`
+	Kind  string `json:"kind"`
+	Value []byte `json:"value"` // standard base64 in JSON
+}
+
+// redactor is the per-store state of redaction: the placeholder key and
+// the vault recipient, loaded (or created) on the first secret.
+type redactor struct {
+	mu        sync.Mutex
+	loaded    bool
+	key       []byte
+	recipient age.Recipient // nil: the identity could not be had
+	err       error
+}
+
+// placeholderKeyAndRecipient returns the key of placeholder ids and the
+// vault's recipient, creating the local identity on first use. When the
+// identity cannot be had (no config dir, a read-only home), redaction
+// still happens, with a key of this process only and no vault: the
+// values are lost, the spans are safe, and a warning says why.
+func (s *Store) placeholderKeyAndRecipient() ([]byte, age.Recipient) {
+	r := &s.redact
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.loaded {
+		return r.key, r.recipient
+	}
+	r.loaded = true
+	id, err := LocalIdentity(true)
+	if err != nil || id == nil {
+		if err == nil {
+			err = errors.New("no local identity")
+		}
+		r.err = err
+		r.key = make([]byte, 32)
+		rand.Read(r.key)
+		s.warn(fmt.Sprintf("redaction: %v; secrets are redacted without a vault (their values cannot be revealed later)", err))
+		return r.key, nil
+	}
+	r.key = placeholderKey(id)
+	r.recipient = id.Recipient()
+	return r.key, r.recipient
+}
+
+// scanContent applies redaction to one record's content: it returns the
+// bytes to store, and marks e ("secrets" on a file version, "redacted"
+// and the vaulted values on anything else).
+func (s *Store) scanContent(e *Event, content []byte, redactOn bool) []byte {
+	if IsFileVersion(e.Op) {
+		if n := secrets.Count(content); n > 0 {
+			setExtra(e, "secrets", json.RawMessage(fmt.Sprint(n)))
+		}
+		return content
+	}
+	if !redactOn {
+		return content
+	}
+	fs := secrets.Scan(content)
+	if len(fs) == 0 {
+		return content
+	}
+	key, _ := s.placeholderKeyAndRecipient()
+	out, sec := secrets.Redact(content, fs, func(kind string, v []byte) string {
+		return placeholderID(key, kind, v)
+	})
+	if len(sec) == 0 {
+		return content
+	}
+	e.vault = sec
+	setExtra(e, "redacted", json.RawMessage(fmt.Sprint(len(sec))))
+	return out
+}
+
+// setExtra sets an extra field on e without touching a map e shares with
+// its caller's Record.
+func setExtra(e *Event, k string, v json.RawMessage) {
+	m := make(map[string]json.RawMessage, len(e.Extra)+1)
+	for k, v := range e.Extra {
+		m[k] = v
+	}
+	m[k] = v
+	e.Extra = m
+}
+
+// withVault returns evs followed by the vault event of the secrets their
+// spans had redacted, its blob stored through sink; evs unchanged when
+// none had any (or no vault can be written).
+func (s *Store) withVault(evs []Event, sink objectSink) ([]Event, error) {
+	var all []vaultSecret
+	seen := map[string]bool{}
+	first := -1
+	for i := range evs {
+		for _, sc := range evs[i].vault {
+			if first < 0 {
+				first = i
+			}
+			k := sc.Kind + ":" + sc.ID
+			if !seen[k] {
+				seen[k] = true
+				all = append(all, vaultSecret{ID: sc.ID, Kind: sc.Kind, Value: sc.Value})
+			}
+		}
+	}
+	if len(all) == 0 {
+		return evs, nil
+	}
+	_, rcpt := s.placeholderKeyAndRecipient()
+	if rcpt == nil {
+		return evs, nil
+	}
+	doc, err := json.Marshal(vaultDoc{Format: VaultFormat, Secrets: all})
+	if err != nil {
+		return nil, fmt.Errorf("vault: %w", err)
+	}
+	var buf bytes.Buffer
+	w, err := age.Encrypt(&buf, rcpt)
+	if err != nil {
+		return nil, fmt.Errorf("vault: %w", err)
+	}
+	w.Write(doc)
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("vault: %w", err)
+	}
+	ct := buf.Bytes()
+	id, err := sink.put("blob", ct)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(ct)
+	src := evs[first]
+	ev := Event{
+		TS: s.now(), Session: src.Session, Agent: src.Agent, Sidechain: src.Sidechain,
+		Source: src.Source, Op: OpVault,
+		Blob: id, SHA256: hex.EncodeToString(sum[:]), Bytes: int64(len(ct)),
+		Extra: map[string]json.RawMessage{
+			"enc":   json.RawMessage(`"` + EncAge + `"`),
+			"count": json.RawMessage(fmt.Sprint(len(all))),
+		},
+	}
+	out := make([]Event, 0, len(evs)+1)
+	out = append(out, evs...)
+	return append(out, ev), nil
+}
+
+// Vault holds the values vaulted on one writer, by kind and placeholder
+// id, as far as the identities given unlock them.
+type Vault struct {
+	values map[string][]byte // "kind:id" → value
+	// Entries is how many vault events the writer holds; Locked how many
+	// of them no identity given unlocks.
+	Entries, Locked int
+}
+
+// Lookup returns the value a placeholder stands for.
+func (v *Vault) Lookup(kind, id string) ([]byte, bool) {
+	if v == nil {
+		return nil, false
+	}
+	b, ok := v.values[kind+":"+id]
+	return b, ok
+}
+
+// Len is the number of distinct values the vault could open.
+func (v *Vault) Len() int { return len(v.values) }
+
+// OpenVault reads writer's vault events and decrypts them with ids and the
+// local identity (when it exists). Entries none of them unlocks are
+// counted as locked, not an error.
+func (s *Store) OpenVault(ctx context.Context, writer string, ids []age.Identity) (*Vault, error) {
+	evs, err := s.Events(ctx, Query{Writers: []string{writer}, Op: OpVault})
+	if err != nil {
+		return nil, err
+	}
+	ids = withLocalIdentity(ids)
+	v := &Vault{values: map[string][]byte{}}
+	for _, ev := range evs {
+		if ev.Op != OpVault || ev.Blob == "" {
+			continue
+		}
+		v.Entries++
+		ct, err := s.Blob(ctx, ev.Blob)
+		if err != nil {
+			v.Locked++ // pruned or missing: nothing to open
+			continue
+		}
+		if len(ids) == 0 {
+			v.Locked++
+			continue
+		}
+		r, err := age.Decrypt(bytes.NewReader(ct), ids...)
+		if err != nil {
+			v.Locked++
+			continue
+		}
+		plain, err := io.ReadAll(r)
+		if err != nil {
+			v.Locked++
+			continue
+		}
+		var doc vaultDoc
+		if err := json.Unmarshal(plain, &doc); err != nil || doc.Format != VaultFormat {
+			return nil, fmt.Errorf("vault at %s#%d: not a %s document", writer, ev.Seq, VaultFormat)
+		}
+		for _, sc := range doc.Secrets {
+			v.values[sc.Kind+":"+sc.ID] = sc.Value
+		}
+	}
+	return v, nil
+}
+
+// Reveal puts the vaulted values of writer back into text (placeholders
+// the vault does not know stay), returning the text and how many
+// placeholders were replaced and how many were left.
+func (s *Store) Reveal(ctx context.Context, writer string, text []byte, ids []age.Identity) ([]byte, int, int, error) {
+	refs := secrets.Placeholders(text)
+	if len(refs) == 0 {
+		return text, 0, 0, nil
+	}
+	v, err := s.OpenVault(ctx, writer, ids)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	out, n := secrets.Reveal(text, v.Lookup)
+	return out, n, len(refs) - n, nil
+}
