@@ -12,8 +12,8 @@ import (
 
 	"filippo.io/age"
 
-	"github.com/git-lossless/git-lossless/secrets"
 	"github.com/git-lossless/git-lossless/seal"
+	"github.com/git-lossless/git-lossless/secrets"
 )
 
 // fakeGitHubToken builds a format-valid, obviously fake token (never a
