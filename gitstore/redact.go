@@ -291,3 +291,135 @@ func (s *Store) Reveal(ctx context.Context, writer string, text []byte, ids []ag
 	out, n := secrets.Reveal(text, v.Lookup)
 	return out, n, len(refs) - n, nil
 }
+
+// RedactResult says what RedactWriter did (or, dry, would do) to one
+// writer's archived history.
+type RedactResult struct {
+	Writer string
+	// Scanned is how many conversation spans (content that is not a file
+	// version) were read; Replaced how many held secrets and were (or
+	// would be) replaced by a redacted copy; Secrets how many values
+	// those held.
+	Scanned, Replaced, Secrets int
+	// Kinds counts the values by kind.
+	Kinds map[string]int
+	// Locked is how many encrypted spans no identity given could open:
+	// they were not checked.
+	Locked int
+	// FileVersions is how many file versions hold secrets: they are kept
+	// as the model saw them (the push gate holds them back; prune removes
+	// them).
+	FileVersions int
+	// Prune is the prune of the originals' content.
+	Prune PruneResult
+}
+
+// RedactWriter applies today's redaction rules to writer's archived
+// spans, for archives written before redaction existed (or with
+// lossless.redact off, or by an older scanner). Sealed lines are never
+// edited; instead, like a prune:
+//
+//  1. every span in which the scanner finds a secret is appended again
+//     through the normal write path — so it is redacted, its values
+//     vaulted, and encrypted when the original was — as an event that
+//     copies the original's fields and adds "replaces": <seq of the
+//     original> (dedupe key "redact:" + the original's key, so a second
+//     run adds nothing);
+//  2. the originals' content is then pruned, with a prune record whose
+//     reason says so: verify reports those entries as pruned (expected)
+//     and every seal stays valid.
+//
+// The append comes first, so a crash in between loses nothing (the next
+// run finds the copies stored and only prunes). Encrypted spans are
+// decrypted with ids to be scanned; those no identity opens are counted as
+// Locked and left alone. An encrypted original is only replaced while
+// lossless.encrypt is on, so that redaction never leaves a clear copy.
+func (s *Store) RedactWriter(ctx context.Context, writer string, ids []age.Identity, dry bool) (RedactResult, error) {
+	res := RedactResult{Writer: writer, Kinds: map[string]int{}}
+	evs, err := s.Events(ctx, Query{Writers: []string{writer}})
+	if err != nil {
+		return res, err
+	}
+	replaced := map[int64]bool{}
+	for _, e := range evs {
+		var seq int64
+		if json.Unmarshal(e.Extra["replaces"], &seq) == nil && seq > 0 {
+			replaced[seq] = true
+		}
+	}
+	encOn, _, encErr := s.Encryption()
+	var recs []Record
+	orig := map[int64]bool{}
+	for _, e := range evs {
+		if e.Blob == "" || e.Excluded || e.Op == OpVault || e.Op == "prune" {
+			continue
+		}
+		content, err := s.OpenContent(ctx, e, ids)
+		if errors.Is(err, ErrContentLocked) {
+			res.Locked++
+			continue
+		}
+		if err != nil {
+			continue // pruned or missing content: nothing left to redact
+		}
+		fs := secrets.Scan(content)
+		if IsFileVersion(e.Op) {
+			if len(fs) > 0 {
+				res.FileVersions++
+			}
+			continue
+		}
+		res.Scanned++
+		if len(fs) == 0 {
+			continue
+		}
+		if replaced[e.Seq] {
+			orig[e.Seq] = true // copied by an earlier run that did not get to prune
+			continue
+		}
+		enc := IsEncrypted(&e)
+		if enc && !encOn {
+			if encErr != nil {
+				return res, fmt.Errorf("%s#%d is encrypted and %w", writer, e.Seq, encErr)
+			}
+			return res, fmt.Errorf("%s#%d is encrypted but lossless.encrypt is off now: turn it on (with its recipients) so the redacted copy is encrypted too", writer, e.Seq)
+		}
+		res.Replaced++
+		res.Secrets += len(fs)
+		for _, f := range fs {
+			res.Kinds[f.Kind]++
+		}
+		orig[e.Seq] = true
+		r := Record{Event: e, Content: content, HasContent: true, Encrypt: enc}
+		r.Seq, r.Prev, r.Raw, r.Commit, r.Writer = 0, "", nil, "", ""
+		r.Blob, r.SHA256, r.Bytes = "", "", 0
+		r.Extra = map[string]json.RawMessage{}
+		for k, v := range e.Extra {
+			if k != "enc" && k != "redacted" {
+				r.Extra[k] = v
+			}
+		}
+		r.Extra["replaces"] = json.RawMessage(fmt.Sprint(e.Seq))
+		if e.Key != "" {
+			r.Key = "redact:" + e.Key
+		} else {
+			r.Key = fmt.Sprintf("redact:%s#%d", writer, e.Seq)
+		}
+		recs = append(recs, r)
+	}
+	if len(orig) == 0 {
+		return res, nil
+	}
+	if !dry && len(recs) > 0 {
+		if _, err := s.Append(ctx, writer, recs); err != nil {
+			return res, fmt.Errorf("append the redacted copies: %w", err)
+		}
+	}
+	reason := fmt.Sprintf("redact: %d conversation span(s) held secrets; redacted copies were appended (\"replaces\" names each original)", len(orig))
+	pr, err := s.Prune(ctx, writer, func(e *Event) bool { return orig[e.Seq] && !IsFileVersion(e.Op) }, reason, dry)
+	res.Prune = pr
+	if err != nil {
+		return res, fmt.Errorf("prune the originals: %w", err)
+	}
+	return res, nil
+}

@@ -246,3 +246,88 @@ func TestRedactWithoutIdentityStillRedacts(t *testing.T) {
 		t.Fatalf("stored %q, warnings %q", b, warned)
 	}
 }
+
+func TestRedactWriterRewritesOldArchive(t *testing.T) {
+	isolatedIdentity(t)
+	team, _ := age.GenerateX25519Identity()
+	dir, _ := cryptRepo(t, "true", team.Recipient().String())
+	gitRun(t, dir, "config", "lossless.redact", "off") // an archive from before redaction
+	s, err := OpenDir(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	t1, t2, t3 := fakeGitHubToken(11), fakeGitHubToken(12), fakeGitHubToken(13)
+	recs := []Record{
+		{Event: Event{Op: "span", Source: "sweep", Key: "span:a"}, Content: []byte(`{"text":"` + t1 + `"}`), HasContent: true},
+		{Event: Event{Op: "span", Source: "proxy", Extra: map[string]json.RawMessage{"span": json.RawMessage(`"sp-aaaaaaaaaaaaaaaa"`)}}, Content: []byte(`{"m":"` + t2 + `"}`), HasContent: true, Encrypt: true},
+		{Event: Event{Op: "span", Source: "sweep", Key: "span:clean"}, Content: []byte(`{"text":"nothing here"}`), HasContent: true},
+		{Event: Event{Op: "read", Source: "hook", Path: "k.txt", Key: "toolu_9"}, Content: []byte(t3), HasContent: true},
+	}
+	if _, err := s.Append(ctx, "w", recs); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, dir, "config", "--unset", "lossless.redact")
+	s, _ = OpenDir(dir, Options{})
+
+	// Without the team identity the encrypted span cannot be checked.
+	res, err := s.RedactWriter(ctx, "w", nil, true)
+	if err != nil || res.Locked != 1 || res.Replaced != 1 || res.FileVersions != 1 || res.Scanned != 2 {
+		t.Fatalf("dry run without identity: %+v %v", res, err)
+	}
+	ids := []age.Identity{team}
+	dry, err := s.RedactWriter(ctx, "w", ids, true)
+	if err != nil || dry.Replaced != 2 || dry.Secrets != 2 || len(dry.Prune.Blobs) != 2 {
+		t.Fatalf("dry run: %+v %v", dry, err)
+	}
+	if hs, _ := s.Writers(ctx); hs[0].Seq != 4 {
+		t.Fatalf("dry run wrote: head seq %d", hs[0].Seq)
+	}
+	res, err = s.RedactWriter(ctx, "w", ids, false)
+	if err != nil || res.Replaced != 2 || res.Prune.Recorded == nil {
+		t.Fatalf("redact: %+v %v", res, err)
+	}
+	rep, err := s.Verify(ctx, "w", seal.Options{})
+	if err != nil || !rep.OK() || len(rep.Pruned) != 2 {
+		t.Fatalf("verify after redact: %+v %v", rep, err)
+	}
+	gitRun(t, dir, "fsck", "--strict")
+	gitRun(t, dir, "gc", "-q", "--prune=now")
+	out := gitRun(t, dir, "cat-file", "--batch-all-objects", "--batch")
+	for _, tok := range []string{t1, t2} {
+		if strings.Contains(out, tok) {
+			t.Errorf("a span's secret is still in an object after redact")
+		}
+	}
+	if !strings.Contains(out, t3) {
+		t.Errorf("the file version was rewritten: it must stay as the model saw it")
+	}
+	// The copies name their originals, and reveal gives the originals back.
+	evs, _ := s.Events(ctx, Query{Writers: []string{"w"}})
+	var copies int
+	for _, e := range evs {
+		if len(e.Extra["replaces"]) == 0 {
+			continue
+		}
+		copies++
+		c, err := s.OpenContent(ctx, e, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, n, _, err := s.Reveal(ctx, "w", c, nil)
+		if err != nil || n != 1 || !(bytes.Contains(got, []byte(t1)) || bytes.Contains(got, []byte(t2))) {
+			t.Fatalf("reveal of %s: %q %v", e.Raw, got, err)
+		}
+		if e.Source == "proxy" && (string(e.Extra["span"]) != `"sp-aaaaaaaaaaaaaaaa"` || !IsEncrypted(&e)) {
+			t.Errorf("the proxy span's copy lost its id or its encryption: %s", e.Raw)
+		}
+	}
+	if copies != 2 {
+		t.Fatalf("%d copies", copies)
+	}
+	// A second run changes nothing.
+	again, err := s.RedactWriter(ctx, "w", ids, false)
+	if err != nil || again.Replaced != 0 || again.Prune.Recorded != nil {
+		t.Fatalf("second run: %+v %v", again, err)
+	}
+}
