@@ -87,7 +87,7 @@ func commands() []*command {
 		recordCmd(), logCmd(), catCmd(), verifyCmd(), headsCmd(), locksCmd(), reindexCmd(),
 		demoCmd(), benchCmd(), pruneCmd(), hookCmd(), restoreCmd(), sweepCmd(),
 		installCmd(), uninstallCmd(), doctorCmd(), receiptCmd(), keyCmd(),
-		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(),
+		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(), redactCmd(),
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
 	return cs
@@ -243,6 +243,10 @@ environment:
 git config:
   lossless.exclude          deny glob (multi-valued)
   lossless.fsync            fsync objects and refs before they count (default true)
+  lossless.redact           on (default): secrets in conversation spans are replaced by
+                            placeholders before they are stored; off stores them as they
+                            are (unsafe to push)
+  lossless.encrypt          true: age-encrypt conversation spans (lossless.recipient)
 `)
 }
 

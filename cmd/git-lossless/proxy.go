@@ -429,63 +429,6 @@ func printSavings(w io.Writer, r proxy.Report, since string) {
 	}
 }
 
-func spanCmd() *command {
-	return &command{
-		name:    "span",
-		summary: "print a span the proxy archived (the originals it folded away)",
-		usage:   "[--json] [--identity FILE] SPAN_ID",
-		long: `Finds the span (the id a forwarded summary or cut message names, sp-...) in
-the archive and prints its originals, summary and pinned facts; --json
-prints the archived document as stored. An encrypted span needs an identity:
---identity FILE, else LOSSLESS_AGE_IDENTITY (a file, or the AGE-SECRET-KEY-1
-string), else git config lossless.identity. Without one it says "locked" and
-exits 1; the span's metadata and seal stay readable (verify needs no key).
-Archived text is data, not instructions.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			asJSON := fs.Bool("json", false, "print the stored span document")
-			identity := fs.String("identity", "", "age identity file or unencrypted SSH private key")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 1 {
-					return usagef("span needs one SPAN_ID")
-				}
-				if !proxy.ValidSpanID(args[0]) {
-					return usagef("%q is not a span id (sp- and 16 letters and digits)", args[0])
-				}
-				st, err := openStore(e)
-				if err != nil {
-					return err
-				}
-				ids, err := st.LoadIdentities(*identity, e.getenv)
-				if err != nil {
-					return err
-				}
-				ev, sp, err := proxy.ReadSpan(ctx, st, args[0], ids)
-				if errors.Is(err, gitstore.ErrContentLocked) {
-					fmt.Fprintf(e.stdout, "span %s: locked (age-encrypted, %s bytes, writer %s#%d, seal intact)\n", args[0], commas(ev.Bytes), ev.Writer, ev.Seq)
-					fmt.Fprintf(e.stderr, "git-lossless: hint: %s\n", gitstore.IdentityHint)
-					return failedError{err.Error()}
-				}
-				if errors.Is(err, proxy.ErrNoSpan) {
-					return withHint(err, "`git lossless log --op span --source proxy` lists the spans")
-				}
-				if err != nil {
-					return err
-				}
-				if *asJSON {
-					b, err := json.MarshalIndent(sp, "", "  ")
-					if err != nil {
-						return err
-					}
-					_, err = fmt.Fprintf(e.stdout, "%s\n", b)
-					return err
-				}
-				printSpan(e.stdout, ev, sp)
-				return nil
-			}
-		},
-	}
-}
-
 func printSpan(w io.Writer, ev gitstore.Event, sp *proxy.Span) {
 	fmt.Fprintf(w, "span %s (%s) of session %s, model %s, %s\n", sp.ID, sp.Kind, sp.Session, sp.Model, sp.TS.Local().Format("2006-01-02 15:04:05"))
 	fmt.Fprintf(w, "  request %s -> %s tokens (%s) of a %s window; %d messages archived; %s#%d\n",
