@@ -57,38 +57,52 @@ func Redact(text []byte, fs []Finding, id func(kind string, value []byte) string
 	return out, sec
 }
 
+const placeholderOpen = "[secret:"
+
 // Placeholders returns the well-formed placeholders in text, in order.
 func Placeholders(text []byte) []Ref {
 	var out []Ref
-	const open = "[secret:"
 	for i := 0; ; {
-		j := bytes.Index(text[i:], []byte(open))
+		j := bytes.Index(text[i:], []byte(placeholderOpen))
 		if j < 0 {
 			return out
 		}
 		start := i + j
-		p := start + len(open)
-		k := p
-		for k < len(text) && (text[k] >= 'a' && text[k] <= 'z' || text[k] >= '0' && text[k] <= '9' || text[k] == '-') {
-			k++
-		}
-		if k == p || k-p > 64 || k >= len(text) || text[k] != ':' {
+		end := placeholderEnd(text, start)
+		if end == 0 {
 			i = start + 1
 			continue
 		}
-		kind := string(text[p:k])
-		q := k + 1
-		m := q
-		for m < len(text) && (text[m] >= 'a' && text[m] <= 'f' || text[m] >= '0' && text[m] <= '9') {
-			m++
-		}
-		if n := m - q; n < 8 || n > 32 || m >= len(text) || text[m] != ']' {
-			i = start + 1
-			continue
-		}
-		out = append(out, Ref{Start: start, End: m + 1, Kind: kind, ID: string(text[q:m])})
-		i = m + 1
+		p := start + len(placeholderOpen)
+		k := p + bytes.IndexByte(text[p:end], ':')
+		out = append(out, Ref{Start: start, End: end, Kind: string(text[p:k]), ID: string(text[k+1 : end-1])})
+		i = end
 	}
+}
+
+// placeholderEnd returns the index after the well-formed placeholder that
+// starts at text[start], or 0 when none starts there.
+func placeholderEnd(text []byte, start int) int {
+	if !bytes.HasPrefix(text[start:], []byte(placeholderOpen)) {
+		return 0
+	}
+	p := start + len(placeholderOpen)
+	k := p
+	for k < len(text) && (text[k] >= 'a' && text[k] <= 'z' || text[k] >= '0' && text[k] <= '9' || text[k] == '-') {
+		k++
+	}
+	if k == p || k-p > 64 || k >= len(text) || text[k] != ':' {
+		return 0
+	}
+	q := k + 1
+	m := q
+	for m < len(text) && (text[m] >= 'a' && text[m] <= 'f' || text[m] >= '0' && text[m] <= '9') {
+		m++
+	}
+	if n := m - q; n < 8 || n > 32 || m >= len(text) || text[m] != ']' {
+		return 0
+	}
+	return m + 1
 }
 
 // Reveal replaces every placeholder whose id lookup knows (for the same
