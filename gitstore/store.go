@@ -904,10 +904,11 @@ func (s *Store) walk(ctx context.Context, headID, stop string, stopSeq int64) (b
 		if err != nil {
 			return nil, false, err
 		}
+		// A batch whose tree cannot be read goes on to its parent when
+		// the commit itself was read (an unreadable commit has no
+		// parents): verify then counts the entries before the damage
+		// and names the first entry of the damaged batch.
 		batches = append(batches, b)
-		if b.Err != nil {
-			break
-		}
 		if stop != "" && c.Seq <= stopSeq {
 			reverse(batches)
 			return batches, false, nil

@@ -64,7 +64,12 @@ type Batch struct {
 // Source is what a chain is verified against: the batches of one writer,
 // the content of blobs, and the checkpoints seen before.
 type Source interface {
-	// Batches returns the writer's batches, oldest first.
+	// Batches returns the writer's batches, oldest first. A batch that
+	// cannot be read is returned with Err set, and the batches before it
+	// are returned too whenever they can be reached (a commit whose tree
+	// or events.jsonl is damaged still names its parent): Verify counts
+	// and checks them, and names the damaged batch's first entry as the
+	// break, which it can only number from the entries before it.
 	Batches(ctx context.Context, writer string) ([]Batch, error)
 	// Content returns a blob's bytes, or an error wrapping ErrMissing.
 	// Verify calls it from several goroutines at once.
@@ -154,36 +159,50 @@ func Verify(ctx context.Context, src Source, writer string, opt Options) (*Repor
 		}
 	)
 structure:
-	for _, b := range batches {
+	for bi, b := range batches {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		// Entries are numbered by the chain: seq is the last entry read,
+		// so seq+1 is the first entry of this batch.
 		if b.Err != nil {
-			setFrom(Break{Kind: Unsealed, Seq: seq + 1, Commit: b.Commit, Detail: b.Err.Error()})
+			setFrom(Break{Kind: Unsealed, Seq: seq + 1, Commit: b.Commit, Detail: unreadableDetail(b, seq, batches[bi+1:])})
 			break
 		}
-		if b.Seq == 0 || b.Seal == "" || len(b.Lines) == 0 {
+		if b.Seq == 0 && b.Seal == "" {
+			// No trailer at all: not a git-lossless batch, nothing in it
+			// is sealed.
 			setFrom(Break{Kind: Unsealed, Seq: seq + 1, Commit: b.Commit, Detail: "batch commit carries no seal"})
 			break
 		}
-		for _, line := range b.Lines {
+		if len(b.Lines) == 0 {
+			setFrom(Break{Kind: EntryEdited, Seq: seq + 1, Commit: b.Commit,
+				Detail: fmt.Sprintf("batch commit seals entry %d but holds no entries: entry %d on were removed", b.Seq, seq+1)})
+			break
+		}
+		batchFirst := seq + 1
+		for i, line := range b.Lines {
+			n := seq + 1 // the entry this line must be
 			var e entry
 			if err := decodeEntry(line, &e); err != nil {
-				setFrom(Break{Kind: EntryEdited, Seq: seq + 1, Commit: b.Commit, Detail: "entry is not valid JSON: " + err.Error()})
+				setFrom(Break{Kind: EntryEdited, Seq: n, Commit: b.Commit, Detail: fmt.Sprintf("entry %d is not valid JSON: %v", n, err)})
 				break structure
 			}
 			if e.Seq == nil || e.Prev == "" {
-				setFrom(Break{Kind: Unsealed, Seq: seq + 1, Commit: b.Commit, Detail: "entry has no seq/prev"})
+				setFrom(Break{Kind: Unsealed, Seq: n, Commit: b.Commit, Detail: fmt.Sprintf("entry %d has no seq/prev", n)})
 				break structure
 			}
-			if *e.Seq != seq+1 {
-				setFrom(Break{Kind: EntryReordered, Seq: seq + 1, Commit: b.Commit,
-					Detail: fmt.Sprintf("expected entry %d, found %d", seq+1, *e.Seq)})
+			if *e.Seq != n {
+				setFrom(seqBreak(n, *e.Seq, b.Commit, batches[bi:], i))
 				break structure
 			}
 			if e.Prev != prev {
-				setFrom(Break{Kind: EntryEdited, Seq: seq, Commit: b.Commit,
-					Detail: fmt.Sprintf("entry %d names prev %.12s, but entry %d hashes to %.12s", seq+1, e.Prev, seq, prev)})
+				// Line n names another prev than line n-1 hashes to: one
+				// of the two changed. Line n is intact when what follows
+				// it (the next line's prev, or the batch's seal) still
+				// names its hash; then line n-1 changed. Else line n did
+				// (its prev, at least).
+				setFrom(prevBreak(n, e.Prev, prev, b, i))
 				break structure
 			}
 			seq++
@@ -197,9 +216,8 @@ structure:
 				refs = append(refs, ref{seq: seq, commit: b.Commit, blob: e.Blob, sha256: e.SHA256, inTree: b.Blobs[e.Blob]})
 			}
 		}
-		if b.Seq != seq || b.Seal != prev {
-			setFrom(Break{Kind: EntryEdited, Seq: seq, Commit: b.Commit,
-				Detail: fmt.Sprintf("batch commit seals entry %d as %.12s, entries end at %d hashing to %.12s", b.Seq, b.Seal, seq, prev)})
+		if br, ok := trailerBreak(b, batchFirst, seq, prev, seals); !ok {
+			setFrom(br)
 			break
 		}
 	}
@@ -299,6 +317,128 @@ structure:
 	}
 	rep.Break = first
 	return rep, nil
+}
+
+// seqBreak is the break for a line at position i of batches[0] that
+// carries seq found where entry want belongs. Entries 1..want-1 were
+// read in order, so the two directions mean different things:
+//
+//   - found < want: the number is already used, so this line is a copy of
+//     an earlier entry or an inserted one renumbered to fit. No order of
+//     the original entries produces it (in a permutation the first entry
+//     out of place always carries a higher number), so it is an edit of
+//     the chain (FORMAT.md section 9: "an edited, inserted or removed
+//     line"), even when entry want itself follows.
+//   - found > want: if entry want comes later (in this batch or a later
+//     one) the entries are out of order ("swapped lines or batches");
+//     if it never does, it was removed or this line was renumbered.
+func seqBreak(want, found int64, commit string, batches []Batch, i int) Break {
+	if found < want {
+		return Break{Kind: EntryEdited, Seq: want, Commit: commit,
+			Detail: fmt.Sprintf("expected entry %d, found %d again: an inserted or copied line", want, found)}
+	}
+	if laterSeq(want, batches, i) {
+		return Break{Kind: EntryReordered, Seq: want, Commit: commit,
+			Detail: fmt.Sprintf("expected entry %d, found %d; entry %d comes later", want, found, want)}
+	}
+	return Break{Kind: EntryEdited, Seq: want, Commit: commit,
+		Detail: fmt.Sprintf("expected entry %d, found %d, and no entry %d follows: removed, or renumbered", want, found, want)}
+}
+
+// laterSeq reports whether a line carrying seq want follows line i of
+// batches[0], in that batch or a later one. The search stops at the
+// first unreadable batch: nothing after it can be placed in the chain.
+func laterSeq(want int64, batches []Batch, i int) bool {
+	for bi, b := range batches {
+		if b.Err != nil {
+			return false
+		}
+		lines := b.Lines
+		if bi == 0 {
+			lines = lines[i+1:]
+		}
+		for _, l := range lines {
+			var e entry
+			if decodeEntry(l, &e) == nil && e.Seq != nil && *e.Seq == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// prevBreak is the break for entry n (line i of b) whose prev is not the
+// hash of entry n-1 (have).
+func prevBreak(n int64, named, have string, b Batch, i int) Break {
+	h := Hash(b.Lines[i])
+	intact := false
+	if i+1 < len(b.Lines) {
+		var next entry
+		intact = decodeEntry(b.Lines[i+1], &next) == nil && next.Prev == h
+	} else {
+		intact = b.Seal == h
+	}
+	if intact && n > 1 {
+		return Break{Kind: EntryEdited, Seq: n - 1, Commit: b.Commit,
+			Detail: fmt.Sprintf("entry %d hashes to %.12s, but entry %d (itself intact) names prev %.12s", n-1, have, n, named)}
+	}
+	if n == 1 {
+		return Break{Kind: EntryEdited, Seq: 1, Commit: b.Commit,
+			Detail: fmt.Sprintf("entry 1 names prev %.12s, not this writer's genesis %.12s", named, have)}
+	}
+	return Break{Kind: EntryEdited, Seq: n, Commit: b.Commit,
+		Detail: fmt.Sprintf("entry %d names prev %.12s, but entry %d hashes to %.12s, and entry %d no longer hashes to what follows it", n, named, n-1, have, n)}
+}
+
+// trailerBreak checks a batch's Lossless-Seq and Lossless-Seal against
+// its entries, first..last (last hashing to seal; seals holds every
+// entry's seal so far). ok is true when they agree. A disagreement names
+// the batch's last entry, unless the trailer shows where entries were
+// removed (it seals a later entry) or added (it seals an earlier one).
+func trailerBreak(b Batch, first, last int64, seal string, seals [][32]byte) (br Break, ok bool) {
+	br = Break{Kind: EntryEdited, Seq: last, Commit: b.Commit}
+	switch {
+	case b.Seq == last && b.Seal == seal:
+		return br, true
+	case b.Seq == 0 || b.Seal == "":
+		br.Kind = Unsealed
+		br.Detail = fmt.Sprintf("batch commit's seal trailer is incomplete (Lossless-Seq %d, Lossless-Seal %q): entries %d-%d are not sealed", b.Seq, b.Seal, first, last)
+	case b.Seal == seal:
+		br.Detail = fmt.Sprintf("batch commit seals entry %d with the seal of entry %d, its last: Lossless-Seq changed", b.Seq, last)
+	case b.Seq > last:
+		br.Seq = last + 1
+		br.Detail = fmt.Sprintf("batch commit seals entry %d as %.12s, but its entries end at %d: entries %d-%d were removed", b.Seq, b.Seal, last, last+1, b.Seq)
+	case b.Seq < last && b.Seq >= first && hex.EncodeToString(seals[b.Seq-1][:]) == b.Seal:
+		br.Seq = b.Seq + 1
+		br.Detail = fmt.Sprintf("batch commit seals entry %d, but entries %d-%d follow it in the batch: added after it was sealed", b.Seq, b.Seq+1, last)
+	default:
+		br.Detail = fmt.Sprintf("batch commit seals entry %d as %.12s, entries end at %d hashing to %.12s", b.Seq, b.Seal, last, seal)
+	}
+	return br, false
+}
+
+// unreadableDetail says which entries an unreadable batch hides: from
+// the entry after seq to its trailer's seq when its commit could be read,
+// else to the entry before the next readable batch's first.
+func unreadableDetail(b Batch, seq int64, after []Batch) string {
+	last := b.Seq
+	if last <= seq {
+		last = 0
+		for _, a := range after {
+			if a.Err != nil || len(a.Lines) == 0 {
+				break
+			}
+			var e entry
+			if decodeEntry(a.Lines[0], &e) == nil && e.Seq != nil && *e.Seq > seq+1 {
+				last = *e.Seq - 1
+			}
+			break
+		}
+	}
+	if last > seq {
+		return fmt.Sprintf("%v: entries %d-%d cannot be read", b.Err, seq+1, last)
+	}
+	return fmt.Sprintf("%v: entries from %d on cannot be read", b.Err, seq+1)
 }
 
 // blobCheck is one blob to read and hash, and what came of it.
