@@ -64,7 +64,6 @@ package guard
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -95,12 +94,16 @@ func (e Evidence) hashed() bool { return !e.Partial && (e.Blob != "" || e.DiskBl
 
 // Input is everything Decide needs about one edit.
 type Input struct {
-	// Path is the file as the model named it (for messages).
+	// Path is the file as the model named it (for messages; shown
+	// through Printable). The caller gathers Evidence for the file it
+	// names, whatever the spelling of the path each piece was recorded
+	// under (a symlink, a symlinked directory): Decide never compares
+	// paths.
 	Path string
 	// Exists, DiskBlob: the file on disk now.
 	Exists   bool
 	DiskBlob string
-	// Evidence for this path in this context, any time. The latest by TS
+	// Evidence for this file in this context, any time. The latest by TS
 	// decides; of evidence with equal timestamps the later in the slice,
 	// so callers list it in the order it happened where they know it
 	// (archive order, then transcript order).
@@ -175,22 +178,23 @@ func Decide(in Input) Decision {
 	}
 	ctx := "this context"
 	if in.Agent != "" {
-		ctx = "this subagent's context (" + in.Agent + ")"
+		ctx = "this subagent's context (" + Printable(in.Agent) + ")"
 	}
 	hint := in.RestoreHint
 	if hint == "" {
-		hint = "git lossless restore --files " + quote(in.Path)
+		hint = "git lossless restore --files " + ShellQuote(in.Path)
 	}
-	what := fmt.Sprintf("Read %s again with the Read tool (or run `%s`), then retry the edit.", in.Path, hint)
+	path := Printable(in.Path)
+	what := fmt.Sprintf("Read %s again with the Read tool (or run `%s`), then retry the edit.", path, Printable(hint))
 	if latest == nil {
 		if before > 0 {
 			return Decision{Kind: DenyCompacted, Reason: fmt.Sprintf(
 				"git-lossless guard: edit of %s denied. You saw this file only before %s was compacted (%s), and it was not re-attached afterwards, so your view of it is gone. %s",
-				in.Path, ctx, in.Boundary.TS.UTC().Format(time.RFC3339), what)}
+				path, ctx, in.Boundary.TS.UTC().Format(time.RFC3339), what)}
 		}
 		return Decision{Kind: DenyNeverSeen, Reason: fmt.Sprintf(
 			"git-lossless guard: edit of %s denied. It exists, but %s has not seen its content (a read by another agent does not count). %s",
-			in.Path, ctx, what)}
+			path, ctx, what)}
 	}
 	if !latest.hashed() {
 		return Decision{Allow: true, Kind: AllowPartial, Latest: latest}
@@ -204,12 +208,5 @@ func Decide(in Input) Decision {
 	}
 	return Decision{Kind: DenyDrift, Latest: latest, Reason: fmt.Sprintf(
 		"git-lossless guard: edit of %s denied. The file changed on disk after you last saw it (you saw version %.12s via %s at %s; disk now has %.12s): someone or something else edited it. %s",
-		in.Path, seen, latest.Op, latest.TS.UTC().Format(time.RFC3339), in.DiskBlob, what)}
-}
-
-func quote(p string) string {
-	if strings.ContainsAny(p, " \t'\"$`\\") {
-		return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
-	}
-	return p
+		path, seen, latest.Op, latest.TS.UTC().Format(time.RFC3339), in.DiskBlob, what)}
 }

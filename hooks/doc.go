@@ -65,14 +65,43 @@
 // for boundaries and re-attached files (see contextEvidence).
 //
 // Paths are repository-relative inside the repository (absolute outside),
-// as gitstore.Store.RelPath computes them; a view other than "full" means
-// the content is partial. Extra fields: "disk_blob" (on read/attach: the
+// as gitstore.Store.RelPath computes them, and spelled as the model named
+// the file (the transcript's spelling, which the model will use again); a
+// view other than "full" means the content is partial. When that path
+// resolves through a symlink (of the file or of a directory above it) to
+// another path, the event carries the resolved file as extra "real_path",
+// in the same form ("real_path64", standard base64 of the raw bytes, when
+// it is not valid UTF-8): evidence is keyed by the file, so a Read through
+// a link vouches for an Edit of its target and the other way round (see
+// realpath.go). A file that does not exist is resolved through its
+// directory. Extra fields: "disk_blob" (on read/attach: the
 // git blob id of the file on disk when the hook saw it, set only when the
 // disk bytes equal what was shown up to line endings — for a partial
 // view, the lines shown — so a file changed between the read and the hook
 // is never vouched for; the guard still treats a partial view as
 // unhashed), "kind" (spans),
 // "trigger" (compact), "uuid" (the transcript line).
+//
+// Payloads: every member the hooks read as a string (session_id, cwd,
+// transcript_path, agent_id, agent_transcript_path, tool_name,
+// tool_use_id, hook_event_name, agent_type, source, trigger; of a file
+// tool, tool_input.file_path or, for NotebookEdit, notebook_path; of a
+// Write's result, tool_input.content; of a Read's, tool_response.type and
+// tool_response.file.content) must be a string, and the objects they sit
+// in objects. Null counts as absent, as Claude Code writes null for a
+// member it has no value for; a member that is needed (session_id, the
+// file tool's path, the Write's content, the Read's tool_response) must
+// be there. A payload that breaks this is not guessed at, since an empty
+// path, or the main context for a malformed agent_id, would check the
+// wrong file or file evidence under the wrong context. The hook does
+// nothing with it (the edit is not checked, the result not recorded),
+// exits 0, and its one stderr line names the member and what it got (see
+// FieldError).
+//
+// Whatever a hook prints that came from outside — paths, session and
+// agent ids, tool names, errors that repeat them — is printable: quoted
+// (guard.Printable, guard.ShellQuote) where our messages name it, and
+// escaped on the stderr line whatever the message (see logLine).
 //
 // Timestamps: events from hooks carry the hook's time; events from a
 // transcript carry the line's own timestamp (milliseconds; not in

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
@@ -37,19 +38,28 @@ type Env struct {
 // PreToolUse as a block and shows stderr to the model, so neither may
 // come from a failure of ours. The only deliberate block is the guard's
 // deny, which is an exit 0 with a deny decision on stdout.
+//
+// Everything on that line that came from outside — paths, the payload's
+// text, errors that quote them — is escaped (see logLine): a file name
+// can hold a newline that would forge a second line, or an escape
+// sequence the terminal showing Claude Code's output would obey.
 func Run(ctx context.Context, event string, e Env) (code int) {
 	name := EventName(event)
-	label := "hook " + name
-	if name == "" {
-		label = "hook"
-	}
+	h := &handler{e: e}
 	var problems []string
 	defer func() {
 		if r := recover(); r != nil {
 			problems = append(problems, fmt.Sprintf("internal error: %v", r))
 		}
 		if len(problems) > 0 {
-			fmt.Fprintf(e.Stderr, "git-lossless: %s: %s (ignored)\n", label, oneLine(strings.Join(problems, "; ")))
+			label := "hook"
+			if name != "" {
+				label += " " + name
+			}
+			if h.p.ToolName != "" {
+				label += " " + guard.Printable(h.p.ToolName)
+			}
+			fmt.Fprintf(e.Stderr, "git-lossless: %s: %s (ignored)\n", label, logLine(strings.Join(problems, "; ")))
 		}
 		code = 0
 	}()
@@ -66,27 +76,88 @@ func Run(ctx context.Context, event string, e Env) (code int) {
 	if e.Now == nil {
 		e.Now = time.Now
 	}
-	h := &handler{e: e}
+	h.e = e
 	err := h.run(ctx, name)
 	problems = append(problems, h.warnings...)
 	if err != nil {
-		problems = append(problems, err.Error())
+		problems = append(problems, errText(err))
 	}
 	return 0
 }
 
-// oneLine folds an error's text (errors.Join separates with newlines) onto
-// one line.
-func oneLine(s string) string {
+// errText is an error's message with the errors errors.Join put together
+// separated by "; " instead of newlines, so that a newline left in it is
+// one that came from outside (a path) and logLine escapes it.
+func errText(err error) string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs := j.Unwrap()
+		parts := make([]string, 0, len(errs))
+		for _, e := range errs {
+			if e != nil {
+				parts = append(parts, e.Error())
+			}
+		}
+		// Only errors.Join's own layout; fmt.Errorf with several %w
+		// also unwraps to a list, but words its message itself.
+		if err.Error() == strings.Join(parts, "\n") {
+			parts = parts[:0]
+			for _, e := range errs {
+				if e != nil {
+					parts = append(parts, errText(e))
+				}
+			}
+			return strings.Join(parts, "; ")
+		}
+	}
+	return strings.TrimSpace(err.Error())
+}
+
+// logLine makes the text of a hook's one stderr line printable: every
+// control character (newlines included: see errText), byte of invalid
+// UTF-8 or non-printable rune is escaped the way strconv.Quote escapes it
+// (\n, \x00, \x1b, \u202e). Our own messages quote the paths and client
+// text they name already; this also covers what wrapped errors of other
+// packages repeat raw (an *os.PathError names its path as it was given).
+func logLine(s string) string {
 	s = strings.TrimSpace(s)
-	s = strings.ReplaceAll(s, "\r", "")
-	return strings.ReplaceAll(s, "\n", "; ")
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strconv.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// notDone says what a hook leaves undone when its payload cannot be used.
+func notDone(name string) string {
+	switch name {
+	case "pre-tool-use":
+		return "edit not checked"
+	case "post-tool-use":
+		return "result not recorded"
+	}
+	return "nothing done"
+}
+
+// payloadError is a problem with the payload (see FieldError), with what
+// the hook therefore left undone.
+func (h *handler) payloadError(name string, err error) error {
+	return fmt.Errorf("%w; %s", err, notDone(name))
 }
 
 func (h *handler) run(ctx context.Context, name string) error {
 	p, err := DecodePayload(h.e.Stdin)
 	if err != nil {
-		return err
+		return h.payloadError(name, err)
 	}
 	if name == "pre-tool-use" && h.e.Getenv("LOSSLESS_GUARD") == "off" {
 		return nil
@@ -99,7 +170,7 @@ func (h *handler) run(ctx context.Context, name string) error {
 		}
 	}
 	if h.st, err = h.e.Open(dir); err != nil {
-		return fmt.Errorf("open archive for %s: %w", dir, err)
+		return fmt.Errorf("open archive for %q: %w", dir, err)
 	}
 	switch name {
 	case "post-tool-use":
@@ -130,6 +201,11 @@ type handler struct {
 }
 
 func (h *handler) warn(format string, a ...any) {
+	for i, v := range a {
+		if err, ok := v.(error); ok {
+			a[i] = errText(err)
+		}
+	}
 	h.warnings = append(h.warnings, fmt.Sprintf(format, a...))
 }
 
@@ -149,17 +225,6 @@ func (h *handler) baseEvent(op string) gitstore.Event {
 	}
 }
 
-// readResponse is PostToolUse's tool_response for Read.
-type readResponse struct {
-	Type string `json:"type"`
-	File *struct {
-		Content    *string `json:"content"`
-		StartLine  int64   `json:"startLine"`
-		NumLines   int64   `json:"numLines"`
-		TotalLines int64   `json:"totalLines"`
-	} `json:"file"`
-}
-
 // postToolUse archives what a tool result put into the context: the
 // timely source of evidence (the transcript lags a turn behind). The
 // context's transcript is swept in the same store call, which keeps the
@@ -176,10 +241,6 @@ func (h *handler) postToolUse(ctx context.Context) error {
 // resultRecord builds the record of a PostToolUse result; ok is false for
 // results that are not evidence.
 func (h *handler) resultRecord() (rec gitstore.Record, ok bool, err error) {
-	abs := h.p.target()
-	if abs == "" {
-		return rec, false, nil
-	}
 	var op string
 	switch h.p.ToolName {
 	case "Read":
@@ -191,16 +252,36 @@ func (h *handler) resultRecord() (rec gitstore.Record, ok bool, err error) {
 	default:
 		return rec, false, nil
 	}
+	// The payload is checked whole before anything is recorded: a member
+	// of the wrong type records nothing.
+	in, err := h.p.input()
+	if err != nil {
+		return rec, false, h.payloadError("post-tool-use", err)
+	}
+	abs := h.p.fileOf(in)
+	var read readResult
+	var written string
+	switch op {
+	case "read":
+		read, err = h.p.readResult()
+	case "write":
+		written, err = in.writtenContent()
+	}
+	if err != nil {
+		return rec, false, h.payloadError("post-tool-use", err)
+	}
 	rec = gitstore.Record{Event: h.baseEvent(op), File: abs}
 	rec.SetPath(h.st.RelPath(abs))
+	// After the tool ran the file exists (for a Write through a dangling
+	// symlink: its target), so its resolution names what the model saw.
+	setRealPath(&rec, h.st.RelPath(realFile(abs)))
 	if _, _, denied := h.st.Deny().Check(abs); denied {
 		rec.Excluded = true // never read, never archived
 		return rec, true, nil
 	}
 	switch op {
 	case "read":
-		var r readResponse
-		if err := json.Unmarshal(h.p.ToolResponse, &r); err == nil && r.Type == "file_unchanged" {
+		if read.Type == "file_unchanged" {
 			// Claude Code answers a repeated read of an unchanged file
 			// with no content: the earlier read stands, and so does its
 			// hash, against which drift is still checked. A record
@@ -208,41 +289,47 @@ func (h *handler) resultRecord() (rec gitstore.Record, ok bool, err error) {
 			// that check off (the sweep skips these results too).
 			return rec, false, nil
 		}
-		if err != nil || r.File == nil || r.File.Content == nil {
+		if read.Content == nil {
 			// image, pdf, notebook: in the context, but not as text we
 			// can hash; recorded without content.
 			rec.View = "unknown"
-			if r.Type != "" {
-				rec.Extra = map[string]json.RawMessage{"result_type": jsonStr(r.Type)}
+			if read.Type != "" {
+				setExtra(&rec, "result_type", jsonStr(read.Type))
 			}
 			break
 		}
-		content := *r.File.Content
-		rec.Content, rec.HasContent = []byte(content), true
-		start := max(r.File.StartLine, 1)
-		if start > 1 || (r.File.TotalLines > 0 && r.File.NumLines < r.File.TotalLines) {
-			rec.View = fmt.Sprintf("lines:%d-%d", start, start+max(r.File.NumLines, 1)-1)
+		rec.Content, rec.HasContent = []byte(*read.Content), true
+		start := max(read.StartLine, 1)
+		if start > 1 || (read.TotalLines > 0 && read.NumLines < read.TotalLines) {
+			rec.View = fmt.Sprintf("lines:%d-%d", start, start+max(read.NumLines, 1)-1)
 			// The version the part was cut from, when the disk still
 			// holds those lines: a receipt can then say the model saw
 			// part of exactly the committed blob. The guard still treats
 			// the view as partial (no drift check).
-			if disk, err := os.ReadFile(abs); err == nil && sameLines(disk, int(start), int(r.File.NumLines), rec.Content) {
-				rec.Extra = map[string]json.RawMessage{"disk_blob": jsonStr(gitstore.BlobID(disk))}
+			if disk, err := os.ReadFile(abs); err == nil && sameLines(disk, int(start), int(read.NumLines), rec.Content) {
+				setExtra(&rec, "disk_blob", jsonStr(gitstore.BlobID(disk)))
 			}
 		} else if disk, err := os.ReadFile(abs); err == nil && sameText(disk, rec.Content) {
-			rec.Extra = map[string]json.RawMessage{"disk_blob": jsonStr(gitstore.BlobID(disk))}
+			setExtra(&rec, "disk_blob", jsonStr(gitstore.BlobID(disk)))
 		}
 	case "write":
-		in := h.p.input()
-		rec.Content, rec.HasContent = []byte(in.Content), true
+		rec.Content, rec.HasContent = []byte(written), true
 	case "edit":
 		disk, err := os.ReadFile(abs)
 		if err != nil {
-			return rec, false, fmt.Errorf("read %s after %s: %w", abs, h.p.ToolName, err)
+			return rec, false, fmt.Errorf("read %q after %s: %w", abs, h.p.ToolName, err)
 		}
 		rec.Content, rec.HasContent = disk, true
 	}
 	return rec, true, nil
+}
+
+// setExtra sets one extra field of rec.
+func setExtra(rec *gitstore.Record, k string, v json.RawMessage) {
+	if rec.Extra == nil {
+		rec.Extra = map[string]json.RawMessage{}
+	}
+	rec.Extra[k] = v
 }
 
 // storeWithSweep appends recs to the session's writer together with what
@@ -303,24 +390,27 @@ func (h *handler) preToolUse(ctx context.Context) error {
 	default:
 		return nil
 	}
-	abs := h.p.target()
-	if abs == "" {
-		return nil
+	abs, err := h.p.target()
+	if err != nil {
+		return h.payloadError("pre-tool-use", err)
 	}
-	rel := h.st.RelPath(abs)
 	in := guard.Input{Path: abs, Agent: h.p.AgentID}
 	in.RestoreHint = restoreHint(h.p.SessionID, h.p.AgentID, abs)
+	// os.ReadFile follows symlinks: a dangling one is a file to create
+	// (the Write creates its target); one that cannot be followed (a
+	// loop) is reported, and the edit goes ahead.
 	disk, err := os.ReadFile(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return fmt.Errorf("read %s: %w", abs, err)
+		return fmt.Errorf("read %q: %w", abs, err)
 	default:
 		in.Exists = true
 		in.DiskBlob = gitstore.BlobID(disk)
 	}
+	key := keyOf(h.st, abs)
 	if in.Exists {
-		ev, boundary, err := h.contextEvidence(ctx, abs, rel)
+		ev, boundary, err := h.contextEvidence(ctx, abs, key)
 		if err != nil {
 			return err
 		}
@@ -344,10 +434,11 @@ func (h *handler) preToolUse(ctx context.Context) error {
 	// check it against every key the writer holds.
 	rec := gitstore.Record{Event: h.baseEvent("deny"), File: abs}
 	rec.Key = ""
-	rec.SetPath(rel)
-	rec.Extra = map[string]json.RawMessage{"reason_kind": jsonStr(string(d.Kind))}
+	rec.SetPath(key.rel)
+	setRealPath(&rec, key.real)
+	setExtra(&rec, "reason_kind", jsonStr(string(d.Kind)))
 	if h.p.ToolUseID != "" {
-		rec.Extra["tool_use_id"] = jsonStr(h.p.ToolUseID)
+		setExtra(&rec, "tool_use_id", jsonStr(h.p.ToolUseID))
 	}
 	if _, err := h.st.Append(ctx, h.writer(), []gitstore.Record{rec}); err != nil {
 		h.warn("edit denied; recording the denial failed: %v", err)
@@ -355,12 +446,15 @@ func (h *handler) preToolUse(ctx context.Context) error {
 	return nil
 }
 
+// restoreHint is the restore command a deny reason names. Every word of
+// it is client text (the payload's session, agent and path), quoted for
+// the shell and kept printable.
 func restoreHint(session, agent, path string) string {
-	s := "git lossless restore --session " + session
+	s := "git lossless restore --session " + guard.ShellQuote(session)
 	if agent != "" {
-		s += " --agent " + agent
+		s += " --agent " + guard.ShellQuote(agent)
 	}
-	return s + " --files " + shellQuote(path)
+	return s + " --files " + guard.ShellQuote(path)
 }
 
 // seenOps are the ops that put content into a context.
@@ -395,7 +489,12 @@ func pathNeedle(rel string) []byte {
 // is read first: a sweep moves it only after the store accepted
 // everything before it, so the two parts cover the whole transcript even
 // while another hook sweeps.
-func (h *handler) contextEvidence(ctx context.Context, abs, rel string) ([]guard.Evidence, *guard.Boundary, error) {
+//
+// Evidence is gathered for the file, whatever path it was recorded
+// under (see fileKey): the archive is searched for both spellings and
+// the resolved file, the transcript's lines are matched by resolving the
+// paths they name.
+func (h *handler) contextEvidence(ctx context.Context, abs string, key fileKey) ([]guard.Evidence, *guard.Boundary, error) {
 	var tr *transcriptAt
 	if tp := h.p.contextTranscript(); tp != "" {
 		t, err := openTranscript(h.st, tp)
@@ -409,7 +508,7 @@ func (h *handler) contextEvidence(ctx context.Context, abs, rel string) ([]guard
 			h.warn("transcript: %v (deciding from the archive)", err)
 		}
 	}
-	evidence, err := archivedEvidence(ctx, h.st, h.writer(), h.p.SessionID, h.p.AgentID, rel)
+	evidence, err := archivedEvidence(ctx, h.st, h.writer(), h.p.SessionID, h.p.AgentID, key)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -423,7 +522,19 @@ func (h *handler) contextEvidence(ctx context.Context, abs, rel string) ([]guard
 	if ep, ok := tr.cur.Epochs[h.p.AgentID]; ok && !tr.fresh {
 		boundary = &guard.Boundary{Key: ep.Key, TS: ep.TS}
 	}
-	tail, err := tr.scanTail(ctx, h.p.AgentID, abs)
+	resolved := map[string]bool{}
+	same := func(p string) bool {
+		if p == abs {
+			return true
+		}
+		m, ok := resolved[p]
+		if !ok {
+			m = h.st.RelPath(realFile(p)) == key.real
+			resolved[p] = m
+		}
+		return m
+	}
+	tail, err := tr.scanTail(ctx, h.p.AgentID, same)
 	if err != nil {
 		h.warn("transcript: %v (deciding from what was read)", err)
 	}
@@ -438,16 +549,16 @@ func (h *handler) contextEvidence(ctx context.Context, abs, rel string) ([]guard
 	return evidence, boundary, nil
 }
 
-// archivedEvidence returns the archived evidence for rel in one context
-// (agent "" = main), in archive order. The store searches the session's
-// writer for the one selective needle, the path; the lines it finds are
-// sifted on their bytes (op, context) before any is parsed — a file
-// denied or spanned a hundred times costs no hundred parses — and
-// checked again on the parsed event.
-func archivedEvidence(ctx context.Context, st *gitstore.Store, writer, session, agent, rel string) ([]guard.Evidence, error) {
-	needle := pathNeedle(rel)
-	if needle == nil {
-		return nil, fmt.Errorf("path %q cannot be searched for", rel)
+// archivedEvidence returns the archived evidence for the file key names
+// in one context (agent "" = main), in archive order. The store searches
+// the session's writer for the selective needles, the file's paths; the
+// lines it finds are sifted on their bytes (op, context) before any is
+// parsed — a file denied or spanned a hundred times costs no hundred
+// parses — and checked again on the parsed event.
+func archivedEvidence(ctx context.Context, st *gitstore.Store, writer, session, agent string, key fileKey) ([]guard.Evidence, error) {
+	needles := key.needles()
+	if len(needles) == 0 {
+		return nil, fmt.Errorf("path %q cannot be searched for", key.rel)
 	}
 	agentMember := []byte(`"agent":`)
 	var wantAgent []byte
@@ -463,7 +574,7 @@ func archivedEvidence(ctx context.Context, st *gitstore.Store, writer, session, 
 		}
 		return !bytes.Contains(line, agentMember)
 	}
-	evs, err := st.Select(ctx, gitstore.Selection{Writers: []string{writer}, Any: [][]byte{needle}, Keep: keep})
+	evs, err := st.Select(ctx, gitstore.Selection{Writers: []string{writer}, Any: needles, Keep: keep})
 	if err != nil {
 		if w, herr := st.WriterHead(ctx, writer); herr == nil && w.Commit == "" {
 			return nil, nil // nothing archived for this session yet
@@ -472,7 +583,7 @@ func archivedEvidence(ctx context.Context, st *gitstore.Store, writer, session, 
 	}
 	var out []guard.Evidence
 	for _, e := range evs {
-		if e.Session == session && e.Agent == agent && seenOps[e.Op] && e.RawPath() == rel {
+		if e.Session == session && e.Agent == agent && seenOps[e.Op] && key.matches(e) {
 			out = append(out, evidenceOf(e))
 		}
 	}
@@ -547,19 +658,6 @@ func seenEvidence(x *FileSeen, epoch string) guard.Evidence {
 		ev.Blob = gitstore.BlobID(x.Content)
 	}
 	return ev
-}
-
-func shellQuote(s string) string {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '/' || r == '.' || r == '_' || r == '-') {
-			return "'" + bytesReplace(s, "'", `'\''`) + "'"
-		}
-	}
-	return s
-}
-
-func bytesReplace(s, old, new string) string {
-	return string(bytes.ReplaceAll([]byte(s), []byte(old), []byte(new)))
 }
 
 // preCompact sweeps the session while everything is still in the

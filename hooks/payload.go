@@ -29,11 +29,149 @@ type Payload struct {
 	Trigger             string          `json:"trigger"` // PreCompact: manual, auto
 }
 
+// rawPayload is a payload as it arrives. Every member Payload holds as a
+// string is kept raw here, so that DecodePayload can name a member that
+// holds another JSON type (encoding/json would either fail with a message
+// about Go struct fields, or, for null, say nothing at all).
+type rawPayload struct {
+	SessionID           json.RawMessage `json:"session_id"`
+	TranscriptPath      json.RawMessage `json:"transcript_path"`
+	Cwd                 json.RawMessage `json:"cwd"`
+	HookEventName       json.RawMessage `json:"hook_event_name"`
+	Source              json.RawMessage `json:"source"`
+	ToolName            json.RawMessage `json:"tool_name"`
+	ToolInput           json.RawMessage `json:"tool_input"`
+	ToolResponse        json.RawMessage `json:"tool_response"`
+	ToolUseID           json.RawMessage `json:"tool_use_id"`
+	AgentID             json.RawMessage `json:"agent_id"`
+	AgentType           json.RawMessage `json:"agent_type"`
+	AgentTranscriptPath json.RawMessage `json:"agent_transcript_path"`
+	Trigger             json.RawMessage `json:"trigger"`
+}
+
+// FieldError is a payload member the hooks read that is missing where it
+// is needed, or holds another JSON type than the one they read it as. The
+// hooks treat every such member alike: a hook whose payload has one does
+// nothing with that payload (fail open: the edit is not checked, the
+// result not recorded), and says which member and what it got. Guessing
+// instead — an empty path, the main context for an agent_id of the wrong
+// type — would check the wrong file or file the evidence under the wrong
+// context.
+type FieldError struct {
+	Field string // the member's path in the payload: session_id, tool_input.file_path
+	Got   string // what it holds: "a number", "null", ...; "" when it is missing
+	Want  string // what the hooks read it as: "a string", "an object", ...
+}
+
+func (e *FieldError) Error() string {
+	switch e.Got {
+	case "":
+		return e.Field + " is missing"
+	case "empty":
+		return e.Field + " is empty"
+	}
+	return e.Field + " is " + e.Got + ", not " + e.Want
+}
+
+// members decodes payload members one by one and keeps the first problem,
+// so that a decoder reads as the list of what it takes. Absent and null
+// members are the zero value — Claude Code writes null for a member it has
+// no value for (custom_instructions, originalFile) — unless the member is
+// required, when both are a FieldError.
+type members struct{ err error }
+
+func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+func (m *members) fail(field string, raw json.RawMessage, want string) {
+	if m.err != nil {
+		return
+	}
+	got := ""
+	if len(raw) > 0 {
+		got = instJSONKind(raw[0])
+	}
+	m.err = &FieldError{Field: field, Got: got, Want: want}
+}
+
+// str decodes a member read as a string; a required one must not be
+// empty either.
+func (m *members) str(field string, raw json.RawMessage, required bool) string {
+	if m.err != nil {
+		return ""
+	}
+	if len(raw) == 0 || isNull(raw) {
+		if required {
+			m.fail(field, raw, "a string")
+		}
+		return ""
+	}
+	if raw[0] != '"' {
+		m.fail(field, raw, "a string")
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		m.err = fmt.Errorf("decode %s: %w", field, err)
+		return ""
+	}
+	if s == "" && required {
+		m.err = &FieldError{Field: field, Got: "empty", Want: "a string"}
+	}
+	return s
+}
+
+// object reports whether a member is a JSON object (false for an absent
+// or null optional one).
+func (m *members) object(field string, raw json.RawMessage, required bool) bool {
+	if m.err != nil {
+		return false
+	}
+	if len(raw) == 0 || isNull(raw) {
+		if required {
+			m.fail(field, raw, "an object")
+		}
+		return false
+	}
+	if raw[0] != '{' {
+		m.fail(field, raw, "an object")
+		return false
+	}
+	return true
+}
+
+// int decodes an optional member read as an integer.
+func (m *members) int(field string, raw json.RawMessage) int64 {
+	if m.err != nil || len(raw) == 0 || isNull(raw) {
+		return 0
+	}
+	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		m.fail(field, raw, "a number")
+		return 0
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		m.err = &FieldError{Field: field, Got: "a number", Want: "an integer"}
+		return 0
+	}
+	return n
+}
+
+// decode unmarshals an object member into v (a struct of raw members).
+func (m *members) decode(field string, raw json.RawMessage, v any) {
+	if m.err != nil {
+		return
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		m.err = fmt.Errorf("decode %s: %w", field, err)
+	}
+}
+
 // MaxPayload bounds what a hook reads from stdin: a Write of a huge file
 // carries the file twice (input and response).
 const MaxPayload = 256 << 20
 
-// DecodePayload reads and checks one hook payload.
+// DecodePayload reads and checks one hook payload. A member Payload holds
+// as a string that holds another JSON type is a *FieldError naming it.
 func DecodePayload(r io.Reader) (Payload, error) {
 	b, err := io.ReadAll(io.LimitReader(r, MaxPayload+1))
 	if err != nil {
@@ -46,12 +184,28 @@ func DecodePayload(r io.Reader) (Payload, error) {
 	if len(b) == 0 || b[0] != '{' {
 		return Payload{}, errors.New("payload is not a JSON object")
 	}
-	var p Payload
-	if err := json.Unmarshal(b, &p); err != nil {
+	var raw rawPayload
+	if err := json.Unmarshal(b, &raw); err != nil {
 		return Payload{}, fmt.Errorf("decode payload: %w", err)
 	}
-	if p.SessionID == "" {
-		return Payload{}, errors.New("payload has no session_id")
+	var m members
+	p := Payload{
+		SessionID:           m.str("session_id", raw.SessionID, true),
+		TranscriptPath:      m.str("transcript_path", raw.TranscriptPath, false),
+		Cwd:                 m.str("cwd", raw.Cwd, false),
+		HookEventName:       m.str("hook_event_name", raw.HookEventName, false),
+		Source:              m.str("source", raw.Source, false),
+		ToolName:            m.str("tool_name", raw.ToolName, false),
+		ToolInput:           raw.ToolInput,
+		ToolResponse:        raw.ToolResponse,
+		ToolUseID:           m.str("tool_use_id", raw.ToolUseID, false),
+		AgentID:             m.str("agent_id", raw.AgentID, false),
+		AgentType:           m.str("agent_type", raw.AgentType, false),
+		AgentTranscriptPath: m.str("agent_transcript_path", raw.AgentTranscriptPath, false),
+		Trigger:             m.str("trigger", raw.Trigger, false),
+	}
+	if m.err != nil {
+		return Payload{}, m.err
 	}
 	if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
 		return Payload{}, fmt.Errorf("payload cwd %q is not absolute", p.Cwd)
@@ -71,38 +225,119 @@ func DecodePayload(r io.Reader) (Payload, error) {
 	return p, nil
 }
 
-// toolInput is the union of the tool inputs we read.
+// toolInput is what the hooks read of a file tool's input.
 type toolInput struct {
-	FilePath     string `json:"file_path"`
-	NotebookPath string `json:"notebook_path"`
-	Content      string `json:"content"`
-	Offset       *int64 `json:"offset"`
-	Limit        *int64 `json:"limit"`
+	// Path is the file the call names, as given: tool_input.file_path,
+	// or notebook_path for NotebookEdit (see pathMember).
+	Path string
+	// content is Write's content member, checked by writtenContent: only
+	// post-tool-use reads it.
+	content json.RawMessage
 }
 
-func (p *Payload) input() toolInput {
-	var in toolInput
-	if len(p.ToolInput) > 0 {
-		_ = json.Unmarshal(p.ToolInput, &in) // a malformed input just has no path
+// pathMember is the tool_input member that names a file tool's file.
+func pathMember(tool string) string {
+	if tool == "NotebookEdit" {
+		return "notebook_path"
 	}
-	return in
+	return "file_path"
 }
 
-// target is the file a tool call names (absolute, as Claude Code passes it;
-// made absolute against cwd when it is not).
-func (p *Payload) target() string {
-	in := p.input()
-	f := in.FilePath
-	if f == "" {
-		f = in.NotebookPath
+// input decodes tool_input for a file tool: an object whose path member
+// is a non-empty string.
+func (p *Payload) input() (toolInput, error) {
+	var m members
+	var raw struct {
+		FilePath     json.RawMessage `json:"file_path"`
+		NotebookPath json.RawMessage `json:"notebook_path"`
+		Content      json.RawMessage `json:"content"`
 	}
-	if f == "" {
-		return ""
+	if m.object("tool_input", p.ToolInput, false) {
+		m.decode("tool_input", p.ToolInput, &raw)
 	}
+	member := pathMember(p.ToolName)
+	path := raw.FilePath
+	if member == "notebook_path" {
+		path = raw.NotebookPath
+	}
+	in := toolInput{Path: m.str("tool_input."+member, path, true), content: raw.Content}
+	return in, m.err
+}
+
+// writtenContent is a Write's tool_input.content: required, a string (an
+// empty one writes an empty file).
+func (in toolInput) writtenContent() (string, error) {
+	var m members
+	if len(in.content) == 0 || isNull(in.content) {
+		m.fail("tool_input.content", in.content, "a string")
+		return "", m.err
+	}
+	s := m.str("tool_input.content", in.content, false)
+	return s, m.err
+}
+
+// target is the file a file tool's call names (absolute, as Claude Code
+// passes it; made absolute against cwd when it is not), or the
+// *FieldError that says why the payload names none.
+func (p *Payload) target() (string, error) {
+	in, err := p.input()
+	if err != nil {
+		return "", err
+	}
+	return p.fileOf(in), nil
+}
+
+// fileOf is the file a decoded tool input names: see target.
+func (p *Payload) fileOf(in toolInput) string {
+	f := in.Path
 	if !filepath.IsAbs(f) && p.Cwd != "" {
 		f = filepath.Join(p.Cwd, f)
 	}
 	return filepath.Clean(f)
+}
+
+// readResult is what the hooks read of a Read's tool_response:
+// {"type":"text","file":{"content","startLine","numLines","totalLines"}}.
+// Content is nil for results without text (image, pdf, notebook) and for
+// file_unchanged.
+type readResult struct {
+	Type                            string
+	Content                         *string
+	StartLine, NumLines, TotalLines int64
+}
+
+// readResult decodes a Read's tool_response: an object, whose members
+// the hooks read must have the types Claude Code gives them. A result of
+// the wrong shape is not evidence of anything: recording it without
+// content would make it the latest evidence of the file and turn the
+// drift check off.
+func (p *Payload) readResult() (readResult, error) {
+	var m members
+	var raw struct {
+		Type json.RawMessage `json:"type"`
+		File json.RawMessage `json:"file"`
+	}
+	var file struct {
+		Content    json.RawMessage `json:"content"`
+		StartLine  json.RawMessage `json:"startLine"`
+		NumLines   json.RawMessage `json:"numLines"`
+		TotalLines json.RawMessage `json:"totalLines"`
+	}
+	if m.object("tool_response", p.ToolResponse, true) {
+		m.decode("tool_response", p.ToolResponse, &raw)
+	}
+	r := readResult{Type: m.str("tool_response.type", raw.Type, false)}
+	if m.object("tool_response.file", raw.File, false) {
+		m.decode("tool_response.file", raw.File, &file)
+		if len(file.Content) > 0 && !isNull(file.Content) {
+			c := m.str("tool_response.file.content", file.Content, false)
+			r.Content = &c
+		}
+		r.StartLine = m.int("tool_response.file.startLine", file.StartLine)
+		r.NumLines = m.int("tool_response.file.numLines", file.NumLines)
+		r.TotalLines = m.int("tool_response.file.totalLines", file.TotalLines)
+	}
+	return r, m.err
 }
 
 // contextTranscript is the transcript of the context the hook runs in: the

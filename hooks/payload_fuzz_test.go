@@ -37,14 +37,20 @@ func pdFuzzDecode(t *testing.T, data []byte) {
 	}
 	// What the handlers derive from it must not panic either, and a
 	// target is absolute whenever the payload gives a cwd.
-	tgt := p.target()
+	tgt, terr := p.target()
+	if terr == nil && tgt == "" {
+		t.Fatal("target: no path and no error")
+	}
 	if tgt != "" && p.Cwd != "" && !filepath.IsAbs(tgt) {
 		t.Fatalf("target %q not absolute with cwd %q", tgt, p.Cwd)
 	}
 	if tgt != "" && filepath.Clean(tgt) != tgt {
 		t.Fatalf("target %q not clean", tgt)
 	}
-	_ = p.input()
+	if in, err := p.input(); err == nil {
+		_, _ = in.writtenContent()
+	}
+	_, _ = p.readResult()
 	for _, tp := range []string{p.TranscriptPath, p.contextTranscript()} {
 		if tp != "" && !filepath.IsAbs(tp) {
 			t.Fatalf("accepted relative transcript %q", tp)

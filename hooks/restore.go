@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -95,8 +94,12 @@ func Manifest(ctx context.Context, st *gitstore.Store, session, agent, source st
 	if source == "resume" {
 		why = "was resumed"
 	}
-	fmt.Fprintf(&b, "git-lossless: this session (%s) %s. Its working set, as archived in git, most important first, with each file's state on disk now:\n", session, why)
-	tail := fmt.Sprintf("\nTo get content back, Read the file again, or run `git lossless restore --session %s --files PATH...` (prints current content; counts as seen for the edit guard). Do not edit a file from memory: the guard denies edits of files not seen in this context since the compaction. `git lossless log --session %s` lists everything archived.\n", session, session)
+	// The session id and the paths are client text: printed printable
+	// (see guard.Printable), the session quoted for the shell where it
+	// is a word of a command.
+	fmt.Fprintf(&b, "git-lossless: this session (%s) %s. Its working set, as archived in git, most important first, with each file's state on disk now:\n", guard.Printable(session), why)
+	sq := guard.ShellQuote(session)
+	tail := fmt.Sprintf("\nTo get content back, Read the file again, or run `git lossless restore --session %s --files PATH...` (prints current content; counts as seen for the edit guard). Do not edit a file from memory: the guard denies edits of files not seen in this context since the compaction. `git lossless log --session %s` lists everything archived.\n", sq, sq)
 	shown := 0
 	for _, f := range ws {
 		state, _ := diskState(st, f)
@@ -104,7 +107,7 @@ func Manifest(ctx context.Context, st *gitstore.Store, session, agent, source st
 		if f.Edited {
 			role = "edited by you"
 		}
-		line := fmt.Sprintf("- %s: %s, %d touches, last %s; %s", f.Path, role, f.Touches, f.Last.UTC().Format("15:04:05"), state)
+		line := fmt.Sprintf("- %s: %s, %d touches, last %s; %s", guard.Printable(f.Path), role, f.Touches, f.Last.UTC().Format("15:04:05"), state)
 		if f.Latest.Partial && f.Latest.View != "" {
 			line += " (" + f.Latest.View + ")"
 		}
@@ -116,7 +119,7 @@ func Manifest(ctx context.Context, st *gitstore.Store, session, agent, source st
 		shown++
 	}
 	if shown < len(ws) {
-		fmt.Fprintf(&b, "- ... and %d more files (`git lossless log --session %s`)\n", len(ws)-shown, session)
+		fmt.Fprintf(&b, "- ... and %d more files (`git lossless log --session %s`)\n", len(ws)-shown, sq)
 	}
 	b.WriteString(tail)
 	return b.String(), nil
@@ -173,7 +176,7 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 		}
 		files = guard.WorkingSet(touches)
 		if len(files) == 0 {
-			return fmt.Sprintf("git-lossless: nothing archived for session %s.\n", opt.Session), nil
+			return fmt.Sprintf("git-lossless: nothing archived for session %s.\n", guard.Printable(opt.Session)), nil
 		}
 	}
 	var b strings.Builder
@@ -182,13 +185,16 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 	left := opt.Budget
 	for i, f := range files {
 		abs := absPath(st, f.Path)
+		// Paths in the headers are printable (the content is printed as
+		// it is: that is what was asked for).
+		name := guard.Printable(f.Path)
 		if _, _, denied := st.Deny().Check(abs); denied {
-			fmt.Fprintf(&b, "=== %s: excluded by the deny list; content not shown\n\n", f.Path)
+			fmt.Fprintf(&b, "=== %s: excluded by the deny list; content not shown\n\n", name)
 			continue
 		}
 		state, data := diskState(st, f)
 		if data == nil {
-			fmt.Fprintf(&b, "=== %s: %s; nothing to show\n\n", f.Path, state)
+			fmt.Fprintf(&b, "=== %s: %s; nothing to show\n\n", name, state)
 			continue
 		}
 		note := string(state)
@@ -203,21 +209,24 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 			view = fmt.Sprintf("lines:1-%d", strings.Count(text, "\n"))
 		}
 		if text == "" && len(data) > 0 {
-			fmt.Fprintf(&b, "=== %s: %s; over the budget, not shown (restore it alone with --files)\n\n", f.Path, note)
+			fmt.Fprintf(&b, "=== %s: %s; over the budget, not shown (restore it alone with --files)\n\n", name, note)
 			continue
 		}
-		fmt.Fprintf(&b, "=== %s (%s; current content, %s) ===\n%s", f.Path, note, view, text)
+		fmt.Fprintf(&b, "=== %s (%s; current content, %s) ===\n%s", name, note, view, text)
 		if !strings.HasSuffix(text, "\n") {
 			b.WriteString("\n")
 		}
-		b.WriteString("=== end of " + f.Path + " ===\n\n")
+		b.WriteString("=== end of " + name + " ===\n\n")
 		left -= len(text)
 		rec := gitstore.Record{Event: gitstore.Event{TS: opt.Now, Session: opt.Session, Agent: opt.Agent, Sidechain: opt.Agent != "",
 			Source: "cli", Op: "restore", View: view, Key: "restore:" + nonce + ":" + strconv.Itoa(i)}, File: abs,
 			Content: []byte(text), HasContent: true}
 		rec.SetPath(f.Path)
+		// Printed content is evidence for the file, whatever the
+		// spelling the model edits it by (see realpath.go).
+		setRealPath(&rec, st.RelPath(realFile(abs)))
 		if view == "full" {
-			rec.Extra = map[string]json.RawMessage{"disk_blob": jsonStr(gitstore.BlobID(data))}
+			setExtra(&rec, "disk_blob", jsonStr(gitstore.BlobID(data)))
 		}
 		recs = append(recs, rec)
 	}

@@ -32,8 +32,10 @@ package hooks
 //     so that the deny list also keeps a denied file's text out of them.
 //
 // Paths are Store.RelPath of the absolute path, and Record.File is the
-// absolute path (the deny list follows its symlinks). Nothing is read from
-// the files themselves. One writer per session: cc-<sessionId>. Big sweeps
+// absolute path (the deny list follows its symlinks). File evidence
+// carries extra "real_path" when the path resolves through a symlink to
+// another one (see realpath.go), resolved when the sweep runs. Nothing is
+// read from the files themselves. One writer per session: cc-<sessionId>. Big sweeps
 // are written as one pack per writer (Store.Import), small ones appended.
 
 import (
@@ -353,10 +355,11 @@ type tailItem struct {
 // scanTail reads the lines past the cursor — what no sweep has archived
 // yet — without storing anything, and returns, in transcript order, the
 // compaction boundaries of context agent and its evidence for the file
-// abs. The guard uses it so that it never writes (and never waits for a
+// asked about (file reports whether a path names it: the same file may be
+// named through a symlink). The guard uses it so that it never writes (and never waits for a
 // writer's lock) to learn of a compaction that happened since the last
 // sweep or of the files re-attached after it.
-func (t *transcriptAt) scanTail(ctx context.Context, agent, abs string) ([]tailItem, error) {
+func (t *transcriptAt) scanTail(ctx context.Context, agent string, file func(path string) bool) ([]tailItem, error) {
 	if t.upToDate() {
 		return nil, nil
 	}
@@ -388,7 +391,7 @@ func (t *transcriptAt) scanTail(ctx context.Context, agent, abs string) ([]tailI
 					out = append(out, tailItem{boundary: x, epoch: epoch})
 				}
 			case *FileSeen:
-				if x.Path == abs && x.Key != "" {
+				if x.Key != "" && x.Path != "" && file(x.Path) {
 					out = append(out, tailItem{seen: x, epoch: epoch})
 				}
 			}
@@ -507,6 +510,7 @@ type sweepBatch struct {
 	recs        map[string][]gitstore.Record
 	bytes       int64
 	rel         map[string]string      // absolute path -> recorded path
+	real        map[string]string      // absolute path -> its resolved file, recorded as a path
 	epochs      map[string]cursorEpoch // context (agent id) -> its last compaction boundary
 	// importMin is SweepOptions.ImportMin with its default. Once a
 	// writer has that many records (it will be stored by Import), pre
@@ -523,6 +527,23 @@ func (b *sweepBatch) relPath(abs string) string {
 	}
 	r := b.st.RelPath(abs)
 	b.rel[abs] = r
+	return r
+}
+
+// realPath is the file abs resolves to, as a recorded path (see
+// realFile). It is resolved when the sweep runs, which for a transcript
+// swept long after the fact may no longer be what the link named when
+// the model saw the file; the hook's own record, taken right after the
+// result, wins the dedupe over the sweep's wherever there is one.
+func (b *sweepBatch) realPath(abs string) string {
+	if r, ok := b.real[abs]; ok {
+		return r
+	}
+	if b.real == nil {
+		b.real = map[string]string{}
+	}
+	r := b.st.RelPath(realFile(abs))
+	b.real[abs] = r
 	return r
 }
 
@@ -591,6 +612,13 @@ func (b *sweepBatch) addLine(tl *TranscriptLine) {
 				r.Content, r.HasContent = x.Content, true
 			}
 			setPath(x.Path)
+			if x.Path != "" {
+				// Evidence is keyed by the file, whatever the spelling
+				// (see realpath.go).
+				if k, v, ok := realPathExtra(r.RawPath(), b.realPath(x.Path)); ok {
+					extra[k] = v
+				}
+			}
 			if ep := b.epochs[m.Agent]; ep.Key != "" {
 				extra["epoch"] = tjQuote(ep.Key)
 			}
