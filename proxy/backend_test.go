@@ -495,7 +495,7 @@ func TestDetectionSurvivesCancelledRequest(t *testing.T) {
 	cancel()
 	c := stub.NewConversation("stub-model", "sys")
 	c.User("hello")
-	req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(c.Body(false))).WithContext(ctx)
+	req := httptest.NewRequest("POST", "http://127.0.0.1:8786/v1/chat/completions", bytes.NewReader(c.Body(false))).WithContext(ctx)
 	s.p.ServeHTTP(httptest.NewRecorder(), req)
 	if got := s.p.Stats().Backend; got != kindLlamaCpp {
 		t.Fatalf("backend detected as %q during a cancelled request", got)

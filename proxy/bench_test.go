@@ -36,7 +36,7 @@ func BenchmarkForwardInProcess(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
+		req := httptest.NewRequest("POST", "http://127.0.0.1:8786/v1/chat/completions", bytes.NewReader(body))
 		w := httptest.NewRecorder()
 		p.ServeHTTP(w, req)
 		if w.Code != 200 {
@@ -67,7 +67,7 @@ func BenchmarkCompactReuse(b *testing.B) {
 	c.ToolCall("x", "read_file", `{}`, "short")
 	body = c.Body(false)
 	send := func() int {
-		req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
+		req := httptest.NewRequest("POST", "http://127.0.0.1:8786/v1/chat/completions", bytes.NewReader(body))
 		req.Header.Set(SessionHeader, "bench")
 		w := httptest.NewRecorder()
 		p.ServeHTTP(w, req)

@@ -56,6 +56,21 @@ type Config struct {
 	MaxBody int64
 	// AllowRemote permits listening on a non-loopback address.
 	AllowRemote bool
+	// AllowHosts are further names (or addresses) a request's Host may
+	// give, each optionally with its own :PORT (else the proxy's port).
+	// They count only with AllowRemote and a non-loopback listen address;
+	// loopback names (localhost, 127.x.y.z, [::1]) with the proxy's port
+	// are always accepted, anything else refused with 403.
+	AllowHosts []string
+	// AllowOrigins are the browser origins (scheme://host[:port], exact)
+	// that may call the proxy, with CORS answered for them. Any other
+	// request carrying Origin, or Sec-Fetch-Site cross-site or same-site,
+	// is refused with 403; the dashboard's own reads of /lossless/* pass.
+	AllowOrigins []string
+	// BodyTimeout is how long a request body may take to arrive, from
+	// the end of its headers; a body still arriving then is cut (408).
+	// 0 means the default.
+	BodyTimeout time.Duration
 
 	// Archive receives each compaction's span. When nil, Store is used
 	// (through NewStoreArchive); one of them is required.
@@ -99,7 +114,7 @@ type Setting struct {
 	Git     string // git config key
 	Env     string // environment variable
 	Default string
-	Kind    string // int, float, string, bool, duration, bytes ("" for settings read elsewhere)
+	Kind    string // int, float, string, bool, duration, bytes, list ("" for settings read elsewhere)
 	Doc     string
 }
 
@@ -123,6 +138,9 @@ var Settings = []Setting{
 	{"sessions", "lossless.proxy.sessions", "LOSSLESS_PROXY_SESSIONS", "64", "int", "sessions kept in memory (least recently used dropped)"},
 	{"max-body", "lossless.proxy.max-body", "LOSSLESS_PROXY_MAX_BODY", "32MiB", "bytes", "largest request body read for compaction; larger ones pass through"},
 	{"allow-remote", "lossless.proxy.allow-remote", "LOSSLESS_PROXY_ALLOW_REMOTE", "false", "bool", "allow listening on a non-loopback address"},
+	{"allow-host", "lossless.proxy.allow-host", "LOSSLESS_PROXY_ALLOW_HOST", "", "list", "with allow-remote: a further Host name (or name:PORT) clients may use; multi-valued"},
+	{"allow-origin", "lossless.proxy.allow-origin", "LOSSLESS_PROXY_ALLOW_ORIGIN", "", "list", "a web origin (scheme://host:port, exact) allowed to call the proxy from a browser; multi-valued"},
+	{"body-timeout", "lossless.proxy.body-timeout", "LOSSLESS_PROXY_BODY_TIMEOUT", "1m", "duration", "time a request body may take to arrive after its headers"},
 	{"url", "lossless.proxy.url", "LOSSLESS_PROXY_URL", "", "", "proxy URL for statusline (default: http:// + listen)"},
 	{"", "lossless.encrypt", "", "false", "", "archive span contents as age ciphertext (needs lossless.recipient)"},
 	{"", "lossless.recipient", "", "", "", "age (age1...) or SSH (ssh-ed25519, ssh-rsa) public key; multi-valued"},
@@ -203,6 +221,28 @@ func (c *Config) Set(name, v string) error {
 		c.MaxBody, err = parseBytes(v)
 	case "allow-remote":
 		c.AllowRemote, err = parseBool(v)
+	case "allow-host":
+		c.AllowHosts = nil
+		for _, h := range splitList(v) {
+			if _, err = parseAllowHost(h); err != nil {
+				return bad(fmt.Errorf("%q: %v", h, err))
+			}
+			c.AllowHosts = append(c.AllowHosts, h)
+		}
+	case "allow-origin":
+		c.AllowOrigins = nil
+		for _, o := range splitList(v) {
+			n, err := configOrigin(o)
+			if err != nil {
+				return bad(fmt.Errorf("%q: %v", o, err))
+			}
+			c.AllowOrigins = append(c.AllowOrigins, n)
+		}
+	case "body-timeout":
+		c.BodyTimeout, err = time.ParseDuration(v)
+		if err == nil && c.BodyTimeout <= 0 {
+			err = fmt.Errorf("must be positive")
+		}
 	default:
 		return fmt.Errorf("unknown setting %q", name)
 	}
@@ -210,6 +250,24 @@ func (c *Config) Set(name, v string) error {
 		return bad(err)
 	}
 	return nil
+}
+
+// defaultBodyTimeout is body-timeout's default: a 32 MiB body (max-body)
+// takes well under a second over loopback and half a minute at 1 MB/s,
+// while a client that trickles its body is cut within a minute.
+const defaultBodyTimeout = time.Minute
+
+// splitList reads a list setting: values separated by commas (a flag
+// given several times, an environment variable, every git config value
+// joined), blanks dropped.
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func parseBool(v string) (bool, error) {
@@ -249,10 +307,16 @@ type Sources struct {
 	Getenv func(string) string
 	// Git reads git config (nil: none).
 	Git func(key string) string
+	// GitAll reads every value of a multi-valued git config key, for the
+	// list settings (nil: Git's single value is used).
+	GitAll func(key string) []string
 }
 
 // Load returns DefaultConfig with every setting found in src applied: a
-// flag over the environment over git config.
+// flag over the environment over git config. For a list setting
+// (allow-host, allow-origin) the first source that gives any value gives
+// them all: flags (repeated, or comma-separated), else the environment
+// (comma-separated), else every git config value of the key.
 func Load(src Sources) (Config, error) {
 	c := DefaultConfig()
 	for _, s := range Settings {
@@ -290,6 +354,12 @@ func lookup(s Setting, src Sources) (string, bool) {
 			return v, true
 		}
 	}
+	if s.Kind == "list" && src.GitAll != nil && s.Git != "" {
+		if v := strings.Join(src.GitAll(s.Git), ","); strings.Trim(v, ", ") != "" {
+			return v, true
+		}
+		return "", false
+	}
 	if src.Git != nil && s.Git != "" {
 		if v := src.Git(s.Git); v != "" {
 			return v, true
@@ -313,6 +383,9 @@ func (c *Config) validate() error {
 	u, err := url.Parse(c.Upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("upstream %q: need an http(s) URL such as http://127.0.0.1:11434", c.Upstream)
+	}
+	if _, err := newGuard(c); err != nil {
+		return err
 	}
 	if c.Threshold <= 0 || c.TailShare <= 0 || c.MinTail < 1 || c.Sessions < 1 || c.Margin <= 0 || c.MaxBody <= 0 || c.SummaryMaxTokens <= 0 || c.SummaryTimeout <= 0 {
 		return fmt.Errorf("incomplete config: start from DefaultConfig()")

@@ -38,14 +38,31 @@ func copyHeaders(dst, src http.Header) {
 	}
 }
 
+// copyResponseHeaders copies a backend's end-to-end response headers to
+// the client's answer, except CORS headers: the proxy decides who may
+// read its answers (origin.go), and a backend's
+// "Access-Control-Allow-Origin: *" must not reach a browser through it.
+func copyResponseHeaders(dst, src http.Header) {
+	copyHeaders(dst, src)
+	for k := range src {
+		if strings.HasPrefix(textproto.CanonicalMIMEHeaderKey(k), "Access-Control-") {
+			delete(dst, k)
+		}
+	}
+}
+
 // upstreamRequest builds the request to the backend for the client's r,
 // with body as its body: same method, path, query and end-to-end headers.
+// The Host is the backend's own: the client's Host has been checked
+// (admit) and is never forwarded.
 func (p *Proxy) upstreamRequest(ctx context.Context, r *http.Request, body io.Reader, length int64) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, r.Method, p.up.url(r.URL.RequestURI()), body)
 	if err != nil {
 		return nil, err
 	}
 	copyHeaders(req.Header, r.Header)
+	delete(req.Header, "Host")
+	req.Host = req.URL.Host
 	if _, ok := r.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = nil // no Go default: forward what the client sent
 	}
@@ -67,7 +84,7 @@ func relay(w http.ResponseWriter, resp *http.Response, tee io.Writer) error {
 // relayFrom is relay with the body read from body: resp.Body, or what was
 // already read of it followed by the rest.
 func relayFrom(w http.ResponseWriter, resp *http.Response, body io.Reader, tee io.Writer) error {
-	copyHeaders(w.Header(), resp.Header)
+	copyResponseHeaders(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
 	fl, _ := w.(http.Flusher)
 	if fl != nil && strings.Contains(resp.Header.Get("Content-Type"), "event-stream") {
@@ -100,7 +117,7 @@ func relayFrom(w http.ResponseWriter, resp *http.Response, body io.Reader, tee i
 
 // writeBuffered sends a response whose body was already read.
 func writeBuffered(w http.ResponseWriter, resp *http.Response, body []byte) {
-	copyHeaders(w.Header(), resp.Header)
+	copyResponseHeaders(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
 	w.Write(body)
 }

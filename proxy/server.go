@@ -39,6 +39,12 @@ type Proxy struct {
 	// client before its handler has recorded it).
 	active *activity
 
+	// guard decides who may talk to the proxy (origin.go).
+	guard *guard
+	// logged are the refusals already logged (logOnce).
+	logMu  sync.Mutex
+	logged map[string]bool
+
 	// hooks are failure-injection points for this package's tests; nil
 	// in production.
 	hooks hooks
@@ -127,6 +133,18 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	// Client text in log lines is escaped: one call, one line.
+	cfg.Logf = escapeLogf(cfg.Logf)
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = defaultBodyTimeout
+	}
+	g, err := newGuard(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.AllowHosts) > 0 && !g.remote {
+		cfg.Logf("warning: allow-host is ignored: it applies only with allow-remote and a non-loopback listen address (listen %s)", cfg.Listen)
+	}
 	p := &Proxy{
 		cfg:      cfg,
 		sessions: newSessionTable(cfg.Sessions),
@@ -135,6 +153,8 @@ func New(cfg Config) (*Proxy, error) {
 		started:  cfg.Now(),
 		models:   map[string]*modelState{},
 		active:   newActivity(),
+		guard:    g,
+		logged:   map[string]bool{},
 	}
 	p.client = &http.Client{Transport: &http.Transport{
 		Proxy:                 nil, // the backend is addressed directly
@@ -307,10 +327,20 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 
 // ServeHTTP routes: /lossless/* is the proxy's own surface; POST
 // /v1/chat/completions and /v1/messages are compacted; everything else
-// passes through unchanged.
+// passes through unchanged. Before any of it, on every route, a request
+// whose Host does not name the proxy or that a browser sent for a web
+// page is refused (admit), and the body gets its time limit.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.active.begin()
 	defer p.active.end()
+	cors, ok := p.admit(w, r)
+	if !ok {
+		return
+	}
+	p.limitBody(w, r)
+	if cors != "" {
+		w = &corsWriter{ResponseWriter: w, origin: cors}
+	}
 	path := r.URL.Path
 	switch {
 	case strings.HasPrefix(path, "/lossless/") || path == "/lossless":
@@ -492,6 +522,9 @@ func (p *Proxy) handleChat(w http.ResponseWriter, r *http.Request, d dialect) {
 		return
 	}
 	if err != nil {
+		if bodyTimedOut(r) {
+			p.answerBodyTimeout(w, r)
+		}
 		return // the client went away while sending
 	}
 	x, err := p.prepare(ctx, r, body, d, t0)
@@ -511,7 +544,7 @@ func (p *Proxy) handleChat(w http.ResponseWriter, r *http.Request, d dialect) {
 // panicError turns a recovered panic into a fail-open error, logging the
 // stack (the event and the stats keep only the message).
 func (p *Proxy) panicError(v any) error {
-	p.cfg.Logf("internal error: panic: %v\n%s", v, debug.Stack())
+	p.cfg.Logf("internal error: panic: %v\n%s", v, rawLog(debug.Stack()))
 	return &failOpen{reason: "internal", err: fmt.Errorf("panic: %v", v)}
 }
 
@@ -777,7 +810,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body io.Reader, 
 	}
 	resp, err := p.client.Do(up)
 	if err != nil {
-		if r.Context().Err() == nil {
+		switch {
+		case bodyTimedOut(r):
+			p.answerBodyTimeout(w, r)
+		case r.Context().Err() == nil:
 			p.badGateway(w, d, err)
 		}
 		return
@@ -806,7 +842,10 @@ func (p *Proxy) passthrough(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := p.client.Do(up)
 	if err != nil {
-		if r.Context().Err() == nil {
+		switch {
+		case bodyTimedOut(r):
+			p.answerBodyTimeout(w, r)
+		case r.Context().Err() == nil:
 			p.badGateway(w, openAI, err)
 		}
 		return

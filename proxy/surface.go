@@ -116,11 +116,15 @@ type statCounters struct {
 	tokensBefore    int64
 	tokensAfter     int64
 	failOpen        map[string]int
+	refused         map[string]int
+	bodyTimeouts    int
 	addedPlain      samples
 	addedCompacting samples
 }
 
-func newStatCounters() *statCounters { return &statCounters{failOpen: map[string]int{}} }
+func newStatCounters() *statCounters {
+	return &statCounters{failOpen: map[string]int{}, refused: map[string]int{}}
+}
 
 func (s *statCounters) add(f func(*statCounters)) {
 	s.mu.Lock()
@@ -151,6 +155,14 @@ type Stats struct {
 	OverflowRetries int            `json:"overflow_retries"`
 	UpstreamErrors  int            `json:"upstream_errors"`
 	Passthrough     int            `json:"passthrough"`
+	// Refused counts requests answered 403 before anything was read,
+	// forwarded or archived, by reason: host (the Host header names
+	// another site: DNS rebinding), origin (a web page's Origin),
+	// sec-fetch-site (a browser's cross-site request without Origin).
+	Refused map[string]int `json:"refused"`
+	// BodyTimeouts counts requests whose body did not arrive within
+	// body-timeout (answered 408).
+	BodyTimeouts    int            `json:"body_timeouts"`
 	AddedMsPlainP50 float64        `json:"added_ms_p50_forwarded"`
 	AddedMsPlainP95 float64        `json:"added_ms_p95_forwarded"`
 	AddedMsCompP50  float64        `json:"added_ms_p50_compacted"`
@@ -174,6 +186,10 @@ func (p *Proxy) Stats() Stats {
 	}
 	for k, v := range s.failOpen {
 		st.FailOpen[k] = v
+	}
+	st.Refused, st.BodyTimeouts = map[string]int{}, s.bodyTimeouts
+	for k, v := range s.refused {
+		st.Refused[k] = v
 	}
 	s.mu.Unlock()
 	p.up.mu.Lock()
