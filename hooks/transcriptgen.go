@@ -39,6 +39,11 @@ type TranscriptGenOptions struct {
 	Subagent io.Writer
 	// Files is the number of files in the generated project (default 150).
 	Files int
+	// Secrets, when set, adds an `env` call to the first turn and makes
+	// about one Bash call in 25 an `env`, whose output holds made-up credentials (a GitHub token, an AWS key pair,
+	// a password), as real sessions do: benchmarks of redaction need
+	// something to redact. Off, the bytes are what they always were.
+	Secrets bool
 }
 
 // GenerateTranscript writes a realistic transcript of about targetBytes
@@ -143,6 +148,7 @@ type tgen struct {
 	turns      int
 	lastReqID  string
 	inSubagent bool
+	didEnv     bool // Secrets: the first turn's env call was written
 }
 
 var tgenWords = strings.Fields(`the agent file tool result read edit write session context user model
@@ -641,6 +647,10 @@ func (g *tgen) write() {
 }
 
 func (g *tgen) bash() {
+	if g.opt.Secrets && g.r.IntN(25) == 0 {
+		g.envCall()
+		return
+	}
 	cmds := []string{"go test ./...", "go vet ./...", "git status --short", "ls -la", "go build ./..."}
 	c := cmds[g.r.IntN(len(cmds))]
 	var out strings.Builder
@@ -649,6 +659,28 @@ func (g *tgen) bash() {
 		out.WriteString(": ok\n")
 	}
 	g.toolCall("Bash", tobj{{"command", c}, {"description", "Run " + c}}, out.String(),
+		tobj{{"stdout", out.String()}, {"stderr", ""}, {"interrupted", false}, {"isImage", false}})
+}
+
+// envCall is a Bash `env` whose output holds made-up credentials.
+func (g *tgen) envCall() {
+	const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	pick := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alnum[g.r.IntN(len(alnum))]
+		}
+		return string(b)
+	}
+	var out strings.Builder
+	for _, kv := range []string{"SHELL=/bin/bash", "HOME=/home/dev", "LANG=C.UTF-8", "TERM=xterm-256color", "USER=dev",
+		"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "PWD=" + g.opt.Root, "EDITOR=vim", "GOPATH=/home/dev/go",
+		"GITHUB_TOKEN=gh" + "p_" + pick(36), "AWS_ACCESS_KEY_ID=AK" + "IA" + strings.ToUpper(pick(16)),
+		"AWS_SECRET_ACCESS_KEY=" + pick(40), "PGPASSWORD=" + pick(14), "SHLVL=1", "_=/usr/bin/env"} {
+		out.WriteString(kv)
+		out.WriteByte('\n')
+	}
+	g.toolCall("Bash", tobj{{"command", "env"}, {"description", "Show the environment"}}, out.String(),
 		tobj{{"stdout", out.String()}, {"stderr", ""}, {"interrupted", false}, {"isImage", false}})
 }
 
@@ -753,6 +785,10 @@ func (g *tgen) turn() {
 	g.userText(g.sentences(1 + g.r.IntN(4)))
 	g.attachment(tobj{{"type", "date"}, {"date", g.ts.Format("2006-01-02")}}, "Today's date is "+g.ts.Format("2006-01-02")+".")
 	g.promptSnapshot(true)
+	if g.opt.Secrets && !g.didEnv {
+		g.didEnv = true
+		g.envCall() // even a short transcript has something to redact
+	}
 	for range 4 + g.r.IntN(12) {
 		if g.done() {
 			break
