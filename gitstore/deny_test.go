@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 func newDenyList(t *testing.T, user ...string) *DenyList {
@@ -27,6 +28,18 @@ func variants(rel string) []string {
 		filepath.FromSlash("sub/dir/" + rel),
 		filepath.FromSlash("../x/" + rel),
 	}
+}
+
+// caseVariants returns rel as written, upper-cased, and in alternating
+// case: the deny list matches in any case, near misses stay misses.
+func caseVariants(rel string) []string {
+	alt := []rune(rel)
+	for i, r := range alt {
+		if i%2 == 0 {
+			alt[i] = unicode.ToUpper(r)
+		}
+	}
+	return []string{rel, strings.ToUpper(rel), string(alt)}
 }
 
 func TestDenyDefaults(t *testing.T) {
@@ -73,10 +86,12 @@ func TestDenyDefaults(t *testing.T) {
 		{"credentials.json", "credentials*"},
 	}
 	for _, tt := range tests {
-		for _, p := range variants(tt.path) {
-			glob, denied := d.Match(p)
-			if !denied || glob != tt.glob {
-				t.Errorf("Match(%q) = %q, %v; want %q, true", p, glob, denied, tt.glob)
+		for _, c := range caseVariants(tt.path) {
+			for _, p := range variants(c) {
+				glob, denied := d.Match(p)
+				if !denied || glob != tt.glob {
+					t.Errorf("Match(%q) = %q, %v; want %q, true", p, glob, denied, tt.glob)
+				}
 			}
 		}
 	}
@@ -108,9 +123,11 @@ func TestDenyNearMisses(t *testing.T) {
 		".",
 		"/",
 	} {
-		for _, p := range variants(rel) {
-			if glob, denied := d.Match(p); denied {
-				t.Errorf("Match(%q) denied by %q; want allowed", p, glob)
+		for _, c := range caseVariants(rel) {
+			for _, p := range variants(c) {
+				if glob, denied := d.Match(p); denied {
+					t.Errorf("Match(%q) denied by %q; want allowed", p, glob)
+				}
 			}
 		}
 	}

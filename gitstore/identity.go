@@ -126,8 +126,12 @@ func createLocalIdentity(path string) (*age.X25519Identity, error) {
 // identity, so that an id says nothing about the value to anyone without
 // the identity (a bare hash of a short password could be brute-forced)
 // and the same value gets the same id throughout one user's archive.
-func placeholderKey(id *age.X25519Identity) []byte {
-	sum := sha256.Sum256([]byte("git-lossless placeholder id v1\n" + id.String()))
+func placeholderKey(id *age.X25519Identity) []byte { return placeholderKeyOf(id.String()) }
+
+// placeholderKeyOf is sha256("git-lossless placeholder id v1\n" ||
+// identity), the identity as its AGE-SECRET-KEY-1... string.
+func placeholderKeyOf(identity string) []byte {
+	sum := sha256.Sum256([]byte("git-lossless placeholder id v1\n" + identity))
 	return sum[:]
 }
 

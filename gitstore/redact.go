@@ -114,13 +114,13 @@ func (s *Store) placeholderKeyAndRecipient() ([]byte, age.Recipient) {
 // bytes to store, and marks e ("secrets" on a file version, "redacted"
 // and the vaulted values on anything else).
 func (s *Store) scanContent(e *Event, content []byte, redactOn bool) []byte {
+	if !redactOn {
+		return content // lossless.redact off: the scanner does not run at write
+	}
 	if IsFileVersion(e.Op) {
 		if n := secrets.Count(content); n > 0 {
 			setExtra(e, "secrets", json.RawMessage(fmt.Sprint(n)))
 		}
-		return content
-	}
-	if !redactOn {
 		return content
 	}
 	fs := secrets.Scan(content)

@@ -3,6 +3,7 @@ package gitstore
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -329,5 +330,51 @@ func TestRedactWriterRewritesOldArchive(t *testing.T) {
 	again, err := s.RedactWriter(ctx, "w", ids, false)
 	if err != nil || again.Replaced != 0 || again.Prune.Recorded != nil {
 		t.Fatalf("second run: %+v %v", again, err)
+	}
+}
+
+// TestRedactNearMissesUntouched: a span full of things that look random
+// but are not secrets — git sha1s, UUIDs, lockfile integrity hashes, a
+// base64 image, minified JS — is stored byte for byte: no placeholder, no
+// vault, not even a local identity created.
+func TestRedactNearMissesUntouched(t *testing.T) {
+	idPath := isolatedIdentity(t)
+	_, s := cryptRepo(t, "")
+	ctx := context.Background()
+	img := make([]byte, 4096)
+	for i := range img {
+		img[i] = byte(i*31 + i/7)
+	}
+	var b strings.Builder
+	b.WriteString("commit 3b18e512dba79e4c8300dd08aeb37f8e728b8dad\nMerge: e83c516 1e7ec5e\n")
+	b.WriteString(`{"id":"9e33e208-2b1c-4064-b54f-efdf0f79781b","parentUuid":"77696ee7-01f6-4eba-a895-15da976de01b"}` + "\n")
+	b.WriteString(`"node_modules/left-pad": {"version": "1.3.0", "resolved": "https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz", "integrity": "sha512-XI5MPzVNApjAyhQzphX8BkmKsKUxD4LdyK24iZeQzQTWwSyF6U5WcgJnRZG4Wf+kr09+pjiSXPzL5gAoz/vfiQ=="}` + "\n")
+	b.WriteString(`<img src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(img) + `">` + "\n")
+	b.WriteString(`!function(e,t){"object"==typeof exports?module.exports=t():e.auth=t()}(this,function(){var n={apiKey:null,password:"",token:void 0};return n});` + "\n")
+	b.WriteString("sha256  c0535e4be2b79ffd93291305436bf889314e4a3faec05ecffcbb7df31ad9e51a  go.sum\n")
+	span, err := json.Marshal(map[string]string{"type": "tool_result", "content": b.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Append(ctx, "cc-near", []Record{{Event: Event{Op: "span", Source: "sweep", Session: "s1", Key: "span:near"}, Content: span, HasContent: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Events) != 1 {
+		t.Fatalf("%d events, want the span alone (no vault)", len(res.Events))
+	}
+	ev := res.Events[0]
+	if len(ev.Extra["redacted"]) != 0 {
+		t.Fatalf("near misses were redacted: %s", ev.Extra["redacted"])
+	}
+	got, err := s.Blob(ctx, ev.Blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, span) {
+		t.Fatalf("stored span differs from what was given:\n%s", got)
+	}
+	if _, err := os.Stat(idPath); !os.IsNotExist(err) {
+		t.Fatalf("a local identity was created with nothing to vault: %v", err)
 	}
 }

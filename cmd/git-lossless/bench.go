@@ -65,7 +65,11 @@ different file system, or a slower one) and removed afterwards, unless
 			hooksBench := benchHooksFlags(fs) // `bench hooks`: bench_hooks.go
 			// `bench receipt`: bench_receipt.go
 			receiptBench := benchReceiptFlags(fs)
+			secretsBench := benchSecretsFlags(fs) // `bench secrets`: bench_secrets.go
 			return func(ctx context.Context, e *env, args []string) error {
+				if handled, err := secretsBench(ctx, e, args); handled {
+					return err
+				}
 				if handled, err := proxyBench(ctx, e, args); handled {
 					return err
 				}

@@ -130,8 +130,10 @@ func runBenchHooks(ctx context.Context, e *env, o hooksBenchOpts) error {
 		{"node", b.benchNode},
 		{"transcript", b.buildTranscript},
 		{"sweep", b.benchSweep},
+		{"redaction: sweep", b.benchRedactSweep},
 		{"fixture", b.fillEvents},
 		{"post-tool-use", b.benchPost},
+		{"redaction: post-tool-use", b.benchRedactPost},
 		{"pre-tool-use", b.benchGuard},
 	}
 	if err := runBenchSteps(ctx, "bench hooks", steps, b.logf); err != nil {
@@ -200,7 +202,7 @@ func (b *hooksBench) buildTranscript(ctx context.Context) error {
 	}
 	defer sf.Close()
 	if err := hooks.GenerateTranscriptWith(mf, hooks.TranscriptGenOptions{Seed: 1, TargetBytes: b.o.transcriptBytes,
-		Root: b.repo, SessionID: b.session, Subagent: sf}); err != nil {
+		Root: b.repo, SessionID: b.session, Subagent: sf, Secrets: true}); err != nil {
 		return err
 	}
 	if err := errors.Join(mf.Close(), sf.Close()); err != nil {
@@ -616,4 +618,127 @@ func (b *hooksBench) nodePeer() string {
 		return "`node -e 0`: not measured (no node on PATH)"
 	}
 	return fmt.Sprintf("`node -e 0` (%d): %s", len(b.node), b.node)
+}
+
+// benchRedactSweep: the same fresh sweep with redaction on (the default)
+// and off (git config lossless.redact off), paired: each round sweeps
+// into two new repositories, the order alternating, so drift in the
+// machine's load falls on both sides. The transcript holds made-up
+// credentials (one Bash call in 25 is an `env` listing), so the vault
+// path runs too.
+func (b *hooksBench) benchRedactSweep(ctx context.Context) error {
+	rounds := max(3, b.o.sweeps)
+	var on, off samples
+	var redacted int
+	for i := range rounds {
+		for k, mode := range [2]string{"on", "off"} {
+			if i%2 == 1 {
+				mode = [2]string{"off", "on"}[k]
+			}
+			dir := filepath.Join(b.root, fmt.Sprintf("redact-%s-%d", mode, i))
+			if err := benchdata.GitInit(dir); err != nil {
+				return err
+			}
+			if mode == "off" {
+				if out, err := exec.CommandContext(ctx, "git", "-C", dir, "config", "lossless.redact", "off").CombinedOutput(); err != nil {
+					return fmt.Errorf("git config: %v: %s", err, out)
+				}
+			}
+			st, err := gitstore.OpenDir(dir, gitstore.Options{})
+			if err != nil {
+				return err
+			}
+			t0 := time.Now()
+			_, err = hooks.SweepSession(ctx, st, b.main, hooks.SweepOptions{})
+			d := time.Since(t0)
+			if err != nil {
+				return err
+			}
+			if mode == "on" {
+				on = append(on, d)
+				if i == 0 {
+					evs, err := st.Events(ctx, gitstore.Query{Op: gitstore.OpVault})
+					if err != nil {
+						return err
+					}
+					redacted = len(evs)
+				}
+			} else {
+				off = append(off, d)
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+		}
+	}
+	if redacted == 0 {
+		return errors.New("redaction sweep: the transcript's secrets produced no vault: nothing was redacted")
+	}
+	ratio := float64(on.pct(50)) / float64(off.pct(50))
+	b.sweepRows = append(b.sweepRows, row{
+		what:   fmt.Sprintf("sweep with redaction on vs off (paired, median of %d; %d vault events)", rounds, redacted),
+		ours:   fmt.Sprintf("%s vs %s: %.2fx", ms(on.pct(50)), ms(off.pct(50)), ratio),
+		peer:   "the same sweep, lossless.redact off",
+		target: "<= 1.15x",
+		met:    b.judge(ratio <= 1.15),
+	})
+	b.logf("redaction sweep: on %s, off %s", on, off)
+	return nil
+}
+
+// benchRedactPost: post-tool-use Read recording as a process with
+// redaction on and off, alternating sample by sample in one repository.
+func (b *hooksBench) benchRedactPost(ctx context.Context) error {
+	var on, off samples
+	n := b.o.samples + 3
+	setMode := func(mode string) error {
+		out, err := exec.CommandContext(ctx, "git", "-C", b.repo, "config", "lossless.redact", mode).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("git config: %v: %s", err, out)
+		}
+		return nil
+	}
+	for i := range n {
+		for k, mode := range [2]string{"on", "off"} {
+			if i%2 == 1 {
+				mode = [2]string{"off", "on"}[k]
+			}
+			if err := setMode(mode); err != nil {
+				return err
+			}
+			p, err := b.benchFile(fmt.Sprintf("redact_%s_%03d.go", mode, i), 61, i)
+			if err != nil {
+				return err
+			}
+			in, err := b.readPayload(p, fmt.Sprintf("toolu_bench_redact_%s_%03d", mode, i))
+			if err != nil {
+				return err
+			}
+			d, err := b.hookProc(ctx, "post-tool-use", in, "")
+			if err != nil {
+				return err
+			}
+			if i < 3 {
+				continue
+			}
+			if mode == "on" {
+				on = append(on, d)
+			} else {
+				off = append(off, d)
+			}
+		}
+	}
+	if err := setMode("on"); err != nil {
+		return err
+	}
+	added := on.pct(50) - off.pct(50)
+	b.postRows = append(b.postRows, row{
+		what:   fmt.Sprintf("post-tool-use with redaction on vs off, whole process (paired, %d each)", len(on)),
+		ours:   fmt.Sprintf("p50 %s vs %s: %+.3f ms", ms(on.pct(50)), ms(off.pct(50)), float64(added)/1e6),
+		peer:   "the same hook, lossless.redact off",
+		target: "<= +0.3 ms",
+		met:    b.judge(added <= 300*time.Microsecond),
+	})
+	b.logf("redaction post-tool-use: on %s, off %s", on, off)
+	return nil
 }

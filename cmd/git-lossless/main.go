@@ -87,7 +87,7 @@ func commands() []*command {
 		recordCmd(), logCmd(), catCmd(), verifyCmd(), headsCmd(), locksCmd(), reindexCmd(),
 		demoCmd(), benchCmd(), pruneCmd(), hookCmd(), restoreCmd(), sweepCmd(),
 		installCmd(), uninstallCmd(), doctorCmd(), receiptCmd(), keyCmd(),
-		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(), redactCmd(),
+		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(), redactCmd(), pushCmd(),
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
 	return cs

@@ -90,6 +90,26 @@ session is a hash of model, first system and first user message.
 Point the client at http://127.0.0.1:8786/v1 (OpenAI SDKs) or
 ANTHROPIC_BASE_URL=http://127.0.0.1:8786 (Claude Code).
 
+Who may talk to it: programs on this machine, not web pages. Every request,
+on every route, is refused with 403 before its body is read unless
+  - its Host names the proxy: 127.0.0.1:PORT, localhost:PORT, [::1]:PORT or
+    any 127.x.y.z:PORT (PORT the one it listens on; no port only on 80). A
+    web page whose DNS name is made to point at 127.0.0.1 (DNS rebinding)
+    sends its own name and is refused. With --allow-remote on a
+    non-loopback address, also the listen address, the address a client
+    connected to, and each --allow-host NAME or NAME:PORT;
+  - no browser sent it for a web page: a request with an Origin header
+    (Origin: null too) or Sec-Fetch-Site cross-site or same-site is
+    refused, unless its origin is named with --allow-origin (exact
+    scheme://host:port, e.g. http://localhost:3000 for a web UI); such an
+    origin's CORS preflights are answered and its answers carry
+    Access-Control-Allow-Origin. The dashboard's own reads of /lossless/*
+    pass. Command-line clients and SDKs send no such headers.
+--allow-host and --allow-origin may be repeated or comma-separated (git
+config: one value per line of the key, as with git config --add). A request
+body must arrive within --body-timeout (default 1m) of its headers, or the
+request is answered 408 and nothing is forwarded.
+
 ` + settingsHelp(),
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			vals := map[string]*settingValue{}
@@ -119,7 +139,7 @@ ANTHROPIC_BASE_URL=http://127.0.0.1:8786 (Claude Code).
 				if err != nil {
 					return err
 				}
-				cfg, err := proxy.Load(proxy.Sources{Flags: flags, Getenv: e.getenv, Git: st.Config().Get})
+				cfg, err := proxy.Load(proxy.Sources{Flags: flags, Getenv: e.getenv, Git: st.Config().Get, GitAll: st.Config().GetAll})
 				if err != nil {
 					return usagef("%v", err)
 				}
@@ -157,14 +177,24 @@ ANTHROPIC_BASE_URL=http://127.0.0.1:8786 (Claude Code).
 }
 
 // settingValue is a proxy setting's flag: kept as text, checked by
-// proxy.Load with the other sources.
+// proxy.Load with the other sources. A list setting (allow-host,
+// allow-origin) given several times keeps every value, comma-joined.
 type settingValue struct {
 	v, kind string
 }
 
-func (s *settingValue) String() string     { return s.v }
-func (s *settingValue) Set(v string) error { s.v = v; return nil }
-func (s *settingValue) Type() string       { return s.kind }
+func (s *settingValue) String() string { return s.v }
+
+func (s *settingValue) Set(v string) error {
+	if s.kind == "list" && s.v != "" {
+		s.v += "," + v
+		return nil
+	}
+	s.v = v
+	return nil
+}
+
+func (s *settingValue) Type() string { return s.kind }
 
 func plural(n int, noun string) string {
 	if n == 1 {
