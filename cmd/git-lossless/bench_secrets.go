@@ -220,7 +220,7 @@ func benchGitleaks(ctx context.Context, o secretsBenchOpts, text, clean []byte, 
 	}
 	logf("gitleaks: %s", d)
 	ver := "gitleaks"
-	if out, err := exec.CommandContext(ctx, bin, "version").Output(); err == nil && bytes.HasPrefix(out, []byte("v")) {
+	if out, err := exec.CommandContext(ctx, bin, "version").Output(); err == nil && len(out) > 1 && out[0] == 'v' && out[1] >= '0' && out[1] <= '9' {
 		ver += " " + strings.TrimSpace(string(out)) // a `go install` build says "version is set by build process"
 	}
 	return []row{
