@@ -170,7 +170,7 @@ func (s *Store) ImportWith(ctx context.Context, writer string, recs []Record, op
 		if err != nil {
 			return ImportResult{}, err
 		}
-		s.witness(writer, nh)
+		s.sawHead(writer, nh)
 		s.indexAppend(writer, h, nh, res.Events)
 		return res, nil
 	}

@@ -43,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/git-lossless/git-lossless/secrets"
@@ -576,10 +577,21 @@ func (GitCheckIgnore) CheckIgnore(ctx context.Context, workTree string, rels []s
 // gitMessage is the first line of a git process's stderr (escaped), or
 // the process error.
 func gitMessage(stderr []byte, err error) string {
-	msg := strings.TrimSpace(string(stderr))
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
+	// One line: git's first messages joined ("fatal: unable to connect to
+	// host:" is followed by the reason on the next line), its hints and
+	// progress left out.
+	var parts []string
+	for _, l := range strings.Split(strings.TrimSpace(string(stderr)), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "hint:") || strings.HasPrefix(l, "To ") {
+			continue
+		}
+		parts = append(parts, l)
+		if len(parts) == 3 {
+			break
+		}
 	}
+	msg := strings.Join(parts, " ")
 	if msg == "" {
 		return err.Error()
 	}
@@ -1040,6 +1052,10 @@ func (s *Store) git(ctx context.Context, r Remote, args ...string) *exec.Cmd {
 	}
 	cmd.Env = gitEnv()
 	cmd.Stdin = nil // never a prompt answered from our stdin
+	ownProcessGroup(cmd)
+	// A helper that outlives a killed git keeps its pipes open: stop
+	// waiting for them soon after git itself is gone.
+	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
 
@@ -1075,7 +1091,10 @@ func (o *Outgoing) PushArgs(url string, force bool) ([]string, error) {
 	if err := ValidRemote(url); err != nil {
 		return nil, err
 	}
-	args := []string{"push", "--porcelain", "--no-recurse-submodules"}
+	// --no-verify: the user's pre-push hooks are for their branches; the
+	// archive's own gate (Check) has run, and our pre-push hook must not
+	// anchor again from inside a push of ours.
+	args := []string{"push", "--porcelain", "--no-recurse-submodules", "--no-verify"}
 	var specs []string
 	for _, u := range o.Refs() {
 		if u.Err != "" {
@@ -1113,6 +1132,13 @@ func (s *Store) Push(ctx context.Context, r Remote, o *Outgoing, force bool) ([]
 	if err != nil {
 		return nil, err
 	}
+	return s.runPush(ctx, r, args)
+}
+
+// runPush runs `git push` with args (which must hold --porcelain) and
+// returns each ref's outcome as git reports it; the error, when git
+// failed, names the remote and the first rejected ref or git's message.
+func (s *Store) runPush(ctx context.Context, r Remote, args []string) ([]PushedRef, error) {
 	cmd := s.git(ctx, r, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -522,7 +522,7 @@ func TestOutgoingRemoteAndArgs(t *testing.T) {
 	got := strings.Join(args, " ")
 	w1 := strings.TrimSpace(ogGit(t, dir, "rev-parse", "refs/lossless/w1"))
 	w2 := strings.TrimSpace(ogGit(t, dir, "rev-parse", "refs/lossless/w2"))
-	want := "push --porcelain --no-recurse-submodules --force-with-lease=refs/lossless/w1: --force-with-lease=refs/lossless/w2:" + r.Commit +
+	want := "push --porcelain --no-recurse-submodules --no-verify --force-with-lease=refs/lossless/w1: --force-with-lease=refs/lossless/w2:" + r.Commit +
 		" -- origin " + w1 + ":refs/lossless/w1 " + w2 + ":refs/lossless/w2"
 	if got != want {
 		t.Fatalf("PushArgs:\ngot  %s\nwant %s", got, want)

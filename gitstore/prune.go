@@ -192,7 +192,7 @@ func (s *Store) Prune(ctx context.Context, writer string, match func(*Event) boo
 	if err := lk.commit(cur, commit); err != nil {
 		return res, err
 	}
-	s.witness(writer, nh)
+	s.sawHead(writer, nh)
 	// The history changed: rebuild this writer's index from the new head.
 	var all [][]byte
 	for _, b := range batches {

@@ -60,6 +60,19 @@ type Options struct {
 	LockTimeout time.Duration
 	// StaleLockAge overrides StaleLockAge.
 	StaleLockAge time.Duration
+	// Heads is told every head this store moves a writer's ref to, and
+	// Checkpoints gives Verify the heads seen before: both are the
+	// witness and anchors of package anchor (anchor.StoreOptions sets
+	// them). Without them Verify checks each chain on its own.
+	Heads       HeadObserver
+	Checkpoints CheckpointSource
+}
+
+// CheckpointSource gives the heads of a writer seen before (by this
+// machine's witness, or anchored on a remote), which verify compares the
+// chain with.
+type CheckpointSource interface {
+	Checkpoints(ctx context.Context, st *Store, writer string) ([]seal.Checkpoint, error)
 }
 
 // Store is an open archive. Its methods are safe for concurrent use by
@@ -73,6 +86,9 @@ type Store struct {
 	warn  func(string)
 	now   func() time.Time
 	lockT time.Duration
+
+	heads HeadObserver     // the witness (Options.Heads), or nil
+	cps   CheckpointSource // heads seen before (Options.Checkpoints), or nil
 
 	appendMu sync.Mutex // one append at a time per process keeps retries rare
 	redact   redactor   // placeholder key and vault recipient, loaded on the first secret
@@ -120,6 +136,8 @@ func Open(loc Location, opt Options) (*Store, error) {
 		warn:  warn,
 		now:   now,
 		lockT: lt,
+		heads: opt.Heads,
+		cps:   opt.Checkpoints,
 	}
 	return s, nil
 }
@@ -328,7 +346,7 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 		if err != nil {
 			return AppendResult{}, err
 		}
-		s.witness(writer, newHead)
+		s.sawHead(writer, newHead)
 		s.indexAppend(writer, h, newHead, out)
 		for i := range out {
 			out[i].Writer, out[i].Commit = writer, commit
@@ -948,7 +966,15 @@ func (s *Store) Writers(ctx context.Context) ([]WriterInfo, error) {
 	out := make([]WriterInfo, 0, len(refs))
 	for name, id := range refs {
 		w := WriterInfo{Name: strings.TrimPrefix(name, RefPrefix), Ref: name, Commit: id}
-		if h, err := s.headAt(id); err != nil {
+		// The index head names the commit, seq and seal it covers: when it
+		// is the ref's commit, the head commit need not be read (with one
+		// pack per writer, as an import leaves them, reading a thousand
+		// heads opens a thousand pack indexes). A head file that lies
+		// cannot hide a rewrite: it names a seal the chain lacks, which
+		// verify reports.
+		if ih, ok := s.readIndexHead(w.Name); ok && ih.Commit == id && ih.Seq > 0 && len(ih.Seal) == 64 {
+			w.Seq, w.Seal = ih.Seq, ih.Seal
+		} else if h, err := s.headAt(id); err != nil {
 			w.Err = err.Error()
 		} else {
 			w.Seq, w.Seal = h.Seq, h.Seal
@@ -994,17 +1020,37 @@ func (s *Store) Blob(ctx context.Context, id string) ([]byte, error) {
 }
 
 // Verify checks one writer's chain (see package seal).
+//
+// The chain is compared with the heads Options.Checkpoints gives (the
+// witness and anchors); without it, each chain is checked on its own.
 func (s *Store) Verify(ctx context.Context, writer string, opt seal.Options) (*seal.Report, error) {
-	return seal.Verify(ctx, sealSource{s}, writer, opt)
+	return seal.Verify(ctx, sealSource{s: s}, writer, opt)
 }
 
-// sealSource adapts the store to seal.Source.
-type sealSource struct{ s *Store }
+// VerifyAt checks writer's chain as it stands at commit — a head fetched
+// from a remote, before the writer's ref is moved to it — against the
+// heads seen before (Options.Checkpoints), as Verify does for the ref.
+func (s *Store) VerifyAt(ctx context.Context, writer, commit string, opt seal.Options) (*seal.Report, error) {
+	if !isHexID(commit) {
+		return nil, fmt.Errorf("verify %s at %q: not a commit id", writer, commit)
+	}
+	return seal.Verify(ctx, sealSource{s: s, head: commit}, writer, opt)
+}
+
+// sealSource adapts the store to seal.Source: the writer's ref, or head
+// when set.
+type sealSource struct {
+	s    *Store
+	head string
+}
 
 func (src sealSource) Batches(ctx context.Context, writer string) ([]seal.Batch, error) {
-	id, err := src.s.refs.read(RefPrefix + writer)
-	if err != nil {
-		return nil, err
+	id := src.head
+	var err error
+	if id == "" {
+		if id, err = src.s.refs.read(RefPrefix + writer); err != nil {
+			return nil, err
+		}
 	}
 	bs, _, err := src.s.walk(ctx, id, "", 0)
 	return bs, err
@@ -1026,57 +1072,16 @@ func (src sealSource) Content(ctx context.Context, blob string) ([]byte, error) 
 }
 
 func (src sealSource) Checkpoints(ctx context.Context, writer string) ([]seal.Checkpoint, error) {
-	return src.s.checkpoints(writer)
+	if src.s.cps == nil {
+		return nil, nil
+	}
+	return src.s.cps.Checkpoints(ctx, src.s, writer)
 }
 
 // stateDir is where derived, rebuildable state lives: the witness and the
 // index. Inside the common dir, never in objects or refs.
 func (s *Store) stateDir(parts ...string) string {
 	return filepath.Join(append([]string{s.loc.CommonDir, "lossless"}, parts...)...)
-}
-
-// witness appends the new head to the writer's checkpoint log: the heads
-// this machine saw, which verify compares the chain against, so a ref
-// later pointed at another history (or rolled back) is caught. O_APPEND
-// lines of this size are atomic, so concurrent appenders need no lock.
-func (s *Store) witness(writer string, h head) {
-	dir := s.stateDir("witness")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		s.warn("witness: " + err.Error())
-		return
-	}
-	f, err := openFile(filepath.Join(dir, writer), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		s.warn("witness: " + err.Error())
-		return
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintf(f, "%d %s\n", h.Seq, h.Seal); err != nil {
-		s.warn("witness: " + err.Error())
-	}
-}
-
-func (s *Store) checkpoints(writer string) ([]seal.Checkpoint, error) {
-	b, err := os.ReadFile(s.stateDir("witness", writer))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []seal.Checkpoint
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		n, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || len(f[1]) != 64 {
-			continue
-		}
-		out = append(out, seal.Checkpoint{Seq: n, Seal: f[1]})
-	}
-	return out, nil
 }
 
 // RelPath is the path recorded for the file at abs: relative to the work
@@ -1114,7 +1119,7 @@ func (s *Store) Now() time.Time { return s.now() }
 // derived state, such as transcript cursors: <common dir>/lossless/<name>.
 // Such state must be rebuildable; the archive is the refs and objects.
 func (s *Store) StateDir(name string) (string, error) {
-	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." || name == "index" || name == "witness" {
+	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." || name == "index" {
 		return "", fmt.Errorf("invalid state dir name %q", name)
 	}
 	d := s.stateDir(name)
@@ -1122,24 +1127,4 @@ func (s *Store) StateDir(name string) (string, error) {
 		return "", fmt.Errorf("create state dir: %w", err)
 	}
 	return d, nil
-}
-
-// WitnessedWriters lists the writers this machine has seen a head of (the
-// witness files), whether or not their refs still exist: verify checks
-// them too, so a deleted or emptied writer ref is reported, not skipped.
-func (s *Store) WitnessedWriters() ([]string, error) {
-	ents, err := os.ReadDir(s.stateDir("witness"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range ents {
-		if !e.IsDir() && ValidWriter(e.Name()) == nil {
-			out = append(out, e.Name())
-		}
-	}
-	return out, nil
 }

@@ -48,6 +48,11 @@ func Hash(line []byte) string {
 type Checkpoint struct {
 	Seq  int64
 	Seal string
+	// Anchor says where an anchored checkpoint comes from (a remote and
+	// the signed checkpoint, for the report); "" for the local witness.
+	// A chain that disagrees with an anchor is an anchor-mismatch, with
+	// the witness a chain-forked.
+	Anchor string
 }
 
 // gitBlobID returns the git object id of data stored as a blob:

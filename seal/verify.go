@@ -30,6 +30,10 @@ const (
 	// ChainForked: the chain disagrees with a checkpoint seen earlier (a
 	// sibling history, a rollback, or a rewrite past the witness).
 	ChainForked Kind = "chain-forked"
+	// AnchorMismatch: the chain does not extend a head anchored on a
+	// remote (a signed checkpoint, package anchor): history rewritten on
+	// this machine after it was anchored.
+	AnchorMismatch Kind = "anchor-mismatch"
 	// Unsealed: a batch or entry carries no seal at all (written by
 	// something other than git-lossless, or a format this version cannot
 	// read).
@@ -303,16 +307,20 @@ structure:
 		if cp.Seq <= 0 {
 			continue
 		}
+		kind, seen := ChainForked, "was seen before"
+		if cp.Anchor != "" {
+			kind, seen = AnchorMismatch, "was anchored ("+cp.Anchor+")"
+		}
 		if cp.Seq > int64(len(seals)) {
 			if first == nil { // a shorter chain because of an earlier break is that break
-				setFrom(Break{Kind: ChainForked, Seq: int64(len(seals)) + 1,
-					Detail: fmt.Sprintf("chain ends at entry %d but entry %d (%.12s) was seen before: rolled back or replaced", len(seals), cp.Seq, cp.Seal)})
+				setFrom(Break{Kind: kind, Seq: int64(len(seals)) + 1,
+					Detail: fmt.Sprintf("chain ends at entry %d but entry %d (%.12s) %s: rolled back or replaced", len(seals), cp.Seq, cp.Seal, seen)})
 			}
 			continue
 		}
 		if hex.EncodeToString(seals[cp.Seq-1][:]) != cp.Seal {
-			setFrom(Break{Kind: ChainForked, Seq: cp.Seq,
-				Detail: fmt.Sprintf("entry %d hashes to %.12s but %.12s was seen before: the ref points at another history", cp.Seq, hex.EncodeToString(seals[cp.Seq-1][:]), cp.Seal)})
+			setFrom(Break{Kind: kind, Seq: cp.Seq,
+				Detail: fmt.Sprintf("entry %d hashes to %.12s but %.12s %s: the ref points at another history", cp.Seq, hex.EncodeToString(seals[cp.Seq-1][:]), cp.Seal, seen)})
 		}
 	}
 	rep.Break = first

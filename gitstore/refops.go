@@ -1,0 +1,605 @@
+package gitstore
+
+// Refs beyond the writers' chains, for anchors and sync (package anchor):
+// checkpoint commits under AnchorPrefix, annotated tags under
+// AnchorTagPrefix, what was fetched from remotes under TrackingPrefix, and
+// fast-forwards of writer and notes refs to what a remote holds. They go
+// through the same ref lock protocol as every other ref (refs.go): package
+// anchor never touches a ref or an object itself.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Ref namespaces of anchors and sync.
+const (
+	// AnchorPrefix holds each machine's checkpoint commits:
+	// refs/lossless-anchor/<machine>/<clone>. Kept apart from RefPrefix so
+	// that a push of refs/lossless/* never carries them and so that a
+	// server hook can protect them on their own.
+	AnchorPrefix = "refs/lossless-anchor/"
+	// AnchorTagPrefix holds the annotated tags of tags mode:
+	// refs/tags/lossless-anchor/<machine>/<clone>/<n>.
+	AnchorTagPrefix = "refs/tags/lossless-anchor/"
+	// TrackingPrefix holds what was fetched from remotes:
+	// refs/lossless-tracking/<remote id>/... Fetches write nowhere else.
+	TrackingPrefix = "refs/lossless-tracking/"
+)
+
+// HeadObserver is told every head this store moves a writer's ref to
+// (append, import, prune, redact, a fast-forward to a remote's head). The
+// witness of package anchor is one: it remembers the heads this machine
+// saw, so that a ref later pointed at another history is caught.
+type HeadObserver interface {
+	SawHead(st *Store, writer string, seq int64, seal string)
+}
+
+// sawHead tells the observer, if any.
+func (s *Store) sawHead(writer string, h head) {
+	if s.heads != nil && h.Seq > 0 {
+		s.heads.SawHead(s, writer, h.Seq, h.Seal)
+	}
+}
+
+// Ref returns a ref's value, "" when it does not exist.
+func (s *Store) Ref(name string) (string, error) { return s.refs.read(name) }
+
+// RefsUnder returns every ref under prefix (e.g. AnchorPrefix) with its
+// value, as git resolves them (loose over packed).
+func (s *Store) RefsUnder(prefix string) (map[string]string, error) {
+	if !strings.HasPrefix(prefix, "refs/") || !strings.HasSuffix(prefix, "/") {
+		return nil, fmt.Errorf("ref prefix %q must start with refs/ and end with /", prefix)
+	}
+	return s.refs.list(prefix)
+}
+
+// ownRef reports whether name is a ref SetRef and CommitFiles may write:
+// anchors, anchor tags and tracking refs, never a writer's chain.
+func ownRef(name string) error {
+	for _, p := range []string{AnchorPrefix, AnchorTagPrefix, TrackingPrefix} {
+		if strings.HasPrefix(name, p) && len(name) > len(p) {
+			return validRefName(name)
+		}
+	}
+	return fmt.Errorf("ref %s is not under %s, %s or %s", name, AnchorPrefix, AnchorTagPrefix, TrackingPrefix)
+}
+
+// validRefName applies git's rules for the names we write (check-ref-format,
+// the subset that matters): no empty component, none starting with '.' or
+// ending in ".lock", no "..", no control character, space, ~ ^ : ? * [ \.
+func validRefName(name string) error {
+	for _, comp := range strings.Split(name, "/") {
+		if comp == "" || strings.HasPrefix(comp, ".") || strings.HasSuffix(comp, ".lock") || strings.Contains(comp, "..") || strings.Contains(comp, "@{") {
+			return fmt.Errorf("ref name %s: bad component %q", QuotePath(name), comp)
+		}
+		for _, c := range comp {
+			if c < 0x20 || c == 0x7f || strings.ContainsRune(" ~^:?*[\\", c) {
+				return fmt.Errorf("ref name %s: %q is not allowed", QuotePath(name), c)
+			}
+		}
+	}
+	return nil
+}
+
+// SetRef moves name from old to new ("" old: name must not exist; ""
+// new is refused: refs are never deleted here) under the ref lock, as a
+// compare-and-swap: ErrRefChanged when name is not at old. Only anchor,
+// anchor tag and tracking refs.
+func (s *Store) SetRef(ctx context.Context, name, old, new string) error {
+	if err := ownRef(name); err != nil {
+		return err
+	}
+	if !isHexID(new) || old != "" && !isHexID(old) {
+		return fmt.Errorf("set %s: %q -> %q: not object ids", name, old, new)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.lockT)
+	defer cancel()
+	lk, err := s.refs.acquire(ctx, name)
+	if err != nil {
+		return err
+	}
+	return lk.commit(old, new)
+}
+
+// TreeFile is one file of a flat tree written by CommitFiles.
+type TreeFile struct {
+	Name string // a plain file name: no '/', not "." or ".."
+	Data []byte
+}
+
+// CommitFiles writes files as one flat tree and a commit whose parent is
+// parent ("" for a first commit), with message msg and author and
+// committer ident ("Name <email>"; "" for the store's own), and moves ref
+// from parent to it (compare-and-swap: ErrRefChanged when ref moved, so
+// the caller rebuilds on the new value). Objects are durable before the
+// ref moves. Only refs under AnchorPrefix.
+func (s *Store) CommitFiles(ctx context.Context, ref, parent string, files []TreeFile, msg, ident string, when time.Time) (string, error) {
+	if !strings.HasPrefix(ref, AnchorPrefix) {
+		return "", fmt.Errorf("commit files: ref %s is not under %s", ref, AnchorPrefix)
+	}
+	if err := ownRef(ref); err != nil {
+		return "", err
+	}
+	if ident == "" {
+		ident = commitIdent
+	}
+	if strings.ContainsAny(ident, "\n\x00") || !strings.Contains(ident, "<") || !strings.HasSuffix(ident, ">") {
+		return "", fmt.Errorf("commit files: bad identity %q", ident)
+	}
+	var pending []string
+	ents := make([]treeEntry, 0, len(files))
+	seen := map[string]bool{}
+	for _, f := range files {
+		if f.Name == "" || f.Name == "." || f.Name == ".." || strings.ContainsAny(f.Name, "/\x00") || seen[f.Name] {
+			return "", fmt.Errorf("commit files: bad or repeated file name %q", f.Name)
+		}
+		seen[f.Name] = true
+		id, err := s.odb.write("blob", f.Data, &pending)
+		if err != nil {
+			return "", err
+		}
+		ents = append(ents, treeEntry{mode: "100644", name: f.Name, id: id})
+	}
+	tree, err := s.odb.write("tree", encodeTree(ents), &pending)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	b.WriteString("tree " + tree + "\n")
+	if parent != "" {
+		b.WriteString("parent " + parent + "\n")
+	}
+	stamp := strconv.FormatInt(when.Unix(), 10) + " +0000"
+	b.WriteString("author " + ident + " " + stamp + "\n")
+	b.WriteString("committer " + ident + " " + stamp + "\n\n")
+	b.WriteString(msg)
+	commit, err := s.odb.write("commit", b.Bytes(), &pending)
+	if err != nil {
+		return "", err
+	}
+	if err := s.odb.flush(pending); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.lockT)
+	defer cancel()
+	lk, err := s.refs.acquire(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	if err := lk.commit(parent, commit); err != nil {
+		return "", err
+	}
+	return commit, nil
+}
+
+// CommitFilesRead is a commit read back by ReadCommitFiles.
+type CommitFilesRead struct {
+	ID      string
+	Parents []string
+	Time    time.Time
+	Message string
+	Files   map[string][]byte // the flat tree's blobs by name (subtrees are left out)
+}
+
+// ReadCommitFiles reads commit id and the blobs of its tree's top level.
+func (s *Store) ReadCommitFiles(id string) (CommitFilesRead, error) {
+	out := CommitFilesRead{ID: id, Files: map[string][]byte{}}
+	typ, body, err := s.odb.read(id)
+	if err != nil {
+		return out, err
+	}
+	if typ != "commit" {
+		return out, fmt.Errorf("%s is a %s, not a commit", short(id), typ)
+	}
+	c, err := parseCommit(body)
+	if err != nil {
+		return out, fmt.Errorf("commit %s: %w", short(id), err)
+	}
+	out.Parents, out.Time = c.Parents, c.Time
+	if _, msg, ok := bytes.Cut(body, []byte("\n\n")); ok {
+		out.Message = string(msg)
+	}
+	typ, tb, err := s.odb.read(c.Tree)
+	if err != nil {
+		return out, fmt.Errorf("tree of %s: %w", short(id), err)
+	}
+	if typ != "tree" {
+		return out, fmt.Errorf("tree of %s is a %s", short(id), typ)
+	}
+	ents, err := parseTree(tb)
+	if err != nil {
+		return out, fmt.Errorf("tree of %s: %w", short(id), err)
+	}
+	for _, e := range ents {
+		if e.mode == "40000" {
+			continue
+		}
+		typ, data, err := s.odb.read(e.id)
+		if err != nil {
+			return out, fmt.Errorf("%s in %s: %w", e.name, short(id), err)
+		}
+		if typ != "blob" {
+			return out, fmt.Errorf("%s in %s is a %s", e.name, short(id), typ)
+		}
+		out.Files[e.name] = data
+	}
+	return out, nil
+}
+
+// Tag is an annotated tag object.
+type Tag struct {
+	ID      string
+	Object  string // what it points at
+	Type    string // the object's type
+	Name    string // the tag's own name (without refs/tags/)
+	Tagger  string
+	Time    time.Time
+	Message string
+}
+
+// WriteTag writes an annotated tag named name (the ref is refs/tags/<name>,
+// which must be under AnchorTagPrefix and must not exist yet: tags are
+// never moved) pointing at commit target, with message msg, and creates
+// its ref.
+func (s *Store) WriteTag(ctx context.Context, name, target, msg, tagger string, when time.Time) (string, error) {
+	ref := "refs/tags/" + name
+	if !strings.HasPrefix(ref, AnchorTagPrefix) {
+		return "", fmt.Errorf("tag %s is not under %s", name, strings.TrimPrefix(AnchorTagPrefix, "refs/tags/"))
+	}
+	if err := ownRef(ref); err != nil {
+		return "", err
+	}
+	if tagger == "" {
+		tagger = commitIdent
+	}
+	if typ, _, err := s.odb.read(target); err != nil {
+		return "", fmt.Errorf("tag %s: target: %w", name, err)
+	} else if typ != "commit" {
+		return "", fmt.Errorf("tag %s: target %s is a %s, not a commit", name, short(target), typ)
+	}
+	var b bytes.Buffer
+	b.WriteString("object " + target + "\ntype commit\ntag " + name + "\n")
+	b.WriteString("tagger " + tagger + " " + strconv.FormatInt(when.Unix(), 10) + " +0000\n\n")
+	b.WriteString(msg)
+	var pending []string
+	id, err := s.odb.write("tag", b.Bytes(), &pending)
+	if err != nil {
+		return "", err
+	}
+	if err := s.odb.flush(pending); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.lockT)
+	defer cancel()
+	lk, err := s.refs.acquire(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	if err := lk.commit("", id); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// ReadTag reads the annotated tag object id.
+func (s *Store) ReadTag(id string) (Tag, error) {
+	t := Tag{ID: id}
+	typ, body, err := s.odb.read(id)
+	if err != nil {
+		return t, err
+	}
+	if typ != "tag" {
+		return t, fmt.Errorf("%s is a %s, not a tag", short(id), typ)
+	}
+	hdr, msg, _ := bytes.Cut(body, []byte("\n\n"))
+	t.Message = string(msg)
+	for _, line := range strings.Split(string(hdr), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		switch k {
+		case "object":
+			t.Object = v
+		case "type":
+			t.Type = v
+		case "tag":
+			t.Name = v
+		case "tagger":
+			if i := strings.LastIndex(v, "> "); i >= 0 {
+				t.Tagger = v[:i+1]
+				if f := strings.Fields(v[i+2:]); len(f) >= 1 {
+					if sec, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+						t.Time = time.Unix(sec, 0).UTC()
+					}
+				}
+			}
+		}
+	}
+	if !isHexID(t.Object) {
+		return t, fmt.Errorf("tag %s names no object", short(id))
+	}
+	return t, nil
+}
+
+// IsAncestor reports whether commit anc is desc or an ancestor of it,
+// walking desc's parents (all of them) up to limit commits (0: no limit).
+// A commit that cannot be read ends that path: the answer is then what the
+// readable history shows.
+func (s *Store) IsAncestor(ctx context.Context, anc, desc string, limit int) (bool, error) {
+	if anc == desc {
+		return true, nil
+	}
+	seen := map[string]bool{desc: true}
+	queue := []string{desc}
+	for n := 0; len(queue) > 0; n++ {
+		if limit > 0 && n >= limit {
+			return false, fmt.Errorf("is %s an ancestor of %s: gave up after %d commits", short(anc), short(desc), limit)
+		}
+		if n%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+		}
+		id := queue[0]
+		queue = queue[1:]
+		c, err := s.readCommit(id)
+		if err != nil {
+			if errors.Is(err, ErrObjectMissing) {
+				continue
+			}
+			return false, err
+		}
+		for _, p := range c.Parents {
+			if p == anc {
+				return true, nil
+			}
+			if !seen[p] {
+				seen[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	return false, nil
+}
+
+// FastForward moves a writer's ref (under RefPrefix) or a notes ref (under
+// NotesPrefix) from old ("" = it does not exist yet) to new, which must
+// have old in its history: sync adopting what a remote holds. A writer's
+// new head must be a sealed batch commit; the head observer sees it. It
+// never rewrites: anything but a fast-forward is refused.
+func (s *Store) FastForward(ctx context.Context, ref, old, new string) error {
+	writer, isWriter := strings.CutPrefix(ref, RefPrefix)
+	notes, isNotes := strings.CutPrefix(ref, NotesPrefix)
+	switch {
+	case isWriter:
+		if err := ValidWriter(writer); err != nil {
+			return err
+		}
+	case isNotes:
+		if err := ValidWriter(notes); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("fast-forward: %s is neither a writer nor a notes ref", ref)
+	}
+	if !isHexID(new) || old != "" && !isHexID(old) {
+		return fmt.Errorf("fast-forward %s: %q -> %q: not object ids", ref, old, new)
+	}
+	if old != "" {
+		ok, err := s.IsAncestor(ctx, old, new, 0)
+		if err != nil {
+			return fmt.Errorf("fast-forward %s: %w", ref, err)
+		}
+		if !ok {
+			return fmt.Errorf("fast-forward %s: %s is not in the history of %s", ref, short(old), short(new))
+		}
+	}
+	var h head
+	if isWriter {
+		var err error
+		if h, err = s.headAt(new); err != nil {
+			return fmt.Errorf("fast-forward %s: %w", ref, err)
+		}
+	} else if typ, _, err := s.odb.read(new); err != nil {
+		return fmt.Errorf("fast-forward %s: %w", ref, err)
+	} else if typ != "commit" {
+		return fmt.Errorf("fast-forward %s: %s is a %s", ref, short(new), typ)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.lockT)
+	defer cancel()
+	lk, err := s.refs.acquire(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if err := lk.commit(old, new); err != nil {
+		return err
+	}
+	if isWriter {
+		s.sawHead(writer, h)
+	}
+	return nil
+}
+
+// HeadOf returns the chain state (entries and head seal) at a writer's
+// batch commit id, from its trailers.
+func (s *Store) HeadOf(id string) (seq int64, seal string, err error) {
+	h, err := s.headAt(id)
+	return h.Seq, h.Seal, err
+}
+
+// Fetch runs the user's `git fetch` (their SSH config, credential helpers,
+// insteadOf and proxies apply) of refspecs from r, each "+SRC:DST" with DST
+// under TrackingPrefix: fetched refs land only there, never over a live
+// ref, and sync and verify compare them with what was seen before. With
+// prune, DST refs the remote no longer has are removed by git, so the
+// tracking namespace mirrors the remote. No tags are fetched beyond the
+// refspecs, no FETCH_HEAD is written.
+func (s *Store) Fetch(ctx context.Context, r Remote, refspecs []string, prune bool) error {
+	if err := ValidRemote(r.URL); err != nil {
+		return err
+	}
+	if len(refspecs) == 0 {
+		return errors.New("fetch: no refspec")
+	}
+	for _, rs := range refspecs {
+		src, dst, ok := strings.Cut(strings.TrimPrefix(rs, "+"), ":")
+		if !ok || !strings.HasPrefix(dst, TrackingPrefix) || !strings.HasPrefix(src, "refs/") {
+			return fmt.Errorf("fetch: refspec %q must fetch refs/... into %s", rs, TrackingPrefix)
+		}
+	}
+	args := []string{"fetch", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--quiet"}
+	if prune {
+		args = append(args, "--prune")
+	}
+	args = append(args, "--", r.URL)
+	cmd := s.git(ctx, r, append(args, refspecs...)...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("git fetch %s: %s", QuotePath(r.URL), gitMessage(errb.Bytes(), err))
+	}
+	return nil
+}
+
+// RefPush is one ref update of PushRefs: send commit (or tag) Src as Dst
+// on the remote. Without Leased the remote itself allows only a
+// fast-forward (or a new ref); with it the update is a compare-and-swap
+// against Lease ("" = Dst must not exist there), which also lets a
+// non-fast-forward through when the remote is at Lease: the caller must
+// have judged that.
+type RefPush struct {
+	Src, Dst string
+	Leased   bool
+	Lease    string
+}
+
+// PushRefs runs the user's `git push` of updates to r: one refspec
+// SRC:DST per update, never '+', with --atomic when asked (a remote that
+// takes any takes all). Outcomes per ref as git reports them; the error
+// says which remote and why.
+func (s *Store) PushRefs(ctx context.Context, r Remote, ups []RefPush, atomic bool) ([]PushedRef, error) {
+	if err := ValidRemote(r.URL); err != nil {
+		return nil, err
+	}
+	if len(ups) == 0 {
+		return nil, errors.New("push: nothing to push")
+	}
+	args := []string{"push", "--porcelain", "--no-recurse-submodules", "--no-verify"}
+	if atomic {
+		args = append(args, "--atomic")
+	}
+	sorted := append([]RefPush(nil), ups...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Dst < sorted[j].Dst })
+	var specs []string
+	for _, u := range sorted {
+		if !isHexID(u.Src) || u.Lease != "" && !isHexID(u.Lease) || validRefName(u.Dst) != nil || !strings.HasPrefix(u.Dst, "refs/") {
+			return nil, fmt.Errorf("push: bad update %s -> %s (lease %q)", u.Src, u.Dst, u.Lease)
+		}
+		if u.Leased {
+			args = append(args, "--force-with-lease="+u.Dst+":"+u.Lease)
+		}
+		specs = append(specs, u.Src+":"+u.Dst)
+	}
+	args = append(args, "--", r.URL)
+	return s.runPush(ctx, r, append(args, specs...))
+}
+
+// RemoteURL resolves r to the URL git pushes to: a configured remote's
+// push URL (`git remote get-url --push`, insteadOf applied), else r.URL
+// itself, a local path made absolute against r.Dir. Anchors key what they
+// remember about a remote by it, so a remote renamed is still itself.
+func (s *Store) RemoteURL(ctx context.Context, r Remote) (string, error) {
+	if err := ValidRemote(r.URL); err != nil {
+		return "", err
+	}
+	cmd := s.git(ctx, r, "remote", "get-url", "--push", "--", r.URL)
+	if out, err := cmd.Output(); err == nil {
+		if u := strings.TrimSpace(string(out)); u != "" {
+			return u, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	u := r.URL
+	// Not a configured remote: a URL, to which insteadOf may apply.
+	if strings.Contains(u, "://") || isSCPLike(u) {
+		if out, err := s.git(ctx, r, "ls-remote", "--get-url", "--", u).Output(); err == nil {
+			if v := strings.TrimSpace(string(out)); v != "" {
+				u = v
+			}
+		}
+	}
+	if !strings.Contains(u, "://") && !isSCPLike(u) {
+		if !filepath.IsAbs(u) {
+			base := r.Dir
+			if base == "" {
+				base = s.loc.WorkTree
+			}
+			if base == "" {
+				base = s.loc.CommonDir
+			}
+			u = filepath.Join(base, u)
+		}
+		u = filepath.Clean(u)
+		if _, err := os.Stat(u); err != nil {
+			return "", fmt.Errorf("%s is not a remote of this repository (`git remote -v` lists them), a URL, or an existing path", QuotePath(r.URL))
+		}
+	}
+	return u, nil
+}
+
+// isSCPLike: host:path, git's scp-like ssh syntax (a colon before any
+// slash, and not a Windows drive letter).
+func isSCPLike(u string) bool {
+	c := strings.IndexByte(u, ':')
+	s := strings.IndexByte(u, '/')
+	return c > 1 && (s < 0 || c < s)
+}
+
+// LsRemoteRefs returns the remote's refs matching patterns (git ls-remote
+// patterns: a full ref name, or a glob such as refs/lossless-anchor/*),
+// tags' peeled "^{}" lines left out, from the user's own `git ls-remote`.
+func (s *Store) LsRemoteRefs(ctx context.Context, r Remote, patterns ...string) (map[string]string, error) {
+	if err := ValidRemote(r.URL); err != nil {
+		return nil, err
+	}
+	for _, p := range patterns {
+		if !strings.HasPrefix(p, "refs/") {
+			return nil, fmt.Errorf("ls-remote pattern %q must start with refs/", p)
+		}
+	}
+	cmd := s.git(ctx, r, append([]string{"ls-remote", "--", r.URL}, patterns...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("git ls-remote %s: %s", QuotePath(r.URL), gitMessage(errb.Bytes(), err))
+	}
+	refs := map[string]string{}
+	for n, line := range strings.Split(out.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		id, ref, ok := strings.Cut(line, "\t")
+		if !ok || !isHexID(id) {
+			return nil, fmt.Errorf("ls-remote line %d: not \"<id>\\t<ref>\": %s", n+1, QuotePath(line))
+		}
+		if !strings.HasSuffix(ref, "^{}") {
+			refs[ref] = id
+		}
+	}
+	return refs, nil
+}
