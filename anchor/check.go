@@ -1,0 +1,682 @@
+package anchor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+)
+
+// Alarm kinds of a remote's checkpoints (FORMAT.md, "Checking an anchor").
+const (
+	// KindRollback: the remote's checkpoints moved backwards from what this
+	// machine saw there before (a checkpoint ref reset to an older one or
+	// deleted, a tag deleted): history rewritten there.
+	KindRollback = "anchor-rollback"
+	// KindFork: they moved sideways (a checkpoint ref that is neither
+	// ahead of nor behind what was seen, a tag pointed elsewhere, a
+	// checkpoint of this clone that this clone never made, a chain of
+	// checkpoints that contradicts itself).
+	KindFork = "anchor-fork"
+	// KindBadSignature: a checkpoint whose signature does not check with
+	// its machine's key.
+	KindBadSignature = "anchor-bad-signature"
+	// KindKeyChanged: a machine's checkpoints are signed by another key
+	// than the one pinned when it was first seen.
+	KindKeyChanged = "anchor-key-changed"
+	// KindMismatch: the local chain (or notes ref) does not extend a head
+	// anchored in a checkpoint: history rewritten here. Reported by
+	// verify (seal.AnchorMismatch) and by CheckNotes.
+	KindMismatch = "anchor-mismatch"
+)
+
+// Finding is one alarm about a remote's checkpoints.
+type Finding struct {
+	Kind     string `json:"kind"`
+	Remote   string `json:"remote"`
+	Clone    string `json:"checkpoints"`      // <machine>/<clone>
+	Writer   string `json:"writer,omitempty"` // the writer whose anchored head moved ("" for the whole checkpoint)
+	Detail   string `json:"detail"`
+	Evidence string `json:"evidence,omitempty"` // the file keeping both signed checkpoints
+
+	Seen, Now []byte `json:"-"` // the signed checkpoints compared ("" when none)
+}
+
+// RemoteCheck is what checking one remote's checkpoints found.
+type RemoteCheck struct {
+	Remote   string    `json:"remote"`
+	URL      string    `json:"url"`
+	Mode     string    `json:"mode"`
+	Clones   int       `json:"checkpoint_chains"` // machine clones with checkpoints there
+	Accepted int       `json:"accepted"`          // checkpoints (tips, tags or files) newly accepted
+	Findings []Finding `json:"findings"`
+}
+
+// OK reports whether nothing was found.
+func (r *RemoteCheck) OK() bool { return len(r.Findings) == 0 }
+
+// trackingRef names a tracking ref of remote rid.
+func trackingRef(rid, part string) string { return gitstore.TrackingPrefix + rid + "/" + part }
+
+// CheckRemote fetches a remote's checkpoints (refs and tags) into
+// tracking refs — refs/lossless-tracking/<rid>/incoming/..., never over a
+// local ref — and compares them with what this machine accepted from it
+// before (.../seen/...): each clone's checkpoint chain must only have
+// grown, each tag must be where it was, every new checkpoint must be
+// signed by its machine's pinned key and name its predecessor, and this
+// clone's own checkpoints there must be ones it made and not older than
+// what it last anchored there. What checks is accepted (seen moves up);
+// what does not stays as it was, and both signed checkpoints are kept as
+// evidence. A target in path mode is read from its directory instead.
+func CheckRemote(ctx context.Context, st *gitstore.Store, t Target, now time.Time) (*RemoteCheck, error) {
+	url, err := resolve(ctx, st, t)
+	if err != nil {
+		return nil, err
+	}
+	rc := &RemoteCheck{Remote: t.Remote, URL: url, Mode: t.Mode, Findings: []Finding{}}
+	own, err := ownKey()
+	if err != nil {
+		return nil, err
+	}
+	rid := RemoteID(url)
+	rememberRemote(st, t.Remote, url)
+	recs, err := ReadRecords(st)
+	if err != nil {
+		return nil, err
+	}
+	if t.Mode == ModePath {
+		rec, hasRec := recs[rid+"."+ModePath]
+		return rc, checkPath(ctx, st, rc, rid, own, rec, hasRec, now)
+	}
+	r := gitstore.Remote{URL: url, Dir: t.Dir}
+	// A fetch costs git's connectivity walk over every ref even when
+	// nothing moved; ls-remote first, and fetch only when a checkpoint
+	// ref or tag there differs from what was fetched last time.
+	if moved, err := anchorsMoved(ctx, st, r, rid); err != nil {
+		return nil, err
+	} else if moved {
+		if err := st.Fetch(ctx, r, anchorFetchSpecs(rid), true); err != nil {
+			return nil, err
+		}
+	}
+	return rc, checkFetched(ctx, st, rc, rid, own, recs, now)
+}
+
+// anchorsMoved reports whether the remote's checkpoint refs and anchor
+// tags differ from the incoming tracking refs of the last fetch.
+func anchorsMoved(ctx context.Context, st *gitstore.Store, r gitstore.Remote, rid string) (bool, error) {
+	remote, err := st.LsRemoteRefs(ctx, r, gitstore.AnchorPrefix+"*", gitstore.AnchorTagPrefix+"*")
+	if err != nil {
+		return false, err
+	}
+	have, err := st.RefsUnder(trackingRef(rid, "incoming/"))
+	if err != nil {
+		return false, err
+	}
+	n := 0
+	for ref, id := range remote {
+		var local string
+		switch {
+		case strings.HasPrefix(ref, gitstore.AnchorPrefix):
+			local = trackingRef(rid, "incoming/anchor/"+strings.TrimPrefix(ref, gitstore.AnchorPrefix))
+		case strings.HasPrefix(ref, gitstore.AnchorTagPrefix):
+			local = trackingRef(rid, "incoming/tags/"+strings.TrimPrefix(ref, gitstore.AnchorTagPrefix))
+		default:
+			continue // ls-remote patterns match any tail of a name
+		}
+		n++
+		if have[local] != id {
+			return true, nil
+		}
+	}
+	return n != len(have), nil
+}
+
+// anchorFetchSpecs fetches a remote's checkpoint refs and anchor tags into
+// its incoming tracking refs.
+func anchorFetchSpecs(rid string) []string {
+	return []string{
+		"+" + gitstore.AnchorPrefix + "*:" + trackingRef(rid, "incoming/anchor/*"),
+		"+" + gitstore.AnchorTagPrefix + "*:" + trackingRef(rid, "incoming/tags/*"),
+	}
+}
+
+// checkFetched compares the fetched (incoming) checkpoints of remote rid
+// with the seen ones; see CheckRemote.
+func checkFetched(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid string, own *Key, recs map[string]RemoteRecord, now time.Time) error {
+	incoming, err := st.RefsUnder(trackingRef(rid, "incoming/"))
+	if err != nil {
+		return err
+	}
+	seen, err := st.RefsUnder(trackingRef(rid, "seen/"))
+	if err != nil {
+		return err
+	}
+	keys := map[string]bool{}
+	for k := range incoming {
+		keys[strings.TrimPrefix(k, trackingRef(rid, "incoming/"))] = true
+	}
+	for k := range seen {
+		keys[strings.TrimPrefix(k, trackingRef(rid, "seen/"))] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	ck := &checker{st: st, rc: rc, rid: rid, own: own, now: now}
+	clones := map[string]bool{}
+	ownClone, _ := CloneID(st)
+	for _, k := range sorted {
+		in, old := incoming[trackingRef(rid, "incoming/"+k)], seen[trackingRef(rid, "seen/"+k)]
+		switch {
+		case strings.HasPrefix(k, "anchor/"):
+			key := strings.TrimPrefix(k, "anchor/")
+			clones[key] = true
+			ck.anchorRef(ctx, key, in, old)
+		case strings.HasPrefix(k, "tags/"):
+			key := strings.TrimPrefix(k, "tags/")
+			if i := strings.LastIndexByte(key, '/'); i > 0 {
+				clones[key[:i]] = true
+			}
+			ck.tag(ctx, key, in, old)
+		}
+	}
+	// This clone's own checkpoints there: not behind what it anchored.
+	for _, mode := range []string{ModeRef, ModeTags} {
+		rec, hasRec := recs[rid+"."+mode]
+		if own == nil || !hasRec {
+			continue
+		}
+		key := own.Name() + "/" + ownClone
+		switch rec.Mode {
+		case ModeRef:
+			in := incoming[trackingRef(rid, "incoming/anchor/"+key)]
+			if in == "" {
+				ck.alarm(Finding{Kind: KindRollback, Clone: key, Detail: fmt.Sprintf("checkpoint %d of this clone was anchored here on %s; the remote holds none now", rec.N, rec.Time.Format(time.RFC3339)),
+					Seen: []byte(rec.Checkpoint)})
+			} else if ok, _ := st.IsAncestor(ctx, rec.Commit, in, 0); !ok {
+				ck.alarm(Finding{Kind: KindRollback, Clone: key, Detail: fmt.Sprintf("checkpoint %d of this clone was anchored here on %s; the remote's chain of this clone does not contain it", rec.N, rec.Time.Format(time.RFC3339)),
+					Seen: []byte(rec.Checkpoint), Now: ck.signedAt(in)})
+			}
+		case ModeTags:
+			tag := strings.TrimPrefix(TagName(own.Name(), ownClone, rec.N), strings.TrimPrefix(gitstore.AnchorTagPrefix, "refs/tags/"))
+			if incoming[trackingRef(rid, "incoming/tags/"+tag)] == "" {
+				ck.alarm(Finding{Kind: KindRollback, Clone: key, Detail: fmt.Sprintf("tag %s was anchored here on %s; the remote lacks it now", TagName(own.Name(), ownClone, rec.N), rec.Time.Format(time.RFC3339)),
+					Seen: []byte(rec.Checkpoint)})
+			}
+		}
+	}
+	rc.Clones = len(clones)
+	return nil
+}
+
+// checker holds one CheckRemote's state.
+type checker struct {
+	st  *gitstore.Store
+	rc  *RemoteCheck
+	rid string
+	own *Key
+	now time.Time
+}
+
+func (ck *checker) alarm(f Finding) {
+	f.Remote = ck.rc.Remote
+	if f.Seen != nil || f.Now != nil {
+		if p, err := writeEvidence(ck.st, ck.rid, f.Kind, ck.now, labelled("seen before", f.Seen), labelled("on the remote now", f.Now)); err == nil {
+			f.Evidence = p
+		}
+	}
+	ck.rc.Findings = append(ck.rc.Findings, f)
+}
+
+func labelled(what string, signed []byte) []byte {
+	if signed == nil {
+		return []byte("# " + what + ": none\n")
+	}
+	return append([]byte("# "+what+":\n"), signed...)
+}
+
+// signedAt returns the signed checkpoint of a checkpoint commit (nil when
+// unreadable).
+func (ck *checker) signedAt(id string) []byte {
+	if id == "" {
+		return nil
+	}
+	cf, err := ck.st.ReadCommitFiles(id)
+	if err != nil {
+		return nil
+	}
+	return cf.Files[checkpointFile]
+}
+
+// verifier returns the key to check machine's checkpoints with: this
+// machine's own, the pinned one, or — on first sight — vkey, which is
+// then pinned. A vkey that differs from the pinned key is an alarm.
+func (ck *checker) verifier(machine, vkey, key string) (note.Verifier, bool) {
+	if ck.own != nil && ck.own.Name() == machine {
+		if vkey != "" && strings.TrimSpace(vkey) != ck.own.VKey {
+			ck.alarm(Finding{Kind: KindKeyChanged, Clone: key, Detail: "a checkpoint of this machine carries another public key than this machine's"})
+			return nil, false
+		}
+		return ck.own.Verifier, true
+	}
+	pinned, err := PinnedKey(ck.st, machine)
+	if err == nil && pinned == "" && vkey != "" {
+		pinned, err = pinKey(ck.st, vkey)
+	}
+	if err != nil || pinned == "" {
+		ck.alarm(Finding{Kind: KindBadSignature, Clone: key, Detail: fmt.Sprintf("no public key for machine %s to check its checkpoints with", machine)})
+		return nil, false
+	}
+	if vkey != "" && strings.TrimSpace(vkey) != pinned {
+		ck.alarm(Finding{Kind: KindKeyChanged, Clone: key, Detail: fmt.Sprintf("machine %s's checkpoints now carry public key %s; %s was pinned when it was first seen", machine, strings.TrimSpace(vkey), pinned)})
+		return nil, false
+	}
+	v, err := ParseVerifierKey(pinned)
+	if err != nil {
+		ck.alarm(Finding{Kind: KindBadSignature, Clone: key, Detail: err.Error()})
+		return nil, false
+	}
+	return v, true
+}
+
+// readCheckpointCommit opens the checkpoint of commit id of clone key.
+func (ck *checker) readCheckpointCommit(id, key string) (*Checkpoint, []byte, []string, bool) {
+	cf, err := ck.st.ReadCommitFiles(id)
+	if err != nil {
+		ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: fmt.Sprintf("checkpoint commit %.12s cannot be read: %v", id, err)})
+		return nil, nil, nil, false
+	}
+	signed := cf.Files[checkpointFile]
+	machine, _, _ := strings.Cut(key, "/")
+	v, ok := ck.verifier(machine, string(cf.Files[keyFile]), key)
+	if !ok {
+		return nil, signed, nil, false
+	}
+	c, err := OpenSigned(signed, v)
+	if err != nil {
+		ck.alarm(Finding{Kind: KindBadSignature, Clone: key, Detail: fmt.Sprintf("checkpoint commit %.12s: %v", id, err), Now: signed})
+		return nil, signed, nil, false
+	}
+	if c.Machine+"/"+c.Clone != key {
+		ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: fmt.Sprintf("checkpoint commit %.12s is %s/%s's, under %s's ref", id, c.Machine, c.Clone, key), Now: signed})
+		return nil, signed, nil, false
+	}
+	return c, signed, cf.Parents, true
+}
+
+// anchorRef compares one clone's checkpoint ref on the remote (in) with
+// what was accepted before (old).
+func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
+	seenRef := trackingRef(ck.rid, "seen/anchor/"+key)
+	switch {
+	case in == old:
+		return
+	case in == "":
+		ck.alarm(Finding{Kind: KindRollback, Clone: key, Detail: "the remote deleted this clone's checkpoints", Seen: ck.signedAt(old)})
+		return
+	}
+	// New commits from in back to old (or the root): each must check and
+	// name its predecessor.
+	if old != "" {
+		if ok, _ := ck.st.IsAncestor(ctx, old, in, 0); !ok {
+			kind, how := KindFork, "moved sideways: neither ahead of nor behind"
+			if back, _ := ck.st.IsAncestor(ctx, in, old, 0); back {
+				kind, how = KindRollback, "moved backwards from"
+			}
+			ck.compareWriters(kind, key, how, old, in)
+			return
+		}
+	}
+	if own := ck.own; own != nil && strings.HasPrefix(key, own.Name()+"/") {
+		// This machine's checkpoints: every one must be in this machine's
+		// local chain of that clone (a clone of this machine elsewhere has
+		// its own id; a checkpoint of an unknown clone is checked by its
+		// signature alone).
+		if local, _ := ck.st.Ref(gitstore.AnchorPrefix + key); local != "" {
+			if ok, _ := ck.st.IsAncestor(ctx, in, local, 0); !ok {
+				ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: "the remote holds a checkpoint of this clone that this clone never made", Seen: ck.signedAt(local), Now: ck.signedAt(in)})
+				return
+			}
+		}
+	}
+	id := in
+	var newer *Checkpoint
+	var newerSigned []byte
+	for steps := 0; id != "" && id != old; steps++ {
+		c, signed, parents, ok := ck.readCheckpointCommit(id, key)
+		if !ok {
+			return
+		}
+		if newer != nil {
+			if newer.N != c.N+1 || newer.Prev != Digest(signed) {
+				ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: fmt.Sprintf("checkpoint %d does not follow checkpoint %d (its prev names another)", newer.N, c.N), Seen: signed, Now: newerSigned})
+				return
+			}
+			if msg := monotone(c, newer); msg != "" {
+				ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: fmt.Sprintf("checkpoint %d contradicts checkpoint %d: %s", newer.N, c.N, msg), Seen: signed, Now: newerSigned})
+				return
+			}
+		}
+		newer, newerSigned = c, signed
+		if len(parents) == 0 {
+			if c.N != 1 || c.Prev != "" {
+				ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: fmt.Sprintf("the chain starts at checkpoint %d, not 1", c.N), Now: signed})
+				return
+			}
+			break
+		}
+		id = parents[0]
+	}
+	if old != "" && newer != nil {
+		oc, osigned, _, ok := ck.readCheckpointCommit(old, key)
+		if !ok {
+			return
+		}
+		if newer.N != oc.N+1 || newer.Prev != Digest(osigned) {
+			ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: fmt.Sprintf("checkpoint %d does not follow the checkpoint %d seen before", newer.N, oc.N), Seen: osigned, Now: newerSigned})
+			return
+		}
+		if msg := monotone(oc, newer); msg != "" {
+			ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: fmt.Sprintf("checkpoint %d contradicts the checkpoint %d seen before: %s", newer.N, oc.N, msg), Seen: osigned, Now: newerSigned})
+			return
+		}
+	}
+	if err := ck.st.SetRef(ctx, seenRef, old, in); err != nil {
+		ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: "could not record the accepted checkpoint: " + err.Error()})
+		return
+	}
+	ck.rc.Accepted++
+}
+
+// monotone says how newer contradicts older ("" when it does not): a
+// writer or notes ref gone, fewer entries, or another seal at the same
+// length. (A seal at a greater length can only be checked against the
+// chain itself, which verify does.)
+func monotone(older, newer *Checkpoint) string {
+	for _, w := range older.Writers {
+		nw, ok := newer.Writer(w.Name)
+		switch {
+		case !ok:
+			return fmt.Sprintf("writer %s is gone", w.Name)
+		case nw.Entries < w.Entries:
+			return fmt.Sprintf("writer %s went from %d entries to %d", w.Name, w.Entries, nw.Entries)
+		case nw.Entries == w.Entries && nw.Seal != w.Seal:
+			return fmt.Sprintf("writer %s has another head at entry %d", w.Name, w.Entries)
+		}
+	}
+	for _, n := range older.Notes {
+		if _, ok := newer.NotesRef(n.Name); !ok {
+			return fmt.Sprintf("notes ref %s is gone", n.Name)
+		}
+	}
+	return ""
+}
+
+// compareWriters reports a checkpoint ref that moved backwards or
+// sideways, per writer whose anchored head it took back or replaced.
+func (ck *checker) compareWriters(kind, key, how, old, in string) {
+	osigned, nsigned := ck.signedAt(old), ck.signedAt(in)
+	oc, _ := ParseText(noteText(osigned))
+	nc, _ := ParseText(noteText(nsigned))
+	before := len(ck.rc.Findings)
+	if oc != nil && nc != nil {
+		for _, w := range oc.Writers {
+			nw, ok := nc.Writer(w.Name)
+			switch {
+			case !ok:
+				ck.alarm(Finding{Kind: kind, Clone: key, Writer: w.Name, Detail: fmt.Sprintf("anchored at entry %d before; the remote's checkpoint %d %s it no more", w.Entries, nc.N, "names"), Seen: osigned, Now: nsigned})
+			case nw.Entries < w.Entries:
+				ck.alarm(Finding{Kind: KindRollback, Clone: key, Writer: w.Name, Detail: fmt.Sprintf("anchored at entry %d before; the remote's checkpoint %d says %d", w.Entries, nc.N, nw.Entries), Seen: osigned, Now: nsigned})
+			case nw.Entries == w.Entries && nw.Seal != w.Seal:
+				ck.alarm(Finding{Kind: KindFork, Clone: key, Writer: w.Name, Detail: fmt.Sprintf("entry %d anchored as %.12s before; the remote's checkpoint %d says %.12s", w.Entries, w.Seal, nc.N, nw.Seal), Seen: osigned, Now: nsigned})
+			}
+		}
+	}
+	if len(ck.rc.Findings) == before {
+		detail := fmt.Sprintf("the remote's checkpoints of %s %s those seen before", key, how)
+		if oc != nil && nc != nil {
+			detail += fmt.Sprintf(" (checkpoint %d seen, %d now)", oc.N, nc.N)
+		}
+		ck.alarm(Finding{Kind: kind, Clone: key, Detail: detail, Seen: osigned, Now: nsigned})
+	}
+}
+
+// noteText is a signed note's text part (before the blank line), for
+// reading a checkpoint whose signature was checked when it was accepted.
+func noteText(signed []byte) string {
+	i := bytes.Index(signed, []byte("\n\n"))
+	if i < 0 {
+		return ""
+	}
+	return string(signed[:i+1])
+}
+
+// tag compares one anchor tag (key: <machine>/<clone>/<n>) on the remote
+// with what was accepted before: tags never move.
+func (ck *checker) tag(ctx context.Context, key, in, old string) {
+	i := strings.LastIndexByte(key, '/')
+	if i <= 0 {
+		return
+	}
+	clone, nstr := key[:i], key[i+1:]
+	switch {
+	case in == old:
+		return
+	case in == "":
+		ck.alarm(Finding{Kind: KindRollback, Clone: clone, Detail: fmt.Sprintf("the remote deleted tag %s", "lossless-anchor/"+key), Seen: ck.tagSigned(old)})
+		return
+	case old != "":
+		ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("the remote's tag %s points elsewhere than when it was seen (%.12s, now %.12s)", "lossless-anchor/"+key, old, in), Seen: ck.tagSigned(old), Now: ck.tagSigned(in)})
+		return
+	}
+	t, err := ck.st.ReadTag(in)
+	if err != nil {
+		ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("tag %s cannot be read: %v", key, err)})
+		return
+	}
+	machine, _, _ := strings.Cut(clone, "/")
+	var vkey string
+	if cf, err := ck.st.ReadCommitFiles(t.Object); err == nil {
+		vkey = string(cf.Files[keyFile])
+	}
+	v, ok := ck.verifier(machine, vkey, clone)
+	if !ok {
+		return
+	}
+	c, err := OpenSigned([]byte(t.Message), v)
+	if err != nil {
+		ck.alarm(Finding{Kind: KindBadSignature, Clone: clone, Detail: fmt.Sprintf("tag %s: %v", key, err), Now: []byte(t.Message)})
+		return
+	}
+	if c.Machine+"/"+c.Clone != clone || strconv.FormatInt(c.N, 10) != nstr {
+		ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("tag %s holds checkpoint %d of %s/%s", key, c.N, c.Machine, c.Clone), Now: []byte(t.Message)})
+		return
+	}
+	if own := ck.own; own != nil && c.Machine == own.Name() {
+		if local, _ := ck.st.Ref(gitstore.AnchorTagPrefix + key); local != "" && local != in {
+			ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("the remote's tag %s is not the one this clone made", key), Seen: ck.tagSigned(local), Now: []byte(t.Message)})
+			return
+		}
+	}
+	if err := ck.st.SetRef(ctx, trackingRef(ck.rid, "seen/tags/"+key), "", in); err != nil {
+		ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: "could not record the accepted tag: " + err.Error()})
+		return
+	}
+	ck.rc.Accepted++
+}
+
+func (ck *checker) tagSigned(id string) []byte {
+	t, err := ck.st.ReadTag(id)
+	if err != nil {
+		return nil
+	}
+	return []byte(t.Message)
+}
+
+// pathSeen is what was accepted from an anchor directory: the digest of
+// every checkpoint file by <machine>/<clone>/<n>, and the newest signed
+// checkpoint of each clone.
+type pathSeen struct {
+	Digests map[string]string `json:"digests"`
+	Newest  map[string]string `json:"newest"`
+}
+
+func pathSeenFile(st *gitstore.Store, rid string) string {
+	return stateDir(st, "paths", rid+".json")
+}
+
+// checkPath checks an anchor directory the way CheckRemote checks a
+// remote: files never removed or changed, new ones signed and chained.
+func checkPath(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid string, own *Key, rec RemoteRecord, hasRec bool, now time.Time) error {
+	ck := &checker{st: st, rc: rc, rid: rid, own: own, now: now}
+	var ps pathSeen
+	if b, err := os.ReadFile(pathSeenFile(st, rid)); err == nil {
+		if err := json.Unmarshal(b, &ps); err != nil {
+			return fmt.Errorf("anchor state %s: %w", pathSeenFile(st, rid), err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if ps.Digests == nil {
+		ps.Digests, ps.Newest = map[string]string{}, map[string]string{}
+	}
+	root := filepath.Join(rc.URL, "lossless-anchor")
+	files := map[string][]byte{}
+	vkeys := map[string]string{}
+	machines, err := os.ReadDir(root)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("anchor directory %s: %w", rc.URL, err)
+	}
+	for _, m := range machines {
+		if !m.IsDir() || validName("machine", m.Name()) != nil {
+			continue
+		}
+		clones, err := os.ReadDir(filepath.Join(root, m.Name()))
+		if err != nil {
+			return err
+		}
+		for _, c := range clones {
+			if !c.IsDir() || validName("clone", c.Name()) != nil {
+				continue
+			}
+			key := m.Name() + "/" + c.Name()
+			d := filepath.Join(root, m.Name(), c.Name())
+			ents, err := os.ReadDir(d)
+			if err != nil {
+				return err
+			}
+			for _, e := range ents {
+				if e.Name() == keyFile {
+					b, err := os.ReadFile(filepath.Join(d, e.Name()))
+					if err != nil {
+						return err
+					}
+					vkeys[key] = string(b)
+					continue
+				}
+				n, ok := strings.CutSuffix(e.Name(), ".checkpoint")
+				if !ok {
+					continue
+				}
+				if _, err := strconv.ParseInt(n, 10, 64); err != nil {
+					continue
+				}
+				b, err := os.ReadFile(filepath.Join(d, e.Name()))
+				if err != nil {
+					return err
+				}
+				files[key+"/"+n] = b
+			}
+		}
+	}
+	clones := map[string]bool{}
+	var keys []string
+	for k := range ps.Digests {
+		keys = append(keys, k)
+	}
+	for k := range files {
+		if _, ok := ps.Digests[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return lessTagKey(keys[i], keys[j]) })
+	changed := false
+	for _, k := range keys {
+		i := strings.LastIndexByte(k, '/')
+		clone, nstr := k[:i], k[i+1:]
+		clones[clone] = true
+		b, have := files[k]
+		d, was := ps.Digests[k]
+		switch {
+		case was && !have:
+			ck.alarm(Finding{Kind: KindRollback, Clone: clone, Detail: fmt.Sprintf("checkpoint file %s.checkpoint was removed", k), Seen: []byte(ps.Newest[clone])})
+		case was && Digest(b) != d:
+			ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("checkpoint file %s.checkpoint changed", k), Now: b})
+		case !was:
+			machine, _, _ := strings.Cut(clone, "/")
+			v, ok := ck.verifier(machine, vkeys[clone], clone)
+			if !ok {
+				continue
+			}
+			c, err := OpenSigned(b, v)
+			if err != nil {
+				ck.alarm(Finding{Kind: KindBadSignature, Clone: clone, Detail: fmt.Sprintf("%s.checkpoint: %v", k, err), Now: b})
+				continue
+			}
+			if c.Machine+"/"+c.Clone != clone || strconv.FormatInt(c.N, 10) != nstr {
+				ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("%s.checkpoint holds checkpoint %d of %s/%s", k, c.N, c.Machine, c.Clone), Now: b})
+				continue
+			}
+			if prev, ok := files[clone+"/"+strconv.FormatInt(c.N-1, 10)]; ok && c.Prev != Digest(prev) {
+				ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("checkpoint %d does not follow checkpoint %d", c.N, c.N-1), Seen: prev, Now: b})
+				continue
+			}
+			ps.Digests[k] = Digest(b)
+			if cur, err := ParseText(noteText([]byte(ps.Newest[clone]))); err != nil || cur.N < c.N {
+				ps.Newest[clone] = string(b)
+			}
+			changed = true
+			rc.Accepted++
+		}
+	}
+	if own != nil && hasRec && rec.Mode == ModePath {
+		clone, _ := CloneID(st)
+		k := own.Name() + "/" + clone + "/" + strconv.FormatInt(rec.N, 10)
+		if _, ok := files[k]; !ok {
+			ck.alarm(Finding{Kind: KindRollback, Clone: own.Name() + "/" + clone, Detail: fmt.Sprintf("checkpoint %d of this clone was anchored here on %s; its file is gone", rec.N, rec.Time.Format(time.RFC3339)), Seen: []byte(rec.Checkpoint)})
+		}
+	}
+	rc.Clones = len(clones)
+	if changed {
+		b, err := json.MarshalIndent(ps, "", "  ")
+		if err != nil {
+			return err
+		}
+		return writeState(pathSeenFile(st, rid), append(b, '\n'))
+	}
+	return ctx.Err()
+}
+
+// lessTagKey orders <machine>/<clone>/<n> keys by clone, then number.
+func lessTagKey(a, b string) bool {
+	i, j := strings.LastIndexByte(a, '/'), strings.LastIndexByte(b, '/')
+	if a[:i] != b[:j] {
+		return a[:i] < b[:j]
+	}
+	x, _ := strconv.ParseInt(a[i+1:], 10, 64)
+	y, _ := strconv.ParseInt(b[j+1:], 10, 64)
+	return x < y
+}

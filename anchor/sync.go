@@ -1,0 +1,278 @@
+package anchor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/seal"
+)
+
+// Sync states of one writer (or notes ref) between here and a remote.
+const (
+	StateEqual     = "equal"      // the same head on both sides
+	StateAhead     = "ahead"      // here has batches the remote lacks: pushed
+	StateBehind    = "behind"     // the remote has batches here lacks: fast-forwarded here
+	StateNewHere   = "new-here"   // only here: pushed
+	StateNewThere  = "new-there"  // only on the remote: adopted here
+	StateDiverged  = "diverged"   // neither contains the other: an alarm, never merged or overwritten
+	StateRefused   = "refused"    // the remote's chain does not verify here: not adopted
+	StateGoneThere = "gone-there" // seen on the remote at the last sync, gone now
+)
+
+// RefState is one writer's (or notes ref's) sync state.
+type RefState struct {
+	Ref    string `json:"ref"`
+	State  string `json:"state"`
+	Local  string `json:"local,omitempty"`  // before the sync
+	Remote string `json:"remote,omitempty"` // as fetched
+	Detail string `json:"detail,omitempty"`
+}
+
+// SyncResult is what one sync did.
+type SyncResult struct {
+	Remote   string                 `json:"remote"`
+	URL      string                 `json:"url"`
+	Refs     []RefState             `json:"refs"`
+	Adopted  int                    `json:"adopted"` // refs fast-forwarded or created here
+	Anchors  *RemoteCheck           `json:"anchors"`
+	Plan     *gitstore.Outgoing     `json:"plan"`
+	Problems []gitstore.PushProblem `json:"problems"`
+	Pushed   []gitstore.PushedRef   `json:"pushed,omitempty"`
+	Verdict  string                 `json:"verdict"` // pushed, nothing to push, refused, dry run
+	Attempts int                    `json:"attempts"`
+}
+
+// Alarms counts the diverged, refused and vanished refs and the anchor
+// findings: what makes a sync exit non-zero.
+func (r *SyncResult) Alarms() int {
+	n := 0
+	for _, s := range r.Refs {
+		switch s.State {
+		case StateDiverged, StateRefused, StateGoneThere:
+			n++
+		}
+	}
+	if r.Anchors != nil {
+		n += len(r.Anchors.Findings)
+	}
+	return n
+}
+
+// SyncOptions says what a sync may do.
+type SyncOptions struct {
+	Target Target
+	Policy gitstore.PushPolicy // what the push may send anyway (never Force)
+	DryRun bool                // fetch, classify and plan; adopt and push nothing
+	Now    time.Time
+}
+
+// maxSyncAttempts bounds the retries when another machine pushed between
+// this sync's fetch and its push (the push's lease fails): each retry
+// fetches again, so nothing is lost and nothing is overwritten.
+const maxSyncAttempts = 5
+
+// Sync shares the archive through a git remote: it fetches the remote's
+// writers, notes refs and checkpoints into tracking refs
+// (refs/lossless-tracking/<rid>/...), checks the checkpoints as verify
+// --anchor does, classifies every writer and notes ref (equal, ahead,
+// behind, new here or there, diverged), fast-forwards what is behind here
+// after verifying the remote's chain against what this machine saw,
+// and pushes what is ahead through the push gate (secrets and ignored
+// files refused unless the policy allows them). A diverged ref is an
+// alarm: neither side is changed. One ref per writer means two machines
+// never write the same ref, so there is nothing to merge.
+func Sync(ctx context.Context, st *gitstore.Store, o SyncOptions) (*SyncResult, error) {
+	if o.Policy.Force {
+		return nil, errors.New("sync never forces: use git lossless push --force for a rewritten writer")
+	}
+	url, err := resolve(ctx, st, o.Target)
+	if err != nil {
+		return nil, err
+	}
+	if o.Target.Mode == ModePath {
+		return nil, errors.New("sync needs a git remote, not an anchor directory")
+	}
+	rid := RemoteID(url)
+	rememberRemote(st, o.Target.Remote, url)
+	r := gitstore.Remote{URL: url, Dir: o.Target.Dir}
+	own, err := ownKey()
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		res, retry, err := syncOnce(ctx, st, o, r, rid, own)
+		if res != nil {
+			res.Remote, res.URL, res.Attempts = o.Target.Remote, url, attempt
+		}
+		if err != nil || !retry {
+			return res, err
+		}
+		if attempt >= maxSyncAttempts {
+			// Every attempt lost a race: what was to be pushed (or
+			// adopted) was not, and returning no error would report the
+			// sync as done.
+			return res, fmt.Errorf("each of %d attempts was raced (the remote moved between fetch and push, or a writer here appended during the sync): nothing was overwritten, but not everything was pushed or adopted; run sync again", attempt)
+		}
+	}
+}
+
+func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore.Remote, rid string, own *Key) (*SyncResult, bool, error) {
+	specs := append([]string{
+		"+" + gitstore.RefPrefix + "*:" + trackingRef(rid, "lossless/*"),
+		"+" + gitstore.NotesPrefix + "*:" + trackingRef(rid, "notes/*"),
+	}, anchorFetchSpecs(rid)...)
+	// What the last sync fetched, to tell a ref the remote lost.
+	before, err := st.RefsUnder(trackingRef(rid, "lossless/"))
+	if err != nil {
+		return nil, false, err
+	}
+	beforeNotes, err := st.RefsUnder(trackingRef(rid, "notes/"))
+	if err != nil {
+		return nil, false, err
+	}
+	if err := st.Fetch(ctx, r, specs, true); err != nil {
+		return nil, false, err
+	}
+	res := &SyncResult{Refs: []RefState{}, Problems: []gitstore.PushProblem{}}
+	recs, err := ReadRecords(st)
+	if err != nil {
+		return nil, false, err
+	}
+	res.Anchors = &RemoteCheck{Remote: o.Target.Remote, URL: r.URL, Mode: ModeRef, Findings: []Finding{}}
+	if err := checkFetched(ctx, st, res.Anchors, rid, own, recs, o.Now); err != nil {
+		return nil, false, err
+	}
+
+	// Classify, then adopt what is behind or new there.
+	remoteView := map[string]string{} // what Outgoing plans against
+	for _, kind := range []struct {
+		local, tracking string
+		before          map[string]string
+	}{
+		{gitstore.RefPrefix, trackingRef(rid, "lossless/"), before},
+		{gitstore.NotesPrefix, trackingRef(rid, "notes/"), beforeNotes},
+	} {
+		locals, err := st.RefsUnder(kind.local)
+		if err != nil {
+			return nil, false, err
+		}
+		remotes, err := st.RefsUnder(kind.tracking)
+		if err != nil {
+			return nil, false, err
+		}
+		names := map[string]bool{}
+		for k := range locals {
+			names[strings.TrimPrefix(k, kind.local)] = true
+		}
+		for k := range remotes {
+			names[strings.TrimPrefix(k, kind.tracking)] = true
+		}
+		for k := range kind.before {
+			names[strings.TrimPrefix(k, kind.tracking)] = true
+		}
+		sorted := make([]string, 0, len(names))
+		for n := range names {
+			sorted = append(sorted, n)
+		}
+		sort.Strings(sorted)
+		for _, name := range sorted {
+			ref := kind.local + name
+			if gitstore.ValidWriter(name) != nil {
+				continue
+			}
+			l, rv := locals[ref], remotes[kind.tracking+name]
+			s := RefState{Ref: ref, Local: l, Remote: rv}
+			switch {
+			case rv == "" && kind.before[kind.tracking+name] != "":
+				s.State = StateGoneThere
+				s.Detail = fmt.Sprintf("the remote had it at %.12s at the last sync and lacks it now (deleted there)", kind.before[kind.tracking+name])
+				if l != "" {
+					remoteView[ref] = l // not pushed back blindly: the deletion is an alarm to look at
+				}
+			case rv == "":
+				s.State = StateNewHere
+			case l == rv:
+				s.State = StateEqual
+				remoteView[ref] = rv
+			case l == "":
+				s.State = StateNewThere
+				remoteView[ref] = rv
+			default:
+				remoteView[ref] = rv
+				if up, _ := st.IsAncestor(ctx, l, rv, 0); up {
+					s.State = StateBehind
+				} else if down, _ := st.IsAncestor(ctx, rv, l, 0); down {
+					s.State = StateAhead
+				} else {
+					s.State = StateDiverged
+					s.Detail = "neither history contains the other: the writer was rewritten on one side; both are kept (here, and the remote's under " + kind.tracking + name + ")"
+					remoteView[ref] = l // keep it out of the push
+				}
+			}
+			if s.State == StateBehind || s.State == StateNewThere {
+				if kind.local == gitstore.RefPrefix {
+					rep, err := st.VerifyAt(ctx, name, rv, seal.Options{SkipContent: true})
+					if err != nil {
+						return nil, false, err
+					}
+					if !rep.OK() {
+						s.State = StateRefused
+						s.Detail = fmt.Sprintf("the remote's chain does not verify here: %s at entry %d: %s", rep.Break.Kind, rep.Break.Seq, rep.Break.Detail)
+						remoteView[ref] = l
+						if l == "" {
+							delete(remoteView, ref)
+						}
+					}
+				}
+				if s.State != StateRefused && !o.DryRun {
+					if err := st.FastForward(ctx, ref, l, rv); err != nil {
+						if errors.Is(err, gitstore.ErrRefChanged) {
+							return res, true, nil // a writer here appended meanwhile: again
+						}
+						return nil, false, err
+					}
+					res.Adopted++
+				}
+			}
+			res.Refs = append(res.Refs, s)
+		}
+	}
+
+	// Push what is ahead or new here, through the gate.
+	plan, err := st.Outgoing(ctx, remoteView)
+	if err != nil {
+		return nil, false, err
+	}
+	res.Plan = plan
+	probs, err := plan.Check(ctx, o.Policy)
+	if err != nil {
+		return nil, false, err
+	}
+	res.Problems = probs
+	switch {
+	case plan.Empty():
+		res.Verdict = "nothing to push"
+	case len(gitstore.Refused(probs)) > 0:
+		res.Verdict = "refused"
+	case o.DryRun:
+		res.Verdict = "dry run"
+	default:
+		pushed, err := st.Push(ctx, r, plan, false)
+		res.Pushed = pushed
+		if err != nil {
+			for _, p := range pushed {
+				if !p.OK && (strings.Contains(p.Summary, "stale info") || strings.Contains(p.Summary, "fetch first") || strings.Contains(p.Summary, "non-fast-forward") || strings.Contains(p.Summary, "cannot lock ref") || strings.Contains(p.Summary, "failed to update ref")) {
+					return res, true, nil // the remote moved since the fetch: fetch again
+				}
+			}
+			return res, false, err
+		}
+		res.Verdict = "pushed"
+	}
+	return res, false, nil
+}

@@ -1,0 +1,81 @@
+package anchor_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-lossless/git-lossless/anchor"
+	"github.com/git-lossless/git-lossless/gitstore"
+)
+
+// TestWitnessFormat: after each append the witness has one "<seq> <seal>"
+// line, and those lines are exactly the Lossless-Seq and Lossless-Seal
+// trailers of the writer's batch commits as C git prints them.
+func TestWitnessFormat(t *testing.T) {
+	w := newWorld(t)
+	dir, st := w.repo()
+	w.append(st, "w", "1\n", "2\n")
+	w.append(st, "w", "3\n")
+	w.append(st, "w", "4\n", "5\n", "6\n")
+	got, err := os.ReadFile(filepath.Join(dir, ".git", "lossless", "witness", "w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := w.git(dir, "log", "--reverse", "--format=%(trailers:key=Lossless-Seq,valueonly,separator=)%x20%(trailers:key=Lossless-Seal,valueonly,separator=)", "refs/lossless/w")
+	want := strings.ReplaceAll(log, "\n\n", "\n")
+	if strings.TrimSpace(string(got)) != strings.TrimSpace(want) {
+		t.Fatalf("witness:\n%s\ntrailers:\n%s", got, want)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, ".git", "lossless", "witness", "w")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("witness mode %v %v", fi.Mode(), err)
+	}
+	// A store opened without the witness (plain gitstore) records none.
+	plain, err := gitstore.OpenDir(dir, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Append(context.Background(), "unwitnessed", []gitstore.Record{{Event: gitstore.Event{Op: "read", Source: "cli"}, Content: []byte("x"), HasContent: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "lossless", "witness", "unwitnessed")); !os.IsNotExist(err) {
+		t.Fatalf("a plain store wrote a witness: %v", err)
+	}
+}
+
+// TestWitnessGoldenVector: gitstore/FORMAT.md's witness vector is the last
+// seq and the seal (sha256 of the last line) of each golden batch.
+func TestWitnessGoldenVector(t *testing.T) {
+	var want bytes.Buffer
+	for i, name := range []string{"golden-1.jsonl", "golden-2.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "format", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last []byte
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(nil, 1<<20)
+		n := 0
+		for sc.Scan() {
+			last = append(last[:0], sc.Bytes()...)
+			n++
+		}
+		sum := sha256.Sum256(last)
+		seq := map[int]string{0: "4", 1: "5"}[i]
+		want.WriteString(seq + " " + hex.EncodeToString(sum[:]) + "\n")
+	}
+	got, err := os.ReadFile(filepath.Join("..", "testdata", "format", "golden-witness.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("golden-witness.txt:\n%s\nfrom the golden batches:\n%s", got, want.Bytes())
+	}
+	_ = anchor.Header
+}
