@@ -16,9 +16,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/seal"
 )
@@ -57,6 +60,8 @@ type DoctorOptions struct {
 	VersionOf func(ctx context.Context, path string) (string, error)
 	// UserSettings and ProjectSettings override SettingsPath.
 	UserSettings, ProjectSettings string
+	// Now is the time anchor ages are measured to (default time.Now).
+	Now func() time.Time
 }
 
 // CountChecks tallies a report.
@@ -75,11 +80,14 @@ func CountChecks(cs []DoctorCheck) (ok, warn, fail int) {
 }
 
 // Doctor runs every check and returns them in a fixed order: programs,
-// archive, Claude Code settings, hook programs, guard. A check that cannot
-// run is a FAIL of that check, not a missing line. Lines are left out only
-// when there is nothing to check: the archive checks after the location
-// failed or when the embedded archive does not exist yet, the hook program
-// check when no settings name a program.
+// archive, anchors, Claude Code settings, hook programs, guard. A check
+// that cannot run is a FAIL of that check, not a missing line. Lines are
+// left out only when there is nothing to check: the archive checks after
+// the location failed or when the embedded archive does not exist yet, the
+// anchor checks for the embedded archive (it is never anchored), a last
+// anchor line per remote never anchored to, the pre-push hook check when
+// lossless.anchorOnPush is off and the hook is not installed, the hook
+// program check when no settings name a program.
 func Doctor(ctx context.Context, opt DoctorOptions) []DoctorCheck {
 	if opt.Getenv == nil {
 		opt.Getenv = os.Getenv
@@ -208,7 +216,7 @@ func checkArchive(ctx context.Context, opt DoctorOptions) []DoctorCheck {
 		out = append(out, okCheck(where, fmt.Sprintf("repository %s (refs/lossless/* in %s)", top, loc.CommonDir)))
 	}
 
-	st, err := gitstore.Open(loc, gitstore.Options{})
+	st, err := anchor.Open(loc, gitstore.Options{})
 	if err != nil {
 		return append(out, failCheck(readable, err.Error(), "fix the repository configuration named in the error"))
 	}
@@ -258,9 +266,6 @@ func checkArchive(ctx context.Context, opt DoctorOptions) []DoctorCheck {
 	}
 
 	ls, err := st.Locks()
-	if err != nil {
-		return append(out, failCheck(locks, err.Error(), "check the permissions of "+filepath.Join(loc.CommonDir, "refs", "lossless")))
-	}
 	var stale []string
 	for _, l := range ls {
 		if l.Stale {
@@ -268,6 +273,8 @@ func checkArchive(ctx context.Context, opt DoctorOptions) []DoctorCheck {
 		}
 	}
 	switch {
+	case err != nil:
+		out = append(out, failCheck(locks, err.Error(), "check the permissions of "+filepath.Join(loc.CommonDir, "refs", "lossless")))
 	case len(stale) > 0:
 		out = append(out, warnCheck(locks, fmt.Sprintf("%d stale: %s; appends remove them, but they mark a git-lossless process that died mid-write", len(stale), strings.Join(stale, "; ")),
 			"git lossless locks --clean"))
@@ -276,7 +283,239 @@ func checkArchive(ctx context.Context, opt DoctorOptions) []DoctorCheck {
 	default:
 		out = append(out, okCheck(locks, "none"))
 	}
+	if !loc.Embedded {
+		out = append(out, checkAnchors(ctx, opt, st, ws)...)
+	}
 	return out
+}
+
+// doctorAnchorStale is how old a remote's last anchor may be, while
+// writers have moved past it, before the doctor warns: a history
+// rewritten here since then would go unnoticed by that remote.
+const doctorAnchorStale = 7 * 24 * time.Hour
+
+// doctorAnchorFix is how to anchor now and on every push.
+const doctorAnchorFix = "`git lossless anchor push` anchors now; to anchor on every push: `git config lossless.anchorOnPush true` and `git lossless install git-hooks --apply`"
+
+// checkAnchors reports a repository's anchors: which writers' heads no
+// checkpoint anchored from this machine holds, the age of the last anchor
+// on each remote, and the pre-push hook when anchoring on push is on.
+// Everything here is a WARN at worst: anchoring is opt-in, and an archive
+// never anchored is as intact as before, only less protected (a rewrite
+// of its history here would not be caught by anyone else). A check that
+// cannot run (unreadable anchor state, git failing) is a FAIL, as
+// everywhere in the doctor.
+func checkAnchors(ctx context.Context, opt DoctorOptions, st *gitstore.Store, ws []gitstore.WriterInfo) []DoctorCheck {
+	const covered = "anchored writers"
+	now := time.Now()
+	if opt.Now != nil {
+		now = opt.Now()
+	}
+	var out []DoctorCheck
+	recs, err := anchor.ReadRecords(st)
+	if err != nil {
+		return append(out, failCheck(covered, "read this machine's anchor records: "+err.Error(),
+			"fix or remove the file named in "+filepath.Join(st.Location().CommonDir, "lossless", "anchor", "remotes")+" (it is only this machine's memory of its anchors), then `git lossless anchor push`"))
+	}
+	all, err := anchor.AnchoredCheckpoints(ctx, st)
+	if err != nil {
+		return append(out, failCheck(covered, "read the anchored checkpoints: "+err.Error(), "`git lossless verify` reports the anchor state in detail"))
+	}
+	// The writer heads of every checkpoint anchored from this machine,
+	// and, per remote, of its last one.
+	type head struct {
+		seq  int64
+		seal string
+	}
+	anchored := map[string][]head{}
+	byURL := map[string]*anchor.Checkpoint{}
+	for _, a := range all {
+		if !a.Own || a.Record == nil {
+			continue
+		}
+		for _, w := range a.Checkpoint.Writers {
+			anchored[w.Name] = append(anchored[w.Name], head{w.Entries, w.Seal})
+		}
+		if c := byURL[a.Record.URL]; c == nil || a.Checkpoint.N > c.N {
+			byURL[a.Record.URL] = a.Checkpoint
+		}
+	}
+	holds := func(c *anchor.Checkpoint, w gitstore.WriterInfo) bool {
+		for _, h := range c.Writers {
+			if h.Name == w.Name && h.Entries == w.Seq && h.Seal == w.Seal {
+				return true
+			}
+		}
+		return false
+	}
+
+	var current, moved, never []string
+	total := 0
+	for _, w := range ws {
+		if w.Err != "" || w.Seq < 1 {
+			continue // unreadable: "archive readable" says so
+		}
+		total++
+		hs := anchored[w.Name]
+		switch {
+		case len(hs) == 0:
+			never = append(never, w.Name)
+		case slices.Contains(hs, head{w.Seq, w.Seal}):
+			current = append(current, w.Name)
+		default:
+			moved = append(moved, w.Name)
+		}
+	}
+	keyNote := ""
+	if len(recs) > 0 && len(byURL) == 0 {
+		p, _ := anchor.KeyPath()
+		keyNote = fmt.Sprintf("; %s, but none checks with this machine's anchor key (%s): the key was replaced or moved", doctorCount(len(recs), "anchor record"), p)
+	}
+	switch {
+	case total == 0:
+		out = append(out, okCheck(covered, "no writers to anchor yet"+keyNote))
+	case len(never) == total && len(recs) == 0:
+		out = append(out, warnCheck(covered, fmt.Sprintf("never anchored: the heads of %s are known only to this machine, so a history rewritten here would go unnoticed (anchoring is opt-in)", doctorCount(total, "writer")), doctorAnchorFix))
+	case len(never) > 0:
+		out = append(out, warnCheck(covered, fmt.Sprintf("%d of %s never anchored from this machine: %s%s", len(never), doctorCount(total, "writer"), doctorList(never), keyNote), doctorAnchorFix))
+	case len(moved) > 0:
+		out = append(out, okCheck(covered, fmt.Sprintf("%s anchored from this machine; %d at their current head, %d moved since their last anchor (%s; the next anchor push covers them)", doctorCount(total, "writer"), len(current), len(moved), doctorList(moved))))
+	default:
+		out = append(out, okCheck(covered, fmt.Sprintf("%s anchored from this machine, each at its current head", doctorCount(total, "writer"))))
+	}
+
+	// The last anchor per remote (a remote anchored in two modes is one
+	// remote: its newest record counts).
+	last := map[string]anchor.RemoteRecord{}
+	for _, r := range recs {
+		if l, ok := last[r.URL]; !ok || r.Time.After(l.Time) {
+			last[r.URL] = r
+		}
+	}
+	urls := make([]string, 0, len(last))
+	names := map[string]int{}
+	for u, r := range last {
+		urls = append(urls, u)
+		names[r.Remote]++
+	}
+	sort.Strings(urls)
+	for _, u := range urls {
+		r := last[u]
+		name := "last anchor on " + r.Remote
+		if names[r.Remote] > 1 || r.Remote == "" {
+			name = "last anchor on " + r.URL
+		}
+		age := now.Sub(r.Time)
+		detail := fmt.Sprintf("%s (%s): checkpoint %d, %s (%s)", r.Remote, r.URL, r.N, doctorAge(age), r.Time.Local().Format(time.RFC3339))
+		var behind []string
+		c := byURL[u]
+		for _, w := range ws {
+			if w.Err == "" && w.Seq > 0 && (c == nil || !holds(c, w)) {
+				behind = append(behind, w.Name)
+			}
+		}
+		switch {
+		case len(behind) == 0:
+			out = append(out, okCheck(name, detail+"; it holds every writer's current head"))
+		case age > doctorAnchorStale:
+			out = append(out, warnCheck(name, fmt.Sprintf("%s; %s moved since (%s): a history rewritten here since then would go unnoticed there", detail, doctorCount(len(behind), "writer"), doctorList(behind)),
+				"`git lossless anchor push "+r.Remote+"` (or anchor on every push: `git config lossless.anchorOnPush true` and `git lossless install git-hooks --apply`)"))
+		default:
+			out = append(out, okCheck(name, fmt.Sprintf("%s; %s moved since (the next anchor push covers them)", detail, doctorCount(len(behind), "writer"))))
+		}
+	}
+
+	if c, ok := checkPrePush(ctx, opt); ok {
+		out = append(out, c)
+	}
+	return out
+}
+
+// checkPrePush checks the pre-push hook when git config
+// lossless.anchorOnPush asks for it (the line is left out when anchoring
+// on push is off and our hook is not there: nothing was asked for).
+func checkPrePush(ctx context.Context, opt DoctorOptions) (DoctorCheck, bool) {
+	const name = "anchor on push"
+	const install = "git lossless install git-hooks --apply"
+	on, err := anchor.AnchorOnPush(ctx, opt.Dir)
+	if err != nil {
+		return warnCheck(name, err.Error()+": the pre-push hook anchors nothing", "`git config lossless.anchorOnPush true` (or false)"), true
+	}
+	dir, hooksPath, err := anchor.HooksDir(ctx, opt.Dir)
+	if err != nil {
+		if !on {
+			return DoctorCheck{}, false
+		}
+		return failCheck(name, err.Error(), "check that git runs in "+opt.Dir), true
+	}
+	hs, err := anchor.InspectPrePush(dir)
+	if err != nil {
+		if !on {
+			return DoctorCheck{}, false
+		}
+		return failCheck(name, err.Error(), "make "+dir+" readable"), true
+	}
+	where := dir
+	if hooksPath != "" {
+		where += " (core.hooksPath)"
+	}
+	switch {
+	case !on && !hs.Ours:
+		return DoctorCheck{}, false
+	case !on:
+		return okCheck(name, fmt.Sprintf("the pre-push hook is installed in %s, but git config lossless.anchorOnPush is not true: pushes do not anchor", where)), true
+	case !hs.Exists:
+		return warnCheck(name, fmt.Sprintf("git config lossless.anchorOnPush is true, but there is no pre-push hook in %s: pushes do not anchor", where), install), true
+	case !hs.Ours:
+		return warnCheck(name, fmt.Sprintf("git config lossless.anchorOnPush is true, but %s is not git-lossless's (a hook manager may have replaced it): pushes do not anchor", hs.Hook),
+			install+" (it keeps the current hook and runs it first)"), true
+	case !hs.Executable:
+		return warnCheck(name, hs.Hook+" is not executable: git skips it, so pushes do not anchor", "chmod +x "+hs.Hook), true
+	}
+	prog := hs.Program
+	if !strings.ContainsRune(prog, filepath.Separator) {
+		if p, found := instLookPath(prog, opt.Getenv("PATH")); found {
+			prog = p
+		}
+	}
+	switch {
+	case hs.Program == "" || !instIsExecutable(prog):
+		return warnCheck(name, fmt.Sprintf("%s runs %q, which is not an executable program: every push prints that the anchor failed", hs.Hook, hs.Program),
+			install+" with the git-lossless you mean to keep"), true
+	case !hs.Current:
+		return warnCheck(name, hs.Hook+" was written by another version of git-lossless", install), true
+	}
+	return okCheck(name, fmt.Sprintf("every push anchors to the remote pushed to: %s runs %s", hs.Hook, hs.Program)), true
+}
+
+// doctorList names up to five items, then how many more.
+func doctorList(names []string) string {
+	if len(names) <= 5 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
+}
+
+// doctorAge writes an age the way a person reads it: "3 minutes ago",
+// "2 days ago".
+func doctorAge(d time.Duration) string {
+	n, unit := 0, ""
+	switch {
+	case d < 0:
+		return "in the future (this machine's clock went back since)"
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		n, unit = int(d/time.Minute), "minute"
+	case d < 48*time.Hour:
+		n, unit = int(d/time.Hour), "hour"
+	default:
+		n, unit = int(d/(24*time.Hour)), "day"
+	}
+	if n != 1 {
+		unit += "s"
+	}
+	return fmt.Sprintf("%d %s ago", n, unit)
 }
 
 // InstalledHooks is what a settings file holds of ours.

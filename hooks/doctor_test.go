@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 )
 
@@ -40,6 +41,8 @@ func newDoctorFixture(t *testing.T) *doctorFixture {
 		"XDG_CONFIG_HOME":     filepath.Join(f.home, "config"),
 		"GIT_CONFIG_NOSYSTEM": "1",
 		"GIT_CONFIG_GLOBAL":   os.DevNull,
+		// Never the real anchor key: its own, made on first use.
+		"LOSSLESS_ANCHOR_KEY_FILE": filepath.Join(base, "anchor-key"),
 	} {
 		t.Setenv(k, v)
 	}
@@ -157,7 +160,12 @@ func TestDoctorHealthyRepoWarnsAboutMissingHooks(t *testing.T) {
 		t.Error("hook program checked with no hooks installed")
 	}
 	wantStatus(t, m, "edit guard", DoctorOK, "on")
-	if ok, warn, fail := CountChecks(cs); ok != 7 || warn != 2 || fail != 0 {
+	// Never anchored: a warning (anchoring is opt-in), not a failure.
+	wantStatus(t, m, "anchored writers", DoctorWarn, "never anchored")
+	if _, ok := m["anchor on push"]; ok {
+		t.Error("the pre-push hook checked with lossless.anchorOnPush unset")
+	}
+	if ok, warn, fail := CountChecks(cs); ok != 7 || warn != 3 || fail != 0 {
 		t.Errorf("counts %d %d %d", ok, warn, fail)
 	}
 }
@@ -165,6 +173,7 @@ func TestDoctorHealthyRepoWarnsAboutMissingHooks(t *testing.T) {
 func TestDoctorAllOKWhenInstalled(t *testing.T) {
 	f := newDoctorFixture(t)
 	f.install(t, f.userSettings(), f.bin)
+	f.anchor(t, time.Now())
 	cs := Doctor(context.Background(), f.opts())
 	m := checksByName(t, cs)
 	wantStatus(t, m, "claude-code hooks (user settings)", DoctorOK, "installed in "+f.userSettings())
@@ -330,4 +339,180 @@ func TestDoctorOutsideRepositoryWritesNothing(t *testing.T) {
 	m = checksByName(t, Doctor(context.Background(), opt))
 	wantStatus(t, m, "archive location", DoctorOK, "embedded archive "+emb)
 	wantStatus(t, m, "seal chains", DoctorOK, "1 writer")
+}
+
+// git runs git in the fixture's repository.
+func (f *doctorFixture) git(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = f.repo
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// anchor anchors the repository's archive on its origin (a bare
+// repository made on first use), as `git lossless anchor push` does, with
+// the checkpoint made at now.
+func (f *doctorFixture) anchor(t *testing.T, now time.Time) {
+	t.Helper()
+	remote := filepath.Join(f.base, "remote.git")
+	if _, err := os.Stat(remote); errors.Is(err, fs.ErrNotExist) {
+		f.git(t, "init", "-q", "--bare", remote)
+		f.git(t, "remote", "add", "origin", remote)
+	}
+	st, err := anchor.OpenDir(f.repo, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := anchor.KeyPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := anchor.LoadKey(p, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, err := anchor.MakeCheckpoint(context.Background(), st, key, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range anchor.Send(context.Background(), st, made, []anchor.Target{{Remote: "origin", Mode: anchor.ModeRef, Dir: f.repo}}) {
+		if s.Err != nil {
+			t.Fatalf("anchor on origin: %v", s.Err)
+		}
+	}
+}
+
+// append records one more read by writer.
+func (f *doctorFixture) append(t *testing.T, writer, content string) {
+	t.Helper()
+	st, err := anchor.OpenDir(f.repo, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(context.Background(), writer, []gitstore.Record{{Event: gitstore.Event{Op: "read", Source: "cli", Path: "b.txt"}, Content: []byte(content), HasContent: true}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDoctorAnchors: which writers are anchored, and how old each
+// remote's last anchor is, as the archive moves on after an anchor.
+func TestDoctorAnchors(t *testing.T) {
+	f := newDoctorFixture(t)
+	now := time.Now()
+	f.anchor(t, now)
+	opt := f.opts()
+	m := checksByName(t, Doctor(context.Background(), opt))
+	wantStatus(t, m, "anchored writers", DoctorOK, "1 writer anchored from this machine, each at its current head")
+	remote := filepath.Join(f.base, "remote.git")
+	wantStatus(t, m, "last anchor on origin", DoctorOK, "origin ("+remote+"): checkpoint 1, just now")
+	wantStatus(t, m, "last anchor on origin", DoctorOK, "holds every writer's current head")
+
+	// The writer moves on: still OK, its last anchor covered an earlier head.
+	f.append(t, "w1", "more\n")
+	m = checksByName(t, Doctor(context.Background(), opt))
+	wantStatus(t, m, "anchored writers", DoctorOK, "0 at their current head, 1 moved since their last anchor (w1")
+	wantStatus(t, m, "last anchor on origin", DoctorOK, "1 writer moved since")
+
+	// A week and more later, with the writer moved: the remote's anchor is stale.
+	opt.Now = func() time.Time { return now.Add(10 * 24 * time.Hour) }
+	m = checksByName(t, Doctor(context.Background(), opt))
+	c := wantStatus(t, m, "last anchor on origin", DoctorWarn, "10 days ago")
+	if !strings.Contains(c.Detail, "w1") || !strings.Contains(c.Fix, "git lossless anchor push origin") {
+		t.Errorf("stale anchor: %+v", c)
+	}
+
+	// A writer that never was in any checkpoint: a warning naming it.
+	f.append(t, "w2", "new\n")
+	opt.Now = nil
+	cs := Doctor(context.Background(), opt)
+	m = checksByName(t, cs)
+	c = wantStatus(t, m, "anchored writers", DoctorWarn, "1 of 2 writers never anchored from this machine: w2")
+	if !strings.Contains(c.Fix, "git lossless anchor push") || !strings.Contains(c.Fix, "install git-hooks --apply") {
+		t.Errorf("fix %q", c.Fix)
+	}
+	if _, _, fail := CountChecks(cs); fail != 0 {
+		t.Errorf("an unanchored writer is a warning, not a failure: %+v", cs)
+	}
+
+	// Anchored again, old but complete: nothing to warn about.
+	f.anchor(t, now)
+	opt.Now = func() time.Time { return now.Add(30*24*time.Hour + time.Hour) } // checkpoint 2 is a second after 1
+	m = checksByName(t, Doctor(context.Background(), opt))
+	wantStatus(t, m, "anchored writers", DoctorOK, "2 writers anchored from this machine, each at its current head")
+	wantStatus(t, m, "last anchor on origin", DoctorOK, "checkpoint 2, 30 days ago")
+
+	// Another anchor key (the old one replaced): the records no longer
+	// check, and the doctor says why instead of claiming coverage.
+	t.Setenv("LOSSLESS_ANCHOR_KEY_FILE", filepath.Join(f.base, "other-key"))
+	if _, err := anchor.LoadKey(filepath.Join(f.base, "other-key"), "", true); err != nil {
+		t.Fatal(err)
+	}
+	opt.Now = nil
+	m = checksByName(t, Doctor(context.Background(), opt))
+	wantStatus(t, m, "anchored writers", DoctorWarn, "none checks with this machine's anchor key")
+}
+
+// TestDoctorAnchorOnPushHook: with lossless.anchorOnPush true, the doctor
+// checks the pre-push hook in the directory git runs hooks from.
+func TestDoctorAnchorOnPushHook(t *testing.T) {
+	f := newDoctorFixture(t)
+	hooksDir := filepath.Join(f.repo, ".git", "hooks")
+	hook := filepath.Join(hooksDir, "pre-push")
+	check := func() (DoctorCheck, bool) {
+		t.Helper()
+		m := checksByName(t, Doctor(context.Background(), f.opts()))
+		c, ok := m["anchor on push"]
+		return c, ok
+	}
+	want := func(status, detail, fix string) {
+		t.Helper()
+		c, ok := check()
+		if !ok {
+			t.Fatal("no anchor on push check")
+		}
+		if c.Status != status || !strings.Contains(c.Detail, detail) || !strings.Contains(c.Fix, fix) {
+			t.Errorf("anchor on push: %s %q (fix %q), want %s containing %q (fix %q)", c.Status, c.Detail, c.Fix, status, detail, fix)
+		}
+	}
+	if c, ok := check(); ok {
+		t.Errorf("checked with anchoring on push off and no hook: %+v", c)
+	}
+
+	f.git(t, "config", "lossless.anchorOnPush", "true")
+	want(DoctorWarn, "no pre-push hook in "+hooksDir, "git lossless install git-hooks --apply")
+
+	if _, err := anchor.InstallPrePush(hooksDir, f.bin); err != nil {
+		t.Fatal(err)
+	}
+	want(DoctorOK, hook+" runs "+f.bin, "")
+
+	os.Chmod(hook, 0o644)
+	want(DoctorWarn, "not executable", "chmod +x "+hook)
+	os.Chmod(hook, 0o755)
+
+	gone := filepath.Join(f.base, "gone", "git-lossless")
+	if _, err := anchor.InstallPrePush(hooksDir, gone); err != nil {
+		t.Fatal(err)
+	}
+	want(DoctorWarn, "not an executable program", "install git-hooks")
+
+	// A hook manager's hooks directory: ours in .git/hooks is not run.
+	if _, err := anchor.InstallPrePush(hooksDir, f.bin); err != nil {
+		t.Fatal(err)
+	}
+	f.git(t, "config", "core.hooksPath", ".husky")
+	want(DoctorWarn, "no pre-push hook in "+filepath.Join(f.repo, ".husky")+" (core.hooksPath)", "install git-hooks")
+	instWriteFile(t, filepath.Join(f.repo, ".husky", "pre-push"), "#!/bin/sh\nexit 0\n", 0o755)
+	want(DoctorWarn, "is not git-lossless's", "install git-hooks")
+	f.git(t, "config", "--unset", "core.hooksPath")
+
+	f.git(t, "config", "lossless.anchorOnPush", "maybe")
+	want(DoctorWarn, "lossless.anchorOnPush", "git config lossless.anchorOnPush true")
+
+	f.git(t, "config", "lossless.anchorOnPush", "off")
+	want(DoctorOK, "not true: pushes do not anchor", "")
 }

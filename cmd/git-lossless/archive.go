@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/seal"
 )
@@ -337,17 +339,33 @@ func verifyCmd() *command {
 	return &command{
 		name:    "verify",
 		summary: "check every writer's seal chain and archived content",
-		usage:   "[--all] [--json] [WRITER...]",
+		usage:   "[--all] [--json] [--anchor REMOTE|DIR]... [WRITER...]",
 		long: `Walks each writer's log from its first entry: sequence, links and batch
-seals, then every referenced blob's presence and sha256, then the heads this
-machine saw earlier (the witness). Reports OK or the first break per writer:
-content-changed, blob-missing, entry-edited, entry-reordered, chain-forked,
-unsealed. Entries whose blob a prune record removed are reported as pruned,
-which is expected. Exit 0 only when every writer verifies.`,
+seals, then every referenced blob's presence and sha256, then the heads seen
+earlier: this machine's own (the witness) and those anchored in signed
+checkpoints pushed from here or fetched before (git lossless anchor).
+Reports OK or the first break per writer: content-changed, blob-missing,
+entry-edited, entry-reordered, chain-forked (against the witness),
+anchor-mismatch (against an anchor: history rewritten here after it was
+anchored), unsealed. Entries whose blob a prune record removed are
+reported as pruned, which is expected. A notes ref (receipts) rolled back
+behind an anchored head is an anchor-mismatch too.
+
+--anchor REMOTE|DIR (repeatable) first fetches that remote's checkpoints
+into tracking refs (refs/lossless-tracking/..., never over a local ref), or
+reads an anchor directory, and compares them with what this machine saw
+there before: anchor-rollback (moved backwards or deleted), anchor-fork
+(moved sideways, or a checkpoint of this clone it never made),
+anchor-bad-signature, anchor-key-changed. Both signed checkpoints of every
+alarm are kept under .git/lossless/anchor/evidence/ and printed. What
+checks is accepted and checked against from then on, offline too.
+
+Exit 0 only when every writer verifies and no anchor raised an alarm.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			all := fs.Bool("all", false, "verify every writer (the default without WRITER arguments)")
 			asJSON := fs.Bool("json", false, "print one JSON report per writer")
 			quick := fs.Bool("no-content", false, "check the chains only, not the blobs")
+			anchors := fs.StringArray("anchor", nil, "fetch and check this remote's (or anchor directory's) checkpoints first (repeatable)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if *all && len(args) > 0 {
 					return usagef("give --all or WRITER names, not both")
@@ -355,6 +373,26 @@ which is expected. Exit 0 only when every writer verifies.`,
 				st, err := openStore(e)
 				if err != nil {
 					return err
+				}
+				alarms := 0
+				for _, a := range *anchors {
+					if err := gitstore.ValidRemote(a); err != nil {
+						return usagef("--anchor: %v", err)
+					}
+					rc, err := anchor.CheckRemote(ctx, st, anchorTarget(e, a), time.Now())
+					if err != nil {
+						return withHint(fmt.Errorf("check anchors on %s: %w", a, err), "`git ls-remote REMOTE` shows whether the remote can be reached")
+					}
+					alarms += len(rc.Findings)
+					if *asJSON {
+						if err := json.NewEncoder(e.stdout).Encode(struct {
+							Anchor *anchor.RemoteCheck `json:"anchor"`
+						}{rc}); err != nil {
+							return err
+						}
+					} else {
+						printFindings(e.stdout, rc)
+					}
 				}
 				writers := args
 				if len(writers) == 0 {
@@ -370,7 +408,7 @@ which is expected. Exit 0 only when every writer verifies.`,
 					// Writers whose refs are gone or unreadable but whose
 					// heads this machine witnessed are verified too: a
 					// deleted log is a break, not an absence.
-					ww, err := st.WitnessedWriters()
+					ww, err := anchor.WitnessedWriters(ctx, st)
 					if err != nil {
 						return err
 					}
@@ -394,10 +432,13 @@ which is expected. Exit 0 only when every writer verifies.`,
 					if err := gitstore.ValidWriter(w); err != nil {
 						return usagef("%v", err)
 					}
-					rep, err := st.Verify(ctx, w, seal.Options{SkipContent: *quick})
-					if err != nil {
-						return err
-					}
+				}
+				reps, err := verifyWriters(ctx, st, writers, seal.Options{SkipContent: *quick})
+				if err != nil {
+					return err
+				}
+				for i, w := range writers {
+					rep := reps[i]
 					if rep.Batches == 0 && rep.OK() {
 						return fmt.Errorf("no writer %q in %s", w, st.Location().CommonDir)
 					}
@@ -415,16 +456,79 @@ which is expected. Exit 0 only when every writer verifies.`,
 					}
 					printReport(e.stdout, rep)
 				}
-				if !*asJSON {
-					fmt.Fprintf(e.stdout, "%d writers, %d ok, %d broken\n", len(writers), len(writers)-bad, bad)
+				// Receipts' notes refs against the anchored notes heads.
+				if len(args) == 0 {
+					nf, err := anchor.CheckNotes(ctx, st)
+					if err != nil {
+						return err
+					}
+					alarms += len(nf)
+					for _, f := range nf {
+						if *asJSON {
+							if err := enc.Encode(struct {
+								Notes anchor.Finding `json:"notes"`
+							}{f}); err != nil {
+								return err
+							}
+							continue
+						}
+						fmt.Fprintf(e.stdout, "BREAK  %s: %s (%s): %s\n", f.Writer, f.Kind, f.Remote, f.Detail)
+					}
 				}
-				if bad > 0 {
+				if !*asJSON {
+					fmt.Fprintf(e.stdout, "%d writers, %d ok, %d broken", len(writers), len(writers)-bad, bad)
+					if alarms > 0 {
+						fmt.Fprintf(e.stdout, "; %d anchor alarms", alarms)
+					}
+					fmt.Fprintln(e.stdout)
+				}
+				switch {
+				case bad > 0:
 					return failedError{fmt.Sprintf("%d of %d writers failed verification", bad, len(writers))}
+				case alarms > 0:
+					return failedError{fmt.Sprintf("%d anchor alarms", alarms)}
 				}
 				return nil
 			}
 		},
 	}
+}
+
+// verifyWriters verifies writers on every core, one writer per goroutine
+// at a time (a writer's own blob checks are parallel already, but an
+// archive of many small writers keeps one core idle otherwise), and
+// returns the reports in the writers' order.
+func verifyWriters(ctx context.Context, st *gitstore.Store, writers []string, opt seal.Options) ([]*seal.Report, error) {
+	reps := make([]*seal.Report, len(writers))
+	errs := make([]error, len(writers))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(len(writers), runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				reps[i], errs[i] = st.Verify(ctx, writers[i], opt)
+			}
+		}()
+	}
+	for i := range writers {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return reps, nil
 }
 
 func printReport(w io.Writer, r *seal.Report) {

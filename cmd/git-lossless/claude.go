@@ -16,20 +16,21 @@ import (
 	"github.com/git-lossless/git-lossless/hooks"
 )
 
-// The Claude Code adapter's setup commands. install and uninstall share
-// one shape: compute the new settings, show the diff, and write only with
-// --apply (backup first), so that a user sees exactly what changes in a
-// file other tools and people also edit.
+// The setup commands: Claude Code's settings (here) and the repository's
+// git hooks (githooks.go). install and uninstall share one shape: compute
+// the change, show it, and write only with --apply (backup first, or the
+// user's own hook kept), so that a user sees exactly what changes in files
+// other tools and people also edit.
 
 func installCmd() *command {
 	return &command{
 		name:    "install",
-		summary: "add git-lossless's hooks to Claude Code's settings (a dry run without --apply)",
-		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE] [--command PATH]",
-		long: `Merges the hooks into Claude Code's settings.json and prints the diff.
-Without --apply nothing is written. With --apply the current file is first
-copied to settings.json.bak-YYYYMMDD-HHMMSS beside it, then the new file
-replaces it atomically (mode 0600).
+		summary: "add git-lossless's hooks to Claude Code's settings, or the anchoring pre-push git hook (a dry run without --apply)",
+		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE] [--command PATH] | git-hooks [--apply] [--command PATH]",
+		long: `claude-code merges the hooks into Claude Code's settings.json and prints
+the diff. Without --apply nothing is written. With --apply the current
+file is first copied to settings.json.bak-YYYYMMDD-HHMMSS beside it, then
+the new file replaces it atomically (mode 0600).
 
 Hooks: SessionStart (compact|resume) runs ` + "`git-lossless hook session-start`" + `,
 PreToolUse (Edit|Write|MultiEdit|NotebookEdit) the edit guard, PostToolUse
@@ -47,7 +48,9 @@ The hooks run the git-lossless found on PATH when that is this program,
 else this program's absolute path; --command names another.
 --scope user is $CLAUDE_CONFIG_DIR/settings.json (default
 ~/.claude/settings.json); --scope project is .claude/settings.json at the
-top of the repository (or here, outside one).`,
+top of the repository (or here, outside one).
+
+` + gitHooksLong,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			return claudeSettingsFlags(fs, "install")
 		},
@@ -57,12 +60,17 @@ top of the repository (or here, outside one).`,
 func uninstallCmd() *command {
 	return &command{
 		name:    "uninstall",
-		summary: "remove git-lossless's hooks from Claude Code's settings (a dry run without --apply)",
-		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE]",
-		long: `Removes every hook of ours (any path, any version) from Claude Code's
-settings.json, and the matcher groups, event keys and "hooks" key that held
-only ours; everything else stays as it is. Prints the diff; writes only
-with --apply, after a backup (settings.json.bak-YYYYMMDD-HHMMSS).`,
+		summary: "remove git-lossless's hooks from Claude Code's settings, or its pre-push git hook (a dry run without --apply)",
+		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE] | git-hooks [--apply]",
+		long: `claude-code removes every hook of ours (any path, any version) from Claude
+Code's settings.json, and the matcher groups, event keys and "hooks" key
+that held only ours; everything else stays as it is. Prints the diff;
+writes only with --apply, after a backup (settings.json.bak-YYYYMMDD-HHMMSS).
+
+git-hooks removes git-lossless's pre-push hook from the repository's hooks
+directory (core.hooksPath honoured) and moves the pre-push hook it kept,
+pre-push.before-lossless, back in its place. A pre-push hook that is not
+ours is left alone. Prints what changes; changes it only with --apply.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			return claudeSettingsFlags(fs, "uninstall")
 		},
@@ -83,10 +91,17 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 	}
 	return func(ctx context.Context, e *env, args []string) error {
 		if len(args) != 1 {
-			return usagef("%s needs one target: claude-code (`git lossless %s claude-code`)", verb, verb)
+			return usagef("%s needs one target: claude-code or git-hooks (`git lossless %s claude-code`)", verb, verb)
 		}
-		if args[0] != "claude-code" {
-			return usagef("%s: unknown target %q; the supported target is claude-code", verb, args[0])
+		switch args[0] {
+		case "claude-code":
+		case "git-hooks":
+			if fs.Changed("scope") || fs.Changed("settings") {
+				return usagef("--scope and --settings are for claude-code; git-hooks go into the repository's hooks directory")
+			}
+			return runGitHooks(ctx, e, verb, *apply, *command)
+		default:
+			return usagef("%s: unknown target %q; the targets are claude-code and git-hooks", verb, args[0])
 		}
 		sc := hooks.SettingsScope(*scope)
 		if sc != hooks.ScopeUser && sc != hooks.ScopeProject {
@@ -183,15 +198,31 @@ func printSettingsChanges(w io.Writer, cs []hooks.SettingsChange) {
 func doctorCmd() *command {
 	return &command{
 		name:    "doctor",
-		summary: "check the installation: PATH, archive, seal chains, locks, Claude Code hooks",
+		summary: "check the installation: PATH, archive, seal chains, locks, anchors, Claude Code hooks",
 		usage:   "[--json]",
 		long: `One line per check: OK, WARN (works, but less than it should) or FAIL
 (broken: records lost or untrustworthy), with a fix line under every
 problem, then the counts. Checks: git-lossless and git on PATH; where the
 archive for this directory is and whether it reads; every writer's seal
-chain (chains only, as verify --no-content); stale ref locks; the hooks in
-Claude Code's user and project settings; that the program the hooks run
-exists; LOSSLESS_GUARD. Changes nothing. Exit 1 when a check fails.`,
+chain (chains only, as verify --no-content); stale ref locks; anchors (in
+a repository); the hooks in Claude Code's user and project settings; that
+the program the hooks run exists; LOSSLESS_GUARD. Changes nothing. Exit 1
+when a check fails.
+
+Anchors are opt-in (git lossless anchor --help), so their problems are
+warnings, never failures: an archive never anchored is as intact as
+before, only a rewrite of its history here would go unnoticed elsewhere.
+"anchored writers" warns about writers no checkpoint anchored from this
+machine holds (a writer whose head moved since its last anchor is fine:
+the next anchor push covers it). "last anchor on REMOTE" gives the age of
+the last anchor on each remote this machine anchored to, and warns when
+it is more than 7 days old and writers have moved since. "anchor on push"
+appears when git config lossless.anchorOnPush is true (or our pre-push
+hook is installed), and warns when the pre-push hook is missing from the
+hooks directory git uses (core.hooksPath honoured), replaced, not
+executable, or runs a program that is gone, and when the setting is not a
+boolean git reads. A check that cannot run (unreadable anchor records) is
+a FAIL, as everywhere.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			asJSON := fs.Bool("json", false, "print the checks as a JSON array of {check,status,detail,fix}")
 			return func(ctx context.Context, e *env, args []string) error {

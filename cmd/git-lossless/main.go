@@ -26,6 +26,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 )
 
@@ -87,7 +88,7 @@ func commands() []*command {
 		recordCmd(), logCmd(), catCmd(), verifyCmd(), headsCmd(), locksCmd(), reindexCmd(),
 		demoCmd(), benchCmd(), pruneCmd(), hookCmd(), restoreCmd(), sweepCmd(),
 		installCmd(), uninstallCmd(), doctorCmd(), receiptCmd(), keyCmd(),
-		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(), redactCmd(), pushCmd(),
+		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(), redactCmd(), pushCmd(), anchorCmd(), syncCmd(),
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
 	return cs
@@ -268,7 +269,7 @@ func printCommandHelp(w io.Writer, c *command, fs *pflag.FlagSet) {
 // openStore discovers and opens the archive for the command's directory,
 // printing the fallback reason when a repository could not be used.
 func openStore(e *env) (*gitstore.Store, error) {
-	st, err := gitstore.OpenDir(e.dir, gitstore.Options{Warn: func(msg string) {
+	st, err := anchor.OpenDir(e.dir, gitstore.Options{Warn: func(msg string) {
 		fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", msg)
 	}})
 	if err != nil {
