@@ -1,0 +1,420 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/recall"
+	"github.com/git-lossless/git-lossless/seal"
+)
+
+// Tool inputs. Descriptions are short on purpose: the whole tools/list
+// is counted against a budget of 1,600 tokens.
+
+type searchIn struct {
+	Query   string `json:"query" jsonschema:"words, a stem, a path fragment"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"hits, default 10"`
+	Session string `json:"session,omitempty"`
+	Kind    string `json:"kind,omitempty" jsonschema:"user_prompt, assistant_text, tool_use, tool_result, compact_summary, proxy or file"`
+	Cursor  string `json:"cursor,omitempty"`
+}
+
+type readSpanIn struct {
+	ID       string `json:"id" jsonschema:"span id from search or digests"`
+	Lines    string `json:"lines,omitempty" jsonschema:"A-B"`
+	MaxChars int    `json:"max_chars,omitempty"`
+	Cursor   string `json:"cursor,omitempty"`
+}
+
+type digestsIn struct {
+	Session string `json:"session,omitempty"`
+	Since   string `json:"since,omitempty" jsonschema:"age: 30m, 24h, 7d"`
+	Limit   int    `json:"limit,omitempty"`
+	Cursor  string `json:"cursor,omitempty"`
+}
+
+type readFileIn struct {
+	Path    string `json:"path"`
+	Lines   string `json:"lines,omitempty" jsonschema:"A-B"`
+	Session string `json:"session,omitempty" jsonschema:"your Claude Code session id (default: the latest)"`
+	Agent   string `json:"agent,omitempty" jsonschema:"your subagent id, if you are one"`
+}
+
+type restoreIn struct {
+	Session string   `json:"session,omitempty" jsonschema:"default: the latest"`
+	Agent   string   `json:"agent,omitempty"`
+	Files   []string `json:"files,omitempty" jsonschema:"default: the working set"`
+	Budget  int      `json:"budget,omitempty" jsonschema:"characters, default 8000"`
+}
+
+type fileHistoryIn struct {
+	Path    string `json:"path"`
+	Session string `json:"session,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
+}
+
+type sealIn struct {
+	Full bool `json:"full,omitempty" jsonschema:"also hash every archived blob"`
+}
+
+type contextIn struct {
+	Session string `json:"session,omitempty"`
+	Window  int    `json:"window,omitempty" jsonschema:"tokens, default 200000"`
+}
+
+type receiptIn struct {
+	Commit string `json:"commit,omitempty" jsonschema:"default HEAD"`
+}
+
+func (s *Server) addTools() {
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "search", Description: "Search archived conversation spans and file paths (ranked; stems, fragments, typos). Returns span ids for read_span.",
+		Annotations: readOnly("Search the archive")}, s.search)
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "read_span", Description: "Read an archived span by id, whole or a line range.",
+		Annotations: readOnly("Read a span")}, s.readSpan)
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "digests", Description: "One line per session and span group: when, who, kind, size, first words.",
+		Annotations: readOnly("Skim the archive")}, s.digests)
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "read_file", Description: "A file's current content, whole or lines A-B, recorded as seen by your context so you may edit it.",
+		Annotations: recording("Read a file")}, s.readFile)
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "restore_context", Description: "After a compaction: your working set's current content, annotated and budgeted, recorded as seen.",
+		Annotations: recording("Restore the working set")}, s.restoreContext)
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "file_history", Description: "The versions of a file each context saw, and whether each matches the disk now.",
+		Annotations: readOnly("File history")}, s.fileHistory)
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "seal_status", Description: "Verify every writer's seal chain: OK or the first break.",
+		Annotations: readOnly("Seal status")}, s.sealStatus)
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "context_status", Description: "How full the Claude Code window is, from the transcript since the last compaction.",
+		Annotations: readOnly("Context window")}, s.contextStatus)
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "receipt", Description: "A commit's receipt, summarised: what the model contexts saw for it.",
+		Annotations: readOnly("Commit receipt")}, s.receipt)
+}
+
+func (s *Server) search(ctx context.Context, _ *sdk.CallToolRequest, in searchIn) (*sdk.CallToolResult, any, error) {
+	if strings.TrimSpace(in.Query) == "" {
+		return toolError("query is empty"), nil, nil
+	}
+	if in.Limit <= 0 {
+		in.Limit = 10
+	}
+	in.Limit = min(in.Limit, 50)
+	idx, err := s.index(ctx)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	res, err := idx.Search(ctx, recall.Query{Text: in.Query, Limit: in.Limit, Session: in.Session, Kind: in.Kind, Cursor: in.Cursor})
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	var b strings.Builder
+	for _, h := range res.Hits {
+		what := h.Kind
+		if h.Tool != "" {
+			what += " " + h.Tool
+		}
+		if h.Path != "" {
+			what += " " + h.Path
+		}
+		lock := ""
+		if h.Locked {
+			lock = " [locked: encrypted]"
+		}
+		fmt.Fprintf(&b, "%s  %s  %s  %s%s\n    %s\n", h.ID, h.TS.UTC().Format("2006-01-02 15:04"), h.Session, what, lock, h.Snippet)
+	}
+	if len(res.Hits) == 0 {
+		b.WriteString("no hits\n")
+	}
+	title := fmt.Sprintf("%d of %d hits for %q (read one with read_span):", len(res.Hits), res.Total, in.Query)
+	return s.data(title, b.String(), res.Next), nil, nil
+}
+
+func (s *Server) readSpan(ctx context.Context, _ *sdk.CallToolRequest, in readSpanIn) (*sdk.CallToolResult, any, error) {
+	if in.ID == "" {
+		return toolError("id is empty: take one from search or digests"), nil, nil
+	}
+	off, err := parseCursor(in.Cursor)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	idx, err := s.index(ctx)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	sp, err := idx.Span(ctx, in.ID)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	if sp.Locked {
+		return plain(fmt.Sprintf("span %s is encrypted and this server has no identity to open it (git config lossless.identity).", in.ID)), nil, nil
+	}
+	from, to, err := lineRange(in.Lines, len(sp.Lines))
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	text, next := page(numbered(sp.Lines, from, to), off, in.MaxChars)
+	title := fmt.Sprintf("span %s (%s, %s, %s), lines %d-%d of %d:", in.ID, sp.Kind, sp.Session, sp.TS.UTC().Format(time.RFC3339), from, to, len(sp.Lines))
+	return s.data(title, text, next), nil, nil
+}
+
+func (s *Server) digests(ctx context.Context, _ *sdk.CallToolRequest, in digestsIn) (*sdk.CallToolResult, any, error) {
+	var since time.Time
+	if in.Since != "" {
+		d, err := parseAge(in.Since)
+		if err != nil {
+			return toolError("%v", err), nil, nil
+		}
+		since = s.cfg.Now().Add(-d)
+	}
+	off, err := parseCursor(in.Cursor)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	if in.Limit <= 0 {
+		in.Limit = 30
+	}
+	idx, err := s.index(ctx)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	ds, err := idx.Digests(ctx, recall.DigestQuery{Session: in.Session, Since: since})
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	var b strings.Builder
+	end := min(len(ds), off+in.Limit)
+	for _, d := range ds[min(off, len(ds)):end] {
+		b.WriteString(digestLine(d))
+		b.WriteByte('\n')
+	}
+	next := ""
+	if end < len(ds) {
+		next = fmt.Sprint(end)
+	}
+	return s.data(fmt.Sprintf("%d digests:", len(ds)), b.String(), next), nil, nil
+}
+
+func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFileIn) (*sdk.CallToolResult, any, error) {
+	abs, rel, err := s.absInRepo(in.Path)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	if glob, _, denied := s.cfg.Store.Deny().Check(abs); denied {
+		return toolError("%s is on the deny list (%s): its content is kept out of the archive and out of this tool", rel, glob), nil, nil
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return toolError("read %s: %v", rel, err), nil, nil
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	for i := range lines {
+		lines[i] = strings.TrimSuffix(lines[i], "\n")
+	}
+	from, to, err := lineRange(in.Lines, len(lines))
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	session := in.Session
+	if session == "" {
+		session = s.latestSession()
+	}
+	if session != "" {
+		if err := validSession(session); err != nil {
+			return toolError("%v", err), nil, nil
+		}
+	}
+	view := "full"
+	if in.Lines != "" && (from != 1 || to != len(lines)) {
+		view = fmt.Sprintf("lines:%d-%d", from, to)
+	}
+	rec := gitstore.Record{Event: gitstore.Event{TS: s.cfg.Now(), Op: "read", Source: "mcp", Session: session, Agent: in.Agent, View: view, Tool: "mcp:read_file"},
+		Content: data, HasContent: true}
+	rec.SetPath(rel)
+	writer := gitstore.WriterName("cc-", session)
+	if session == "" {
+		writer = "mcp"
+	}
+	if _, err := s.cfg.Store.Append(ctx, writer, []gitstore.Record{rec}); err != nil {
+		return toolError("record the read: %v", err), nil, nil
+	}
+	s.archiveMoved()
+	title := fmt.Sprintf("%s, lines %d-%d of %d, blob %s (recorded as seen by session %s):", rel, from, to, len(lines), gitstore.BlobID(data), orNone(session))
+	return s.data(title, numbered(lines, from, to), ""), nil, nil
+}
+
+func (s *Server) restoreContext(ctx context.Context, _ *sdk.CallToolRequest, in restoreIn) (*sdk.CallToolResult, any, error) {
+	session := in.Session
+	if session == "" {
+		session = s.latestSession()
+	}
+	if session == "" {
+		return toolError("no Claude Code session found for this repository: pass session"), nil, nil
+	}
+	if err := validSession(session); err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	var files []string
+	for _, f := range in.Files {
+		abs, _, err := s.absInRepo(f)
+		if err != nil {
+			return toolError("%v", err), nil, nil
+		}
+		files = append(files, abs)
+	}
+	budget := in.Budget
+	if budget <= 0 {
+		budget = hooks.RestoreBudget
+	}
+	out, err := hooks.Restore(ctx, s.cfg.Store, hooks.RestoreOptions{Session: session, Agent: in.Agent, Files: files, Budget: min(budget, maxMaxChars), Now: s.cfg.Now(),
+		Source: "mcp", Tool: "mcp:restore_context"})
+	if err != nil {
+		return toolError("restore: %v", err), nil, nil
+	}
+	s.archiveMoved()
+	if out == "" {
+		return plain(fmt.Sprintf("nothing archived for session %s", session)), nil, nil
+	}
+	return s.data(fmt.Sprintf("working set of session %s (recorded as seen):", session), out, ""), nil, nil
+}
+
+func (s *Server) fileHistory(ctx context.Context, _ *sdk.CallToolRequest, in fileHistoryIn) (*sdk.CallToolResult, any, error) {
+	if in.Path == "" {
+		return toolError("path is empty"), nil, nil
+	}
+	idx, err := s.index(ctx)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	vs, err := idx.FileHistory(ctx, in.Path, in.Session)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	if in.Limit <= 0 {
+		in.Limit = 30
+	}
+	var b strings.Builder
+	if len(vs) > in.Limit {
+		fmt.Fprintf(&b, "(the newest %d of %d)\n", in.Limit, len(vs))
+		vs = vs[len(vs)-in.Limit:]
+	}
+	for _, v := range vs {
+		fmt.Fprintf(&b, "%s#%d  %s  %s %s  session %s%s  %s  blob %.12s  %s\n", v.Writer, v.Seq, v.TS.UTC().Format("2006-01-02 15:04:05"),
+			v.Op, v.View, orNone(v.Session), agentSuffix(v.Agent), v.Tool, v.Blob, v.State)
+	}
+	if len(vs) == 0 {
+		b.WriteString("no archived version\n")
+	}
+	return s.data(fmt.Sprintf("versions of %s seen:", in.Path), b.String(), ""), nil, nil
+}
+
+func (s *Server) sealStatus(ctx context.Context, _ *sdk.CallToolRequest, in sealIn) (*sdk.CallToolResult, any, error) {
+	ws, err := s.cfg.Store.Writers(ctx)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	var b strings.Builder
+	bad, entries := 0, int64(0)
+	for _, w := range ws {
+		rep, err := s.cfg.Store.Verify(ctx, w.Name, seal.Options{SkipContent: !in.Full})
+		if err != nil {
+			return toolError("verify %s: %v", w.Name, err), nil, nil
+		}
+		entries += rep.Entries
+		if !rep.OK() {
+			bad++
+			fmt.Fprintf(&b, "BREAK %s: %s at entry %d: %s\n", w.Name, rep.Break.Kind, rep.Break.Seq, rep.Break.Detail)
+		}
+	}
+	what := "chains"
+	if in.Full {
+		what = "chains and content"
+	}
+	fmt.Fprintf(&b, "%d writers, %d entries: %d ok, %d broken (%s checked)\n", len(ws), entries, len(ws)-bad, bad, what)
+	return plain(b.String()), nil, nil
+}
+
+func (s *Server) receipt(ctx context.Context, _ *sdk.CallToolRequest, in receiptIn) (*sdk.CallToolResult, any, error) {
+	text, err := s.receiptSummary(ctx, in.Commit)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	return s.data("receipt:", text, ""), nil, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// parseAge reads 30m, 24h, 7d, 2w.
+func parseAge(s string) (time.Duration, error) {
+	if n := len(s); n > 1 {
+		unit := s[n-1]
+		var k time.Duration
+		switch unit {
+		case 'd':
+			k = 24 * time.Hour
+		case 'w':
+			k = 7 * 24 * time.Hour
+		}
+		if k != 0 {
+			var v int
+			if _, err := fmt.Sscanf(s[:n-1], "%d", &v); err == nil && v > 0 && fmt.Sprint(v) == s[:n-1] {
+				return time.Duration(v) * k, nil
+			}
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("since %q: want an age such as 30m, 24h, 7d, 2w", s)
+	}
+	return d, nil
+}
+
+// digestLine is one digest as a line: when, who, what, size, first words.
+func digestLine(d recall.Digest) string {
+	kinds := make([]string, 0, len(d.Kinds))
+	for k, n := range d.Kinds {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(kinds)
+	group := "start"
+	if d.Group > 0 {
+		group = fmt.Sprintf("after compaction %d", d.Group)
+	}
+	if d.Source == "proxy" {
+		group = "proxy span"
+	}
+	lock := ""
+	if d.Locked > 0 {
+		lock = fmt.Sprintf(", %d locked", d.Locked)
+	}
+	return fmt.Sprintf("%s  %s..%s  session %s%s  %s: %d spans (%s), %d bytes%s  %q",
+		d.ID, d.First.UTC().Format("2006-01-02 15:04"), d.Last.UTC().Format("15:04"), orNone(d.Session), agentSuffix(d.Agent), group,
+		d.Spans, strings.Join(kinds, ", "), d.Bytes, lock, d.Words)
+}
+
+func agentSuffix(a string) string {
+	if a == "" {
+		return ""
+	}
+	return " agent " + a
+}
+
+// validSession: a session id names a writer (cc-<session>): letters,
+// digits, '.', '_', '-', as Claude Code's ids are.
+func validSession(s string) error {
+	if err := gitstore.ValidWriter(gitstore.WriterName("cc-", s)); err != nil || strings.ContainsAny(s, "/\\") || strings.Contains(s, "..") {
+		return fmt.Errorf("session %q is not a session id", s)
+	}
+	return nil
+}
