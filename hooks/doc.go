@@ -1,6 +1,7 @@
 // Package hooks is git-lossless's Claude Code adapter: the hook entry
 // point (`git lossless hook <event>`), the transcript parser and sweep, and
-// install/uninstall/doctor. Everything it records goes through gitstore.
+// install/uninstall/doctor (the hooks, and the registration of the MCP
+// server). Everything it records goes through gitstore.
 //
 // # What is recorded, and how it is named
 //
@@ -111,4 +112,25 @@
 // Never is a disk snapshot recorded as something the model saw: content
 // comes from the model's own tool results, from the harness's attachments,
 // or, for hook edits, from disk right after the model's own edit.
+//
+// # After a compaction
+//
+// session-start (source compact) prints, within ManifestBudget characters,
+// the session's facts read from its spans (facts.go: the first and the
+// last three user requests, the files changed, tool errors not followed
+// by a success of the same tool on the same target, how many encrypted
+// spans it could not read, the recall command), then the context's
+// working set, then how to get content back: the MCP tools
+// (mcp__git-lossless__restore_context, read_file, search, read_span) when
+// Claude Code starts our server for the session's directory, and `git
+// lossless restore`. The facts never take more than half the budget.
+//
+// # The MCP server's registration
+//
+// install claude-code also registers `git-lossless mcp` as the MCP server
+// "git-lossless" in the file and shape `claude mcp add --scope user|project`
+// uses ($CLAUDE_CONFIG_DIR/.claude.json or ~/.claude.json, .mcp.json at
+// the repository's top; see mcpconfig.go), uninstall removes it, and the
+// doctor starts the registration Claude Code would start and lists its
+// tools.
 package hooks

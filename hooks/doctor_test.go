@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
@@ -165,7 +168,11 @@ func TestDoctorHealthyRepoWarnsAboutMissingHooks(t *testing.T) {
 	if _, ok := m["anchor on push"]; ok {
 		t.Error("the pre-push hook checked with lossless.anchorOnPush unset")
 	}
-	if ok, warn, fail := CountChecks(cs); ok != 7 || warn != 3 || fail != 0 {
+	mc := wantStatus(t, m, "mcp server", DoctorWarn, "not registered")
+	if mc.Fix != "git lossless install claude-code --apply" {
+		t.Errorf("mcp fix %q", mc.Fix)
+	}
+	if ok, warn, fail := CountChecks(cs); ok != 7 || warn != 4 || fail != 0 {
 		t.Errorf("counts %d %d %d", ok, warn, fail)
 	}
 }
@@ -173,12 +180,14 @@ func TestDoctorHealthyRepoWarnsAboutMissingHooks(t *testing.T) {
 func TestDoctorAllOKWhenInstalled(t *testing.T) {
 	f := newDoctorFixture(t)
 	f.install(t, f.userSettings(), f.bin)
+	f.registerMCP(t, f.userMCPConfig(), doctorMCPHelper(t, f.base), map[string]string{doctorMCPHelperEnv: "serve"})
 	f.anchor(t, time.Now())
 	cs := Doctor(context.Background(), f.opts())
 	m := checksByName(t, cs)
 	wantStatus(t, m, "claude-code hooks (user settings)", DoctorOK, "installed in "+f.userSettings())
 	wantStatus(t, m, "claude-code hooks (project settings)", DoctorOK, "cover")
 	wantStatus(t, m, "hook program", DoctorOK, f.bin)
+	wantStatus(t, m, "mcp server", DoctorOK, "2 tools (alpha, beta)")
 	if _, warn, fail := CountChecks(cs); warn != 0 || fail != 0 {
 		t.Errorf("not all OK: %+v", cs)
 	}
@@ -515,4 +524,161 @@ func TestDoctorAnchorOnPushHook(t *testing.T) {
 
 	f.git(t, "config", "lossless.anchorOnPush", "off")
 	want(DoctorOK, "not true: pushes do not anchor", "")
+}
+
+// doctorMCPHelperEnv makes this test binary an MCP server (see init):
+// "serve" answers like git lossless mcp with two tools, "crash" writes to
+// stderr and exits 1, "hang" never answers.
+const doctorMCPHelperEnv = "LOSSLESS_HOOKS_TEST_MCP_SERVER"
+
+func init() {
+	switch os.Getenv(doctorMCPHelperEnv) {
+	case "":
+		return
+	case "serve":
+		srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "git-lossless", Version: "helper"}, nil)
+		for _, n := range []string{"alpha", "beta"} {
+			srv.AddTool(&mcpsdk.Tool{Name: n, Description: n, InputSchema: map[string]any{"type": "object"}},
+				func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+					return &mcpsdk.CallToolResult{}, nil
+				})
+		}
+		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
+	case "crash":
+		os.Stderr.WriteString("git-lossless: error: no archive here\n")
+		os.Exit(1)
+	case "hang":
+		time.Sleep(time.Minute)
+	}
+	os.Exit(0)
+}
+
+// doctorMCPHelper is a program named git-lossless (so that the doctor
+// takes it for ours) that runs this test binary.
+func doctorMCPHelper(t *testing.T, base string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(base, "mcpbin", "git-lossless")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(exe, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (f *doctorFixture) userMCPConfig() string {
+	return filepath.Join(f.home, ".claude", ".claude.json")
+}
+
+// registerMCP registers bin as our server in path (install's merge) and
+// sets the entry's env.
+func (f *doctorFixture) registerMCP(t *testing.T, path, bin string, env map[string]string) {
+	t.Helper()
+	p, err := PlanMCPInstall(path, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Apply(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if len(env) == 0 {
+		return
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(instReadFile(t, path), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["mcpServers"].(map[string]any)[MCPServerName].(map[string]any)["env"] = env
+	b, _ := json.MarshalIndent(doc, "", "  ")
+	instWriteFile(t, path, string(b), 0o600)
+}
+
+func TestDoctorMCPServer(t *testing.T) {
+	f := newDoctorFixture(t)
+	helper := doctorMCPHelper(t, f.base)
+	check := func(t *testing.T, status, detail string) DoctorCheck {
+		t.Helper()
+		opt := f.opts()
+		opt.MCPTimeout = 3 * time.Second
+		start := time.Now()
+		m := checksByName(t, Doctor(context.Background(), opt))
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("doctor took %s", d)
+		}
+		c := wantStatus(t, m, "mcp server", status, detail)
+		t.Logf("%s %s\n  fix: %s", c.Status, c.Detail, c.Fix)
+		return c
+	}
+	user := f.userMCPConfig()
+
+	t.Run("answers", func(t *testing.T) {
+		f.registerMCP(t, user, helper, map[string]string{doctorMCPHelperEnv: "serve"})
+		c := check(t, DoctorOK, "`"+helper+" mcp` (user scope, "+user+") started and answered tools/list: 2 tools (alpha, beta); server git-lossless helper")
+		if c.Fix != "" {
+			t.Errorf("fix on OK: %q", c.Fix)
+		}
+	})
+	t.Run("crashes", func(t *testing.T) {
+		f.registerMCP(t, user, helper, map[string]string{doctorMCPHelperEnv: "crash"})
+		c := check(t, DoctorFail, "no archive here")
+		if !strings.Contains(c.Fix, "git lossless install claude-code --apply") {
+			t.Errorf("fix %q", c.Fix)
+		}
+	})
+	t.Run("hangs", func(t *testing.T) {
+		f.registerMCP(t, user, helper, map[string]string{doctorMCPHelperEnv: "hang"})
+		check(t, DoctorFail, "no answer within 3s")
+	})
+	t.Run("missing program", func(t *testing.T) {
+		os.Remove(user)
+		gone := filepath.Join(f.base, "gone", "git-lossless")
+		f.registerMCP(t, user, gone, nil)
+		check(t, DoctorFail, gone)
+	})
+	t.Run("someone else's server under our name", func(t *testing.T) {
+		instWriteFile(t, user, `{"mcpServers": {"git-lossless": {"type": "stdio", "command": "/usr/bin/other-tool", "args": ["serve"], "env": {}}}}`, 0o600)
+		c := check(t, DoctorWarn, `runs "/usr/bin/other-tool", not `)
+		if !strings.Contains(c.Fix, "claude mcp remove git-lossless -s user") {
+			t.Errorf("fix %q", c.Fix)
+		}
+	})
+	t.Run("unreadable config", func(t *testing.T) {
+		instWriteFile(t, user, `{"mcpServers": {`, 0o600)
+		check(t, DoctorFail, user)
+	})
+	t.Run("project scope needs approval", func(t *testing.T) {
+		os.Remove(user)
+		project := filepath.Join(f.repo, ".mcp.json")
+		f.registerMCP(t, project, helper, map[string]string{doctorMCPHelperEnv: "serve"})
+		check(t, DoctorWarn, "the project server is not approved yet")
+		// The project's own settings approve nothing in a folder not
+		// trusted (Claude Code 2.1.328's behaviour).
+		instWriteFile(t, filepath.Join(f.repo, ".claude", "settings.local.json"), `{"enabledMcpjsonServers": ["git-lossless"]}`, 0o600)
+		check(t, DoctorWarn, "the project server is not approved yet")
+		// Approved in the user's settings: started from there, also from
+		// a subdirectory (Claude Code reads the nearest .mcp.json walking
+		// up).
+		instWriteFile(t, f.userSettings(), `{"enabledMcpjsonServers": ["git-lossless"]}`, 0o600)
+		check(t, DoctorOK, "(project scope, "+project+") started")
+		sub := filepath.Join(f.repo, "pkg")
+		os.MkdirAll(sub, 0o755)
+		opt := f.opts()
+		opt.Dir = sub
+		wantStatus(t, checksByName(t, Doctor(context.Background(), opt)), "mcp server", DoctorOK, "2 tools")
+		// A trusted folder (the interactive start asked): approved.
+		os.Remove(f.userSettings())
+		check(t, DoctorWarn, "not approved yet")
+		instWriteFile(t, user, `{"projects": {"`+f.repo+`": {"hasTrustDialogAccepted": true}}}`, 0o600)
+		check(t, DoctorOK, "(project scope, "+project+") started")
+		// Rejected: the user registration is used instead.
+		instWriteFile(t, filepath.Join(f.repo, ".claude", "settings.local.json"), `{"disabledMcpjsonServers": ["git-lossless"]}`, 0o600)
+		f.registerMCP(t, user, helper, map[string]string{doctorMCPHelperEnv: "serve"})
+		check(t, DoctorOK, "(user scope, ")
+		os.Remove(project)
+	})
 }

@@ -687,7 +687,10 @@ func (h *handler) preCompact(ctx context.Context) error {
 	return nil
 }
 
-// sessionStart hands the compacted context its working set back.
+// sessionStart hands the compacted context its facts and working set
+// back (see ManifestWith), naming the MCP tools when Claude Code starts
+// our server for this directory: tool names that do not exist would send
+// the model looking for them.
 func (h *handler) sessionStart(ctx context.Context) error {
 	if h.p.Source != "compact" && h.p.Source != "resume" {
 		return nil
@@ -697,7 +700,21 @@ func (h *handler) sessionStart(ctx context.Context) error {
 			h.warn("sweep: %v", err)
 		}
 	}
-	text, err := Manifest(ctx, h.st, h.p.SessionID, "", h.p.Source, ManifestBudget)
+	dir := h.p.Cwd
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	l := MCPLookupFor(dir, h.e.Getenv)
+	if exe, err := os.Executable(); err == nil {
+		l.Programs = []string{exe}
+	}
+	regs, err := FindMCPRegistrations(l)
+	if err != nil {
+		h.warn("%v", err)
+	}
+	srv, registered := EffectiveMCPServer(regs)
+	text, err := ManifestWith(ctx, h.st, ManifestOptions{Session: h.p.SessionID, Source: h.p.Source, Budget: ManifestBudget,
+		MCP: registered && srv.Ours, Warn: func(msg string) { h.warn("%s", msg) }})
 	if err != nil || text == "" {
 		return err
 	}

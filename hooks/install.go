@@ -519,6 +519,19 @@ func (g ccGroup) matches(spec HookSpec) bool {
 // part does not have the shape Claude Code documents. bin is the program
 // being installed, to recognise our entries (see IsOurHookCommand).
 func parseSettings(path string, doc []byte, bin string) (*ccSettings, error) {
+	s, err := parseJSONObjectFile(path, doc, "the settings are")
+	if err != nil || s.empty {
+		return s, err
+	}
+	return s, s.parseHooks(bin)
+}
+
+// parseJSONObjectFile scans a JSON file whose top level must be an
+// object (what names it in messages: "the settings are"): its
+// members with their spans and its layout, so that changes can be
+// spliced in looking like the rest. Whitespace only (or nothing) is an
+// empty document, treated as {}.
+func parseJSONObjectFile(path string, doc []byte, what string) (*ccSettings, error) {
 	s := &ccSettings{path: path, doc: doc, hooksAt: -1, multiline: true, unit: "  ", sep: ": ", nl: "\n"}
 	if bytes.Contains(doc, []byte("\r\n")) {
 		s.nl = "\r\n"
@@ -541,7 +554,7 @@ func parseSettings(path string, doc []byte, bin string) (*ccSettings, error) {
 	}
 	s.topOpen = len(doc) - len(bytes.TrimLeft(doc, " \t\r\n"))
 	if doc[s.topOpen] != '{' {
-		return nil, settingsErrorAt(path, doc, s.topOpen, "the settings are %s, expected an object", instJSONKind(doc[s.topOpen]))
+		return nil, settingsErrorAt(path, doc, s.topOpen, "%s %s, expected an object", what, instJSONKind(doc[s.topOpen]))
 	}
 	var err error
 	if s.top, s.topClose, err = instScanObject(doc, s.topOpen); err != nil {
@@ -559,48 +572,55 @@ func parseSettings(path string, doc []byte, bin string) (*ccSettings, error) {
 		}
 		s.sep = string(doc[first.keyEnd:first.val.start])
 	}
+	return s, nil
+}
+
+// parseHooks scans the "hooks" member of parsed settings, refusing
+// anything whose shape is not the one Claude Code documents.
+func (s *ccSettings) parseHooks(bin string) error {
+	path, doc := s.path, s.doc
 	for i, m := range s.top {
 		if m.key != "hooks" {
 			continue
 		}
 		if s.hooksAt >= 0 {
-			return nil, settingsErrorAt(path, doc, m.keyStart, `duplicate key "hooks": which one Claude Code uses is ambiguous; merge them by hand`)
+			return settingsErrorAt(path, doc, m.keyStart, `duplicate key "hooks": which one Claude Code uses is ambiguous; merge them by hand`)
 		}
 		s.hooksAt = i
 	}
 	if s.hooksAt < 0 {
-		return s, nil
+		return nil
 	}
 	hv := s.top[s.hooksAt].val
 	if doc[hv.start] != '{' {
-		return nil, settingsErrorAt(path, doc, hv.start, `"hooks" is %s, expected an object of event names`, instJSONKind(doc[hv.start]))
+		return settingsErrorAt(path, doc, hv.start, `"hooks" is %s, expected an object of event names`, instJSONKind(doc[hv.start]))
 	}
 	evs, hooksClose, err := instScanObject(doc, hv.start)
 	if err != nil {
-		return nil, &SettingsError{Path: path, Msg: err.Error()}
+		return &SettingsError{Path: path, Msg: err.Error()}
 	}
 	s.hooksClose = hooksClose
 	seen := map[string]bool{}
 	for _, em := range evs {
 		if seen[em.key] {
-			return nil, settingsErrorAt(path, doc, em.keyStart, "duplicate key hooks.%s: which one Claude Code uses is ambiguous; merge them by hand", em.key)
+			return settingsErrorAt(path, doc, em.keyStart, "duplicate key hooks.%s: which one Claude Code uses is ambiguous; merge them by hand", em.key)
 		}
 		seen[em.key] = true
 		if doc[em.val.start] != '[' {
-			return nil, settingsErrorAt(path, doc, em.val.start, "hooks.%s is %s, expected an array of matcher groups", em.key, instJSONKind(doc[em.val.start]))
+			return settingsErrorAt(path, doc, em.val.start, "hooks.%s is %s, expected an array of matcher groups", em.key, instJSONKind(doc[em.val.start]))
 		}
 		spans, closeAt, err := instScanArray(doc, em.val.start)
 		if err != nil {
-			return nil, &SettingsError{Path: path, Msg: err.Error()}
+			return &SettingsError{Path: path, Msg: err.Error()}
 		}
 		ev := ccEvent{m: em, closeAt: closeAt}
 		for gi, gs := range spans {
 			if doc[gs.start] != '{' {
-				return nil, settingsErrorAt(path, doc, gs.start, "hooks.%s[%d] is %s, expected a matcher group object", em.key, gi, instJSONKind(doc[gs.start]))
+				return settingsErrorAt(path, doc, gs.start, "hooks.%s[%d] is %s, expected a matcher group object", em.key, gi, instJSONKind(doc[gs.start]))
 			}
 			g := ccGroup{span: gs, hooksAt: -1}
 			if g.members, _, err = instScanObject(doc, gs.start); err != nil {
-				return nil, &SettingsError{Path: path, Msg: err.Error()}
+				return &SettingsError{Path: path, Msg: err.Error()}
 			}
 			for mi, gm := range g.members {
 				switch gm.key {
@@ -609,17 +629,17 @@ func parseSettings(path string, doc []byte, bin string) (*ccSettings, error) {
 					_ = json.Unmarshal(doc[gm.val.start:gm.val.end], &g.matcher)
 				case "hooks":
 					if doc[gm.val.start] != '[' {
-						return nil, settingsErrorAt(path, doc, gm.val.start, "hooks.%s[%d].hooks is %s, expected an array", em.key, gi, instJSONKind(doc[gm.val.start]))
+						return settingsErrorAt(path, doc, gm.val.start, "hooks.%s[%d].hooks is %s, expected an array", em.key, gi, instJSONKind(doc[gm.val.start]))
 					}
 					g.hooksAt = mi
 					hs, hooksClose, err := instScanArray(doc, gm.val.start)
 					g.hooksClose = hooksClose
 					if err != nil {
-						return nil, &SettingsError{Path: path, Msg: err.Error()}
+						return &SettingsError{Path: path, Msg: err.Error()}
 					}
 					for hi, h := range hs {
 						if doc[h.start] != '{' {
-							return nil, settingsErrorAt(path, doc, h.start, "hooks.%s[%d].hooks[%d] is %s, expected a hook object", em.key, gi, hi, instJSONKind(doc[h.start]))
+							return settingsErrorAt(path, doc, h.start, "hooks.%s[%d].hooks[%d] is %s, expected a hook object", em.key, gi, hi, instJSONKind(doc[h.start]))
 						}
 						var fields struct {
 							Command any `json:"command"`
@@ -638,7 +658,7 @@ func parseSettings(path string, doc []byte, bin string) (*ccSettings, error) {
 		}
 		s.events = append(s.events, ev)
 	}
-	return s, nil
+	return nil
 }
 
 func (s *ccSettings) text(sp instSpan) []byte { return s.doc[sp.start:sp.end] }
@@ -1027,10 +1047,17 @@ type SettingsPlan struct {
 	Before  []byte
 	After   []byte
 	Changes []SettingsChange
+	// RemoveFile is set when applying deletes the file (after its backup)
+	// instead of writing After: an MCP config that held nothing but our
+	// server, which install created (see PlanMCPUninstall).
+	RemoveFile bool
 }
 
 // Changed reports whether applying the plan would write anything.
 func (p *SettingsPlan) Changed() bool {
+	if p.RemoveFile {
+		return p.Exists
+	}
 	if !p.Exists {
 		return p.After != nil && !bytes.Equal(p.After, p.Before)
 	}
@@ -1095,7 +1122,8 @@ func resolveSettingsPath(path string) (string, error) {
 // a temporary file renamed into place (0600; missing directories created
 // 0700), so Claude Code never reads half a file. It refuses when the file
 // changed since the plan read it, rather than overwrite someone's edit.
-// It returns the backup's path ("" when there was no file to back up).
+// A RemoveFile plan deletes the file after the backup. It returns the
+// backup's path ("" when there was no file to back up).
 func (p *SettingsPlan) Apply(now time.Time) (backup string, err error) {
 	if !p.Changed() {
 		return "", nil
@@ -1117,6 +1145,12 @@ func (p *SettingsPlan) Apply(now time.Time) (backup string, err error) {
 		if backup, err = writeBackup(p.Path, p.Before, now); err != nil {
 			return "", err
 		}
+	}
+	if p.RemoveFile {
+		if err := os.Remove(p.Path); err != nil {
+			return backup, fmt.Errorf("remove %s: %w", p.Path, err)
+		}
+		return backup, nil
 	}
 	if err := writeSettingsAtomic(p.Path, p.After, 0o600); err != nil {
 		return backup, err
@@ -1200,11 +1234,14 @@ func (p *SettingsPlan) Diff() string {
 	if !p.Changed() {
 		return ""
 	}
-	from := p.Path + " (current)"
+	from, to, after := p.Path+" (current)", p.Path+" (new)", string(p.After)
 	if !p.Exists {
 		from = "/dev/null"
 	}
-	return unifiedLineDiff(from, p.Path+" (new)", string(p.Before), string(p.After), 3)
+	if p.RemoveFile {
+		to, after = "/dev/null", ""
+	}
+	return unifiedLineDiff(from, to, string(p.Before), after, 3)
 }
 
 // unifiedLineDiff is a small line diff (longest common subsequence over

@@ -76,30 +76,89 @@ func diskState(st *gitstore.Store, f guard.FileState) (guard.Disk, []byte) {
 	return f.State(true, gitstore.BlobID(data)), data
 }
 
-// Manifest is the working set of one context, for SessionStart after a
-// compaction or resume: files ranked (edited first, then by touches, then
-// recency), each with its state on disk now, within budget characters,
-// and how to get content back. Empty when nothing is archived.
+// ManifestOptions selects what ManifestWith prints.
+type ManifestOptions struct {
+	Session, Agent string
+	// Source is the SessionStart source: "compact" adds the facts block
+	// (see facts.go); "resume" gives the conversation back whole, so only
+	// the working set is printed.
+	Source string
+	Budget int // characters at most, facts and working set together
+	// MCP names the MCP server's tools (mcp__git-lossless__...) as the
+	// way to get content back: set when Claude Code starts the server
+	// for the session (see EffectiveMCPServer).
+	MCP bool
+	// Warn receives a problem that left the facts out (the working set
+	// is printed regardless); nil drops it.
+	Warn func(string)
+}
+
+// Manifest is ManifestWith naming the MCP tools.
 func Manifest(ctx context.Context, st *gitstore.Store, session, agent, source string, budget int) (string, error) {
-	touches, err := contextTouches(ctx, st, session, agent)
+	return ManifestWith(ctx, st, ManifestOptions{Session: session, Agent: agent, Source: source, Budget: budget, MCP: true})
+}
+
+// manifestMinWorkingSet is the room the facts leave the working set at
+// least: its header and a couple of file lines.
+const manifestMinWorkingSet = 400
+
+// ManifestWith is the text SessionStart hands a context after a
+// compaction or resume, within opt.Budget characters: after a compaction
+// first the facts of the session (its first and latest requests, the
+// files changed, the errors still open: facts.go), then its working set:
+// files ranked (edited first, then by touches, then recency), each with
+// its state on disk now, as many as the budget left by the facts holds;
+// then how to get content back (the MCP tools when opt.MCP, and the
+// restore command). The facts take at most half the budget, so the
+// working set always has room. Empty when nothing is archived.
+func ManifestWith(ctx context.Context, st *gitstore.Store, opt ManifestOptions) (string, error) {
+	session, budget := opt.Session, opt.Budget
+	touches, err := contextTouches(ctx, st, session, opt.Agent)
 	if err != nil {
 		return "", err
 	}
 	ws := guard.WorkingSet(touches)
-	if len(ws) == 0 {
-		return "", nil
-	}
-	var b strings.Builder
 	why := "was compacted"
-	if source == "resume" {
+	if opt.Source == "resume" {
 		why = "was resumed"
 	}
 	// The session id and the paths are client text: printed printable
 	// (see guard.Printable), the session quoted for the shell where it
 	// is a word of a command.
-	fmt.Fprintf(&b, "git-lossless: this session (%s) %s. Its working set, as archived in git, most important first, with each file's state on disk now:\n", guard.Printable(session), why)
+	head := fmt.Sprintf("git-lossless: this session (%s) %s.\n", guard.Printable(session), why)
 	sq := guard.ShellQuote(session)
-	tail := fmt.Sprintf("\nTo get content back, Read the file again, or run `git lossless restore --session %s --files PATH...` (prints current content; counts as seen for the edit guard). Do not edit a file from memory: the guard denies edits of files not seen in this context since the compaction. `git lossless log --session %s` lists everything archived.\n", sq, sq)
+	var tail strings.Builder
+	if opt.MCP {
+		t := func(name string) string { return MCPToolName(MCPServerName, name) }
+		fmt.Fprintf(&tail, "\nTo get content back: %s (the working set's current content) or %s (one file), or Read it again, or `git lossless restore --session %s --files PATH...`; each counts as seen for the edit guard, which denies edits of files not seen in this context since the compaction: never edit from memory. To find what you saw before: %s, then %s (or `git lossless log --session %s`).\n",
+			t("restore_context"), t("read_file"), sq, t("search"), t("read_span"), sq)
+	} else {
+		fmt.Fprintf(&tail, "\nTo get content back, Read the file again, or run `git lossless restore --session %s --files PATH...` (prints current content; counts as seen for the edit guard). Do not edit a file from memory: the guard denies edits of files not seen in this context since the compaction. `git lossless log --session %s` lists everything archived.\n", sq, sq)
+	}
+	facts := ""
+	if opt.Source == "compact" {
+		// Half the budget at most, and never so much that the working
+		// set's first lines lose their room.
+		room := min(budget/2, budget-len(head)-tail.Len()-64-manifestMinWorkingSet)
+		if room > 0 {
+			f, err := ReadSessionFacts(ctx, st, session, opt.Agent)
+			switch {
+			case err == nil:
+				facts = f.Text(session, room)
+			case opt.Warn != nil:
+				opt.Warn("facts left out: " + err.Error())
+			}
+		}
+	}
+	if len(ws) == 0 && facts == "" {
+		return "", nil
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	b.WriteString(facts)
+	if len(ws) > 0 {
+		b.WriteString("Its working set, as archived in git, most important first, with each file's state on disk now:\n")
+	}
 	shown := 0
 	for _, f := range ws {
 		state, _ := diskState(st, f)
@@ -112,7 +171,7 @@ func Manifest(ctx context.Context, st *gitstore.Store, session, agent, source st
 			line += " (" + f.Latest.View + ")"
 		}
 		line += "\n"
-		if b.Len()+len(line)+len(tail)+64 > budget {
+		if b.Len()+len(line)+tail.Len()+64 > budget {
 			break
 		}
 		b.WriteString(line)
@@ -121,7 +180,7 @@ func Manifest(ctx context.Context, st *gitstore.Store, session, agent, source st
 	if shown < len(ws) {
 		fmt.Fprintf(&b, "- ... and %d more files (`git lossless log --session %s`)\n", len(ws)-shown, sq)
 	}
-	b.WriteString(tail)
+	b.WriteString(tail.String())
 	return b.String(), nil
 }
 
@@ -132,6 +191,10 @@ type RestoreOptions struct {
 	Files   []string // absolute or repository-relative; empty: the working set
 	Budget  int      // characters of content at most
 	Now     time.Time
+	// Source and Tool are recorded on the restore events: "cli" (the
+	// default) for `git lossless restore`, "mcp" and the tool's name when
+	// the MCP server restores.
+	Source, Tool string
 }
 
 // Restore prints the current content of a context's working set (or of
@@ -219,7 +282,7 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 		b.WriteString("=== end of " + name + " ===\n\n")
 		left -= len(text)
 		rec := gitstore.Record{Event: gitstore.Event{TS: opt.Now, Session: opt.Session, Agent: opt.Agent, Sidechain: opt.Agent != "",
-			Source: "cli", Op: "restore", View: view, Key: "restore:" + nonce + ":" + strconv.Itoa(i)}, File: abs,
+			Source: restoreSource(opt.Source), Tool: opt.Tool, Op: "restore", View: view, Key: "restore:" + nonce + ":" + strconv.Itoa(i)}, File: abs,
 			Content: []byte(text), HasContent: true}
 		rec.SetPath(f.Path)
 		// Printed content is evidence for the file, whatever the
@@ -236,4 +299,11 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 		}
 	}
 	return b.String(), nil
+}
+
+func restoreSource(s string) string {
+	if s == "" {
+		return "cli"
+	}
+	return s
 }
