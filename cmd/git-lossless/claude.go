@@ -26,7 +26,7 @@ func installCmd() *command {
 	return &command{
 		name:    "install",
 		summary: "add git-lossless's hooks to Claude Code's settings, or the anchoring pre-push git hook (a dry run without --apply)",
-		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE] [--command PATH] | git-hooks [--apply] [--command PATH]",
+		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] [--command PATH] | git-hooks [--apply] [--command PATH]",
 		long: `claude-code merges the hooks into Claude Code's settings.json and prints
 the diff. Without --apply nothing is written. With --apply the current
 file is first copied to settings.json.bak-YYYYMMDD-HHMMSS beside it, then
@@ -44,11 +44,23 @@ replaced, never duplicated; running install twice changes nothing the
 second time. A settings file that is not valid JSON, or whose "hooks" is
 not shaped as Claude Code documents, is refused and left untouched.
 
-The hooks run the git-lossless found on PATH when that is this program,
-else this program's absolute path; --command names another.
+It also registers git-lossless's MCP server (` + "`git lossless mcp`" + `: search,
+read_span, restore_context, read_file... shown to the model as
+mcp__git-lossless__<tool>) the way ` + "`claude mcp add --scope user|project`" + `
+stores it: "mcpServers": {"git-lossless": {"type": "stdio", "command":
+PROGRAM, "args": ["mcp"], "env": {}}}, spliced into the file with every
+other key kept, in the same diff, backup and atomic replace. --no-mcp
+leaves the registration alone. A server of someone else's registered as
+"git-lossless" is refused, not replaced.
+
+The hooks and the server run the git-lossless found on PATH when that is
+this program, else this program's absolute path; --command names another.
 --scope user is $CLAUDE_CONFIG_DIR/settings.json (default
-~/.claude/settings.json); --scope project is .claude/settings.json at the
-top of the repository (or here, outside one).
+~/.claude/settings.json) and, for the server, $CLAUDE_CONFIG_DIR/.claude.json
+(default ~/.claude.json); --scope project is .claude/settings.json and
+.mcp.json at the top of the repository (or here, outside one). Claude Code
+starts a project's .mcp.json servers once approved: it asks on the next
+interactive start. --settings and --mcp-config name other files.
 
 ` + gitHooksLong,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
@@ -61,11 +73,15 @@ func uninstallCmd() *command {
 	return &command{
 		name:    "uninstall",
 		summary: "remove git-lossless's hooks from Claude Code's settings, or its pre-push git hook (a dry run without --apply)",
-		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE] | git-hooks [--apply]",
+		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] | git-hooks [--apply]",
 		long: `claude-code removes every hook of ours (any path, any version) from Claude
 Code's settings.json, and the matcher groups, event keys and "hooks" key
-that held only ours; everything else stays as it is. Prints the diff;
-writes only with --apply, after a backup (settings.json.bak-YYYYMMDD-HHMMSS).
+that held only ours; everything else stays as it is. It also removes our
+MCP server's registration ("mcpServers"."git-lossless" when it runs
+git-lossless mcp; a server of someone else's under that name stays) from
+the scope's .claude.json or .mcp.json, with "mcpServers" when it held
+nothing else, and the file when it is left empty. Prints the diffs; writes
+only with --apply, after a backup (FILE.bak-YYYYMMDD-HHMMSS).
 
 git-hooks removes git-lossless's pre-push hook from the repository's hooks
 directory (core.hooksPath honoured) and moves the pre-push hook it kept,
@@ -82,6 +98,8 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 	scope := fs.String("scope", "user", "which settings: user (every project) or project (this repository)")
 	apply := fs.Bool("apply", false, "write the change (after a backup); without it nothing is written")
 	settings := fs.String("settings", "", "settings file to change instead of the scope's")
+	mcpConfig := fs.String("mcp-config", "", "MCP config file to change instead of the scope's (.claude.json or .mcp.json)")
+	noMCP := fs.Bool("no-mcp", false, "leave the MCP server registration alone")
 	var command *string
 	if verb == "install" {
 		command = fs.String("command", "", "program the hooks run (default: this git-lossless)")
@@ -96,8 +114,8 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 		switch args[0] {
 		case "claude-code":
 		case "git-hooks":
-			if fs.Changed("scope") || fs.Changed("settings") {
-				return usagef("--scope and --settings are for claude-code; git-hooks go into the repository's hooks directory")
+			if fs.Changed("scope") || fs.Changed("settings") || fs.Changed("mcp-config") || fs.Changed("no-mcp") {
+				return usagef("--scope, --settings, --mcp-config and --no-mcp are for claude-code; git-hooks go into the repository's hooks directory")
 			}
 			return runGitHooks(ctx, e, verb, *apply, *command)
 		default:
@@ -131,51 +149,114 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 				fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", bin.Warning)
 			}
 		}
-		planFn := hooks.PlanInstall
+		planFn, mcpPlanFn := hooks.PlanInstall, hooks.PlanMCPInstall
 		if verb == "uninstall" {
-			planFn = hooks.PlanUninstall
+			planFn, mcpPlanFn = hooks.PlanUninstall, hooks.PlanMCPUninstall
 		}
-		plan, err := planFn(path, bin.Path)
-		if err != nil {
+		refused := func(err error) error {
 			var se *hooks.SettingsError
 			if errors.As(err, &se) {
 				return withHint(err, "nothing was written; fix the file (or move it aside) and run again")
 			}
 			return err
 		}
+		plan, err := planFn(path, bin.Path)
+		if err != nil {
+			return refused(err)
+		}
+		// The MCP server is registered beside the hooks, in the file
+		// `claude mcp add --scope SCOPE` writes (see hooks/mcpconfig.go).
+		var mplan *hooks.SettingsPlan
+		if !*noMCP {
+			mpath := *mcpConfig
+			if mpath == "" {
+				if mpath, err = hooks.MCPConfigPath(sc, e.dir, getenv); err != nil {
+					return err
+				}
+			} else if !filepath.IsAbs(mpath) {
+				mpath = filepath.Join(e.dir, mpath)
+			}
+			if mplan, err = mcpPlanFn(mpath, bin.Path); err != nil {
+				if errors.As(err, new(*hooks.SettingsError)) {
+					return withHint(err, "nothing was written; fix the file (or move it aside) and run again, or pass --no-mcp to leave the MCP server out")
+				}
+				return err
+			}
+		}
 		where := plan.Path
 		if *settings == "" {
 			where += " (" + *scope + " settings)"
 		}
-		if verb == "install" {
-			fmt.Fprintf(e.stdout, "settings: %s\nhook program: %s\n", where, bin.Path)
-		} else {
-			fmt.Fprintf(e.stdout, "settings: %s\n", where)
+		fmt.Fprintf(e.stdout, "settings: %s\n", where)
+		if mplan != nil {
+			mwhere := mplan.Path
+			if *mcpConfig == "" {
+				mwhere += " (" + *scope + " MCP servers)"
+			}
+			fmt.Fprintf(e.stdout, "mcp config: %s\n", mwhere)
 		}
+		if verb == "install" {
+			fmt.Fprintf(e.stdout, "hook program: %s\n", bin.Path)
+		}
+		var changed []*hooks.SettingsPlan
 		if !plan.Changed() {
 			if verb == "install" {
 				fmt.Fprintf(e.stdout, "git-lossless hooks are already installed in %s; nothing to change\n", plan.Path)
 			} else {
 				fmt.Fprintf(e.stdout, "no git-lossless hooks in %s; nothing to change\n", plan.Path)
 			}
+		} else {
+			io.WriteString(e.stdout, plan.Diff())
+			printSettingsChanges(e.stdout, plan.Changes)
+			changed = append(changed, plan)
+		}
+		if mplan != nil {
+			if !mplan.Changed() {
+				if verb == "install" {
+					fmt.Fprintf(e.stdout, "the git-lossless MCP server is already registered in %s; nothing to change\n", mplan.Path)
+				} else {
+					fmt.Fprintf(e.stdout, "no git-lossless MCP server in %s; nothing to change\n", mplan.Path)
+				}
+			} else {
+				io.WriteString(e.stdout, mplan.Diff())
+				printSettingsChanges(e.stdout, mplan.Changes)
+				changed = append(changed, mplan)
+			}
+		}
+		if len(changed) == 0 {
 			return nil
 		}
-		io.WriteString(e.stdout, plan.Diff())
-		printSettingsChanges(e.stdout, plan.Changes)
 		if !*apply {
-			fmt.Fprintf(e.stdout, "dry run: nothing was written; run again with --apply to write %s (a backup is made first)\n", plan.Path)
+			names := make([]string, len(changed))
+			for i, p := range changed {
+				names[i] = p.Path
+			}
+			fmt.Fprintf(e.stdout, "dry run: nothing was written; run again with --apply to write %s (a backup is made first)\n", strings.Join(names, " and "))
 			return nil
 		}
-		backup, err := plan.Apply(time.Now())
-		if backup != "" {
-			fmt.Fprintf(e.stdout, "backup: %s\n", backup)
+		for _, p := range changed {
+			backup, err := p.Apply(time.Now())
+			if backup != "" {
+				fmt.Fprintf(e.stdout, "backup: %s\n", backup)
+			}
+			if err != nil {
+				return err
+			}
+			if p.RemoveFile {
+				fmt.Fprintf(e.stdout, "removed %s (it held only the git-lossless MCP server)\n", p.Path)
+			} else {
+				fmt.Fprintf(e.stdout, "wrote %s\n", p.Path)
+			}
 		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "wrote %s\n", plan.Path)
 		if verb == "install" {
 			fmt.Fprintln(e.stdout, "the hooks apply to Claude Code sessions started from now on")
+			if mplan != nil {
+				fmt.Fprintf(e.stdout, "the MCP server %q (tools %s...) starts with Claude Code sessions started from now on; Claude Code asks before the first call of each tool unless the settings' \"permissions\": {\"allow\": [...]} lists %q\n",
+					hooks.MCPServerName, hooks.MCPToolName(hooks.MCPServerName, ""), strings.TrimSuffix(hooks.MCPToolName(hooks.MCPServerName, ""), "__"))
+				if sc == hooks.ScopeProject {
+					fmt.Fprintln(e.stdout, "Claude Code uses a project's .mcp.json servers once approved: it asks on the next interactive start (`claude mcp list` shows it)")
+				}
+			}
 		}
 		return nil
 	}
@@ -198,7 +279,7 @@ func printSettingsChanges(w io.Writer, cs []hooks.SettingsChange) {
 func doctorCmd() *command {
 	return &command{
 		name:    "doctor",
-		summary: "check the installation: PATH, archive, seal chains, locks, anchors, Claude Code hooks",
+		summary: "check the installation: PATH, archive, seal chains, locks, anchors, Claude Code hooks, MCP server",
 		usage:   "[--json]",
 		long: `One line per check: OK, WARN (works, but less than it should) or FAIL
 (broken: records lost or untrustworthy), with a fix line under every
@@ -206,8 +287,12 @@ problem, then the counts. Checks: git-lossless and git on PATH; where the
 archive for this directory is and whether it reads; every writer's seal
 chain (chains only, as verify --no-content); stale ref locks; anchors (in
 a repository); the hooks in Claude Code's user and project settings; that
-the program the hooks run exists; LOSSLESS_GUARD. Changes nothing. Exit 1
-when a check fails.
+the program the hooks run exists; the MCP server: the registration Claude
+Code would start here (local, approved project .mcp.json, then user
+.claude.json) is started with a 10 s deadline and asked for its tools over
+MCP (initialize, tools/list), OK with the number of tools or FAIL with why
+(not registered is a warning: install claude-code registers it);
+LOSSLESS_GUARD. Changes nothing. Exit 1 when a check fails.
 
 Anchors are opt-in (git lossless anchor --help), so their problems are
 warnings, never failures: an archive never anchored is as intact as

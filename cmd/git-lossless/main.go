@@ -88,7 +88,7 @@ func commands() []*command {
 		recordCmd(), logCmd(), catCmd(), verifyCmd(), headsCmd(), locksCmd(), reindexCmd(),
 		demoCmd(), benchCmd(), pruneCmd(), hookCmd(), restoreCmd(), sweepCmd(),
 		installCmd(), uninstallCmd(), doctorCmd(), receiptCmd(), keyCmd(),
-		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(), redactCmd(), pushCmd(), anchorCmd(), syncCmd(),
+		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(), redactCmd(), pushCmd(), anchorCmd(), syncCmd(), mcpCmd(), recallCmd(),
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
 	return cs

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/git-lossless/git-lossless/mcp"
+)
+
+func mcpCmd() *command {
+	return &command{
+		name:    "mcp",
+		summary: "serve the archive to an agent as MCP tools (stdio)",
+		usage:   "[--identity FILE] [--no-mask]",
+		long: `Runs git-lossless's MCP server on standard input and output (the stdio
+transport), for the repository it is started in (-C DIR; the embedded
+archive outside any repository). Tools: search, read_span, digests,
+read_file, restore_context, file_history, seal_status, context_status,
+receipt. read_file and restore_context record what they return as seen by
+the caller's Claude Code session, so the edit guard lets the model edit it
+afterwards; every other tool only reads.
+
+Archived text is returned between marker lines as data, not instructions;
+key-shaped values in it are masked (first 3 + **** + last 4) unless
+--no-mask. Encrypted spans open with --identity FILE, LOSSLESS_AGE_IDENTITY
+or git config lossless.identity, in memory only.
+
+git lossless install claude-code registers this server with Claude Code
+(as "git-lossless", the way claude mcp add stores it); git lossless doctor
+checks that it starts and lists its tools. Logs go to standard error.`,
+		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			identity := fs.String("identity", "", "age identity file or unencrypted SSH private key, to open encrypted spans")
+			noMask := fs.Bool("no-mask", false, "print secrets in archived text as they are archived")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("mcp takes no arguments")
+				}
+				st, err := openStore(e)
+				if err != nil {
+					return err
+				}
+				ids, err := st.LoadIdentities(*identity, e.getenv)
+				if err != nil {
+					return err
+				}
+				cfgDir := e.getenv("CLAUDE_CONFIG_DIR")
+				if cfgDir == "" {
+					if home, err := os.UserHomeDir(); err == nil {
+						cfgDir = filepath.Join(home, ".claude")
+					}
+				}
+				srv := mcp.New(mcp.Config{Store: st, Identities: ids, NoMask: *noMask, ClaudeConfigDir: cfgDir, Version: version,
+					Warn: func(msg string) { fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", msg) }})
+				err = srv.Run(ctx)
+				if errors.Is(err, context.Canceled) {
+					return nil
+				}
+				return err
+			}
+		},
+	}
+}
