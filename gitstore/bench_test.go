@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/internal/benchdata"
+	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 	"github.com/git-lossless/git-lossless/seal"
 )
 

@@ -38,7 +38,7 @@ import (
 //	this encoder, fdDynMinTokens 160  40 ms   2.08 MB
 //	this encoder, fdDynMinTokens 256  36 ms   2.10 MB
 //
-// and on internal/benchdata's 1 to 8 KiB sources (BenchmarkDeflate) 140
+// and on internal/testkit/benchdata's 1 to 8 KiB sources (BenchmarkDeflate) 140
 // MB/s and 37.9 % of the input against compress/flate's 68 MB/s and 39.5 %.
 //
 // Its table holds positions offset by base, so it is never cleared

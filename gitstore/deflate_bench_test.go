@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/internal/benchdata"
+	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 )
 
 // benchCompress compares the pack encoder with compress/flate at BestSpeed
@@ -57,7 +57,7 @@ func benchCompress(b *testing.B, objs [][]byte) {
 	})
 }
 
-// BenchmarkDeflate: source files of 1 to 8 KiB (internal/benchdata).
+// BenchmarkDeflate: source files of 1 to 8 KiB (internal/testkit/benchdata).
 func BenchmarkDeflate(b *testing.B) {
 	var files [][]byte
 	for i := range 400 {

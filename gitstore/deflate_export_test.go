@@ -1,7 +1,7 @@
 package gitstore
 
 // FastDeflaterForTest exposes the pack encoder to the external test
-// package, whose benchmarks use internal/benchdata (which imports
+// package, whose benchmarks use internal/testkit/benchdata (which imports
 // gitstore).
 type FastDeflaterForTest struct{ e fastDeflater }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/git-lossless/git-lossless/seal"
 )
 
-// sourceText is a small stand-in for internal/benchdata (which imports
+// sourceText is a small stand-in for internal/testkit/benchdata (which imports
 // this package): distinct, source-like text of 1 to 8 KiB.
 func sourceText(i int) []byte {
 	var b strings.Builder

@@ -16,7 +16,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/internal/benchdata"
+	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 	"github.com/git-lossless/git-lossless/secrets"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/hooks/claudetest"
+	"github.com/git-lossless/git-lossless/internal/testkit/claudetest"
 )
 
 // buildBinary builds git-lossless once per test binary.

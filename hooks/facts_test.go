@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"filippo.io/age"
+
+	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 )
 
 // TestFactsSampleSession reads the facts of the real 2.1.328 session
@@ -133,7 +135,7 @@ func (x *factsTranscript) call(id, tool string, input map[string]any, result str
 func (x *factsTranscript) read(id, path, content string) {
 	n := strings.Count(content, "\n") + 1
 	x.line("assistant", map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "Read", "input": map[string]any{"file_path": path}}}}, nil)
-	x.line("user", map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": numbered(strings.Split(content, "\n"), 1)}}},
+	x.line("user", map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": transcriptgen.Numbered(strings.Split(content, "\n"), 1)}}},
 		map[string]any{"toolUseResult": map[string]any{"type": "text", "file": map[string]any{"filePath": path, "content": content, "numLines": n, "startLine": 1, "totalLines": n}}})
 }
 
@@ -269,7 +271,7 @@ func TestFactsManifestBudgetThroughSessionStart(t *testing.T) {
 	repo := swGitInit(t)
 	session := "facts-big"
 	var main bytes.Buffer
-	if err := GenerateTranscriptWith(&main, TranscriptGenOptions{Seed: 7, TargetBytes: 2 << 20, Root: repo, SessionID: session, Files: 400}); err != nil {
+	if err := transcriptgen.GenerateWith(&main, transcriptgen.Options{Seed: 7, TargetBytes: 2 << 20, Root: repo, SessionID: session, Files: 400}); err != nil {
 		t.Fatal(err)
 	}
 	x := newFactsTranscript(t, session, repo)

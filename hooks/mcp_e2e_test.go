@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/hooks"
-	"github.com/git-lossless/git-lossless/hooks/claudetest"
+	"github.com/git-lossless/git-lossless/internal/testkit/claudetest"
 )
 
 // TestMCPToolsAfterCompactRealClaudeCode: the real Claude Code CLI with

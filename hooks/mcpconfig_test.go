@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/hooks"
-	"github.com/git-lossless/git-lossless/hooks/claudetest"
+	"github.com/git-lossless/git-lossless/internal/testkit/claudetest"
 )
 
 const mcpBin = "/opt/lossless/bin/git-lossless"

@@ -13,8 +13,8 @@ import (
 	"filippo.io/age"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/hooks/claudetest"
 	"github.com/git-lossless/git-lossless/internal/testkit"
+	"github.com/git-lossless/git-lossless/internal/testkit/claudetest"
 )
 
 // TestClaudeCodeSecretsNeverArchived drives the real Claude Code CLI: the

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -542,7 +543,7 @@ func TestSweepLargeInChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := GenerateTranscriptWith(f, TranscriptGenOptions{Seed: 3, TargetBytes: 2 << 20, Root: repo, SessionID: "gen-1"}); err != nil {
+	if err := transcriptgen.GenerateWith(f, transcriptgen.Options{Seed: 3, TargetBytes: 2 << 20, Root: repo, SessionID: "gen-1"}); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -585,7 +586,7 @@ func swBenchTranscript(b *testing.B, dir, repo string, size int) string {
 	b.Helper()
 	const root = "/lossless-bench-root"
 	var buf bytes.Buffer
-	if err := GenerateTranscriptWith(&buf, TranscriptGenOptions{Seed: 1, TargetBytes: size, Root: root, SessionID: "bench-session"}); err != nil {
+	if err := transcriptgen.GenerateWith(&buf, transcriptgen.Options{Seed: 1, TargetBytes: size, Root: root, SessionID: "bench-session"}); err != nil {
 		b.Fatal(err)
 	}
 	path := filepath.Join(dir, "bench-session.jsonl")
@@ -640,13 +641,13 @@ func BenchmarkResweepNoop(b *testing.B) {
 		b.Fatalf("%v %s", err, out)
 	}
 	path := filepath.Join(dir, "bench-session.jsonl")
-	sub := filepath.Join(dir, "bench-session", "subagents", "agent-"+GeneratedSubagentID(1)+".jsonl")
+	sub := filepath.Join(dir, "bench-session", "subagents", "agent-"+transcriptgen.SubagentID(1)+".jsonl")
 	if err := os.MkdirAll(filepath.Dir(sub), 0o755); err != nil {
 		b.Fatal(err)
 	}
 	f, _ := os.Create(path)
 	sf, _ := os.Create(sub)
-	if err := GenerateTranscriptWith(f, TranscriptGenOptions{Seed: 1, TargetBytes: 14 << 20, Root: repo, SessionID: "bench-session", Subagent: sf}); err != nil {
+	if err := transcriptgen.GenerateWith(f, transcriptgen.Options{Seed: 1, TargetBytes: 14 << 20, Root: repo, SessionID: "bench-session", Subagent: sf}); err != nil {
 		b.Fatal(err)
 	}
 	f.Close()

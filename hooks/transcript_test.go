@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 )
 
 const (
@@ -587,10 +589,10 @@ func TestTranscriptSkipsUnknownAndBigTypesCheaply(t *testing.T) {
 
 func TestTranscriptGenerator(t *testing.T) {
 	var a, b, sub bytes.Buffer
-	if err := GenerateTranscript(&a, 7, 3<<20); err != nil {
+	if err := transcriptgen.Generate(&a, 7, 3<<20); err != nil {
 		t.Fatal(err)
 	}
-	if err := GenerateTranscript(&b, 7, 3<<20); err != nil {
+	if err := transcriptgen.Generate(&b, 7, 3<<20); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
@@ -621,7 +623,7 @@ func TestTranscriptGenerator(t *testing.T) {
 		t.Errorf("%d compactions", n)
 	}
 	ops := map[string]int{}
-	agent := GeneratedSubagentID(7)
+	agent := transcriptgen.SubagentID(7)
 	for _, fs := range trItems[*FileSeen](lines) {
 		k := fs.Op
 		if fs.Agent != "" {
@@ -648,7 +650,7 @@ func TestTranscriptGenerator(t *testing.T) {
 	}
 	// The subagent's lines can go to their own transcript.
 	a.Reset()
-	if err := GenerateTranscriptWith(&a, TranscriptGenOptions{Seed: 7, TargetBytes: 1 << 20, Subagent: &sub, Root: "/w"}); err != nil {
+	if err := transcriptgen.GenerateWith(&a, transcriptgen.Options{Seed: 7, TargetBytes: 1 << 20, Subagent: &sub, Root: "/w"}); err != nil {
 		t.Fatal(err)
 	}
 	sl, _ := trParseAll(t, bytes.NewReader(sub.Bytes()))
@@ -675,7 +677,7 @@ func TestTranscriptGenerator(t *testing.T) {
 
 func BenchmarkTranscriptParse14MB(b *testing.B) {
 	var buf bytes.Buffer
-	if err := GenerateTranscript(&buf, 1, 14<<20); err != nil {
+	if err := transcriptgen.Generate(&buf, 1, 14<<20); err != nil {
 		b.Fatal(err)
 	}
 	data := buf.Bytes()

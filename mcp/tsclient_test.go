@@ -570,7 +570,7 @@ func buildGitLossless(bin string) error {
 
 // ensureTSSDK returns a directory whose node_modules holds the SDK at
 // version: os.UserCacheDir()/git-lossless/npm/mcp-sdk-<version>, installed
-// with npm on first use (as hooks/claudetest installs Claude Code: test
+// with npm on first use (as internal/testkit/claudetest installs Claude Code: test
 // processes running at once serialise on a lock file, and a finished
 // install appears by rename). cold says it was installed now. Without npm,
 // or when the install fails, the test is skipped, except under CI=true

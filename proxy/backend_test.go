@@ -12,29 +12,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-lossless/git-lossless/proxy/stub"
+	"github.com/git-lossless/git-lossless/internal/testkit/stubbackend"
 )
 
 // Each backend: which window is used and how tokens are counted.
 func TestWindowAndCountSource(t *testing.T) {
 	cases := []struct {
 		name       string
-		stub       *stub.Server
+		stub       *stubbackend.Server
 		window     int // configured
 		wantWindow int
 		wantSrc    string // window source
 		wantCount  string // count source with usage off
 		probe      string // a route the proxy must have called
 	}{
-		{"llama.cpp", &stub.Server{Kind: stub.LlamaCpp, Window: 8192}, 0, 8192, "llama.cpp /props", sourceExact, "/tokenize"},
-		{"vLLM", &stub.Server{Kind: stub.VLLM, Window: 16384}, 0, 16384, "vLLM /v1/models", sourceExact, "/tokenize"},
-		{"ollama loaded", &stub.Server{Kind: stub.Ollama, Window: 8192, OllamaLoaded: true}, 0, 8192, "ollama /api/ps", sourceEstimate, "/api/ps"},
-		{"ollama num_ctx", &stub.Server{Kind: stub.Ollama, Window: 8192, OllamaNumCtx: 12288}, 0, 12288, "ollama /api/show num_ctx", sourceEstimate, "/api/show"},
-		{"ollama default", &stub.Server{Kind: stub.Ollama, Window: 8192}, 0, 4096, "ollama default", sourceEstimate, "/api/show"},
-		{"ollama default does not lower a configured window", &stub.Server{Kind: stub.Ollama, Window: 8192}, 16384, 16384, "configured", sourceEstimate, "/api/show"},
-		{"generic configured", &stub.Server{Kind: stub.OpenAI}, 16384, 16384, "configured", sourceEstimate, ""},
-		{"reported lowers configured", &stub.Server{Kind: stub.VLLM, Window: 8192}, 32768, 8192, "vLLM /v1/models", sourceExact, ""},
-		{"reported never raises configured", &stub.Server{Kind: stub.VLLM, Window: 32768}, 8192, 8192, "configured", sourceExact, ""},
+		{"llama.cpp", &stubbackend.Server{Kind: stubbackend.LlamaCpp, Window: 8192}, 0, 8192, "llama.cpp /props", sourceExact, "/tokenize"},
+		{"vLLM", &stubbackend.Server{Kind: stubbackend.VLLM, Window: 16384}, 0, 16384, "vLLM /v1/models", sourceExact, "/tokenize"},
+		{"ollama loaded", &stubbackend.Server{Kind: stubbackend.Ollama, Window: 8192, OllamaLoaded: true}, 0, 8192, "ollama /api/ps", sourceEstimate, "/api/ps"},
+		{"ollama num_ctx", &stubbackend.Server{Kind: stubbackend.Ollama, Window: 8192, OllamaNumCtx: 12288}, 0, 12288, "ollama /api/show num_ctx", sourceEstimate, "/api/show"},
+		{"ollama default", &stubbackend.Server{Kind: stubbackend.Ollama, Window: 8192}, 0, 4096, "ollama default", sourceEstimate, "/api/show"},
+		{"ollama default does not lower a configured window", &stubbackend.Server{Kind: stubbackend.Ollama, Window: 8192}, 16384, 16384, "configured", sourceEstimate, "/api/show"},
+		{"generic configured", &stubbackend.Server{Kind: stubbackend.OpenAI}, 16384, 16384, "configured", sourceEstimate, ""},
+		{"reported lowers configured", &stubbackend.Server{Kind: stubbackend.VLLM, Window: 8192}, 32768, 8192, "vLLM /v1/models", sourceExact, ""},
+		{"reported never raises configured", &stubbackend.Server{Kind: stubbackend.VLLM, Window: 32768}, 8192, 8192, "configured", sourceExact, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,8 +42,8 @@ func TestWindowAndCountSource(t *testing.T) {
 			st.NoUsage = true
 			s := newStack(t, st, func(c *Config) { c.Window = tc.window })
 			// About 60% of the window: big enough to be counted exactly.
-			c := stub.NewConversation("stub-model", "sys")
-			c.User(stub.Code(1, tc.wantWindow*4*6/10))
+			c := stubbackend.NewConversation("stub-model", "sys")
+			c.User(stubbackend.Code(1, tc.wantWindow*4*6/10))
 			if code, b := s.post("/v1/chat/completions", c.Body(false)); code != 200 {
 				t.Fatalf("HTTP %d %s", code, b)
 			}
@@ -69,10 +69,10 @@ func TestWindowAndCountSource(t *testing.T) {
 
 // The estimate calibrates itself from reported usage.
 func TestCalibrationFromUsage(t *testing.T) {
-	s := newStack(t, &stub.Server{Kind: stub.OpenAI}, func(c *Config) { c.Window = 32768 })
-	c := stub.NewConversation("stub-model", "sys")
+	s := newStack(t, &stubbackend.Server{Kind: stubbackend.OpenAI}, func(c *Config) { c.Window = 32768 })
+	c := stubbackend.NewConversation("stub-model", "sys")
 	for i := 1; i <= 3; i++ {
-		c.User(stub.DemoTurn(i))
+		c.User(stubbackend.DemoTurn(i))
 		s.post("/v1/chat/completions", c.Body(false))
 		c.Assistant("ok")
 	}
@@ -85,7 +85,7 @@ func TestCalibrationFromUsage(t *testing.T) {
 	body := c.Body(false)
 	req := parseRequest(body, openAI)
 	est := ms.estimate(req.totalChars(), 1)
-	truth := stub.Tokens(stub.Template("", messagesOf(t, body)))
+	truth := stubbackend.Tokens(stubbackend.Template("", messagesOf(t, body)))
 	if d := float64(est-truth) / float64(truth); d < -0.05 || d > 0.08 {
 		t.Fatalf("calibrated estimate %d vs %d (ratio %.3f)", est, truth, ratio)
 	}
@@ -98,17 +98,17 @@ func TestCalibrationFromUsage(t *testing.T) {
 // Ollama cuts the front of an over-long prompt without an error; the
 // proxy notices from the usage, lowers the window, and compacts next time.
 func TestOllamaSilentTruncation(t *testing.T) {
-	st := &stub.Server{Kind: stub.Ollama, Window: 4096} // runtime window; not loaded, no num_ctx
+	st := &stubbackend.Server{Kind: stubbackend.Ollama, Window: 4096} // runtime window; not loaded, no num_ctx
 	s := newStack(t, st, func(c *Config) { c.Window = 16384 })
-	c := stub.NewConversation("stub-model", "sys")
+	c := stubbackend.NewConversation("stub-model", "sys")
 	for i := 1; i <= 3; i++ {
-		c.User(fmt.Sprintf("question %d about this code:\n%s", i, stub.Code(uint64(i), 2500)))
+		c.User(fmt.Sprintf("question %d about this code:\n%s", i, stubbackend.Code(uint64(i), 2500)))
 		if code, _ := s.post("/v1/chat/completions", c.Body(false)); code != 200 {
 			t.Fatal(code)
 		}
 		c.Assistant("short answer")
 	}
-	c.User(stub.Code(7, 36000)) // about 10,000 tokens with the history: over 4,096, under 16,384
+	c.User(stubbackend.Code(7, 36000)) // about 10,000 tokens with the history: over 4,096, under 16,384
 	if code, _ := s.post("/v1/chat/completions", c.Body(false)); code != 200 {
 		t.Fatal(code)
 	}
@@ -145,9 +145,9 @@ func TestOllamaSilentTruncation(t *testing.T) {
 // A backend that reports no window: the first overflow error teaches it,
 // and the request is compacted and retried once.
 func TestOverflowErrorRetry(t *testing.T) {
-	for _, kind := range []string{stub.OpenAI, stub.VLLM, stub.LlamaCpp} {
+	for _, kind := range []string{stubbackend.OpenAI, stubbackend.VLLM, stubbackend.LlamaCpp} {
 		t.Run(kind, func(t *testing.T) {
-			st := &stub.Server{Kind: kind, Window: 8192}
+			st := &stubbackend.Server{Kind: kind, Window: 8192}
 			s := newStack(t, st, func(c *Config) { c.Backend = "openai" }) // no detection, no exact count
 			code, b := s.post("/v1/chat/completions", overBudget(10))
 			if code != 200 {
@@ -195,13 +195,13 @@ func TestParseOverflow(t *testing.T) {
 // Streamed answers reach the client byte for byte, and usage is learned
 // from the stream.
 func TestStreamByteEquality(t *testing.T) {
-	for _, kind := range []string{stub.LlamaCpp, stub.VLLM, stub.Anthropic} {
+	for _, kind := range []string{stubbackend.LlamaCpp, stubbackend.VLLM, stubbackend.Anthropic} {
 		t.Run(kind, func(t *testing.T) {
-			st := &stub.Server{Kind: kind, Window: 8192}
+			st := &stubbackend.Server{Kind: kind, Window: 8192}
 			s := newStack(t, st, nil)
 			path := "/v1/chat/completions"
 			body := []byte(`{"model":"stub-model","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hello there, stream me something"}]}`)
-			if kind == stub.Anthropic {
+			if kind == stubbackend.Anthropic {
 				path = "/v1/messages"
 				body = []byte(`{"model":"stub-model","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hello there, stream me something"}]}`)
 			}
@@ -309,12 +309,12 @@ func TestPassthrough(t *testing.T) {
 // The Anthropic route: tool_use / tool_result pairs stay together,
 // turns alternate, the system field is untouched.
 func TestAnthropicRoute(t *testing.T) {
-	st := &stub.Server{Kind: stub.Anthropic, Window: 16384}
+	st := &stubbackend.Server{Kind: stubbackend.Anthropic, Window: 16384}
 	s := newStack(t, st, func(c *Config) { c.Window = 16384 })
 	system := `[{"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}}]`
 	var msgs []any
 	msgs = append(msgs, map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "Refactor the writer. Remember this: keep the format."}}})
-	for i, step := range stub.AgentScript(30, 5) {
+	for i, step := range stubbackend.AgentScript(30, 5) {
 		id := fmt.Sprintf("toolu_%02d", i)
 		msgs = append(msgs,
 			map[string]any{"role": "assistant", "content": []any{
@@ -391,9 +391,9 @@ func TestAnthropicRoute(t *testing.T) {
 // taken for truncations; a window inferred from a truncation is dropped
 // when the backend later reads more than it.
 func TestNoFalseTruncation(t *testing.T) {
-	s := newStack(t, &stub.Server{Kind: stub.OpenAI}, func(c *Config) { c.Window = 32768 })
+	s := newStack(t, &stubbackend.Server{Kind: stubbackend.OpenAI}, func(c *Config) { c.Window = 32768 })
 	for i := 0; i < 30; i++ {
-		c := stub.NewConversation("stub-model", "sys")
+		c := stubbackend.NewConversation("stub-model", "sys")
 		c.User(fmt.Sprintf("hi %d", i))
 		if code, _ := s.post("/v1/chat/completions", c.Body(false)); code != 200 {
 			t.Fatal(code)
@@ -401,9 +401,9 @@ func TestNoFalseTruncation(t *testing.T) {
 	}
 	// Big requests of mixed density.
 	for i := 0; i < 6; i++ {
-		c := stub.NewConversation("stub-model", "sys")
+		c := stubbackend.NewConversation("stub-model", "sys")
 		if i%2 == 0 {
-			c.User(stub.Code(uint64(i), 20000))
+			c.User(stubbackend.Code(uint64(i), 20000))
 		} else {
 			c.User(strings.Repeat("plain english words in a row, ", 700))
 		}
@@ -445,22 +445,22 @@ func TestNoFalseTruncation(t *testing.T) {
 func TestProbesCarryCredentials(t *testing.T) {
 	cases := []struct {
 		name      string
-		stub      *stub.Server
+		stub      *stubbackend.Server
 		wantSrc   string
 		wantCount string
 		routes    []string // routes the proxy must have called with the key
 	}{
-		{"llama.cpp", &stub.Server{Kind: stub.LlamaCpp, Window: 8192}, "llama.cpp /props", sourceExact, []string{"/props", "/apply-template", "/tokenize"}},
-		{"vLLM", &stub.Server{Kind: stub.VLLM, Window: 8192}, "vLLM /v1/models", sourceExact, []string{"/v1/models", "/tokenize"}},
-		{"ollama", &stub.Server{Kind: stub.Ollama, Window: 8192, OllamaNumCtx: 8192}, "ollama /api/show num_ctx", sourceEstimate, []string{"/api/version", "/api/ps", "/api/show"}},
+		{"llama.cpp", &stubbackend.Server{Kind: stubbackend.LlamaCpp, Window: 8192}, "llama.cpp /props", sourceExact, []string{"/props", "/apply-template", "/tokenize"}},
+		{"vLLM", &stubbackend.Server{Kind: stubbackend.VLLM, Window: 8192}, "vLLM /v1/models", sourceExact, []string{"/v1/models", "/tokenize"}},
+		{"ollama", &stubbackend.Server{Kind: stubbackend.Ollama, Window: 8192, OllamaNumCtx: 8192}, "ollama /api/show num_ctx", sourceEstimate, []string{"/api/version", "/api/ps", "/api/show"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.stub
 			st.Auth, st.NoUsage = "sk-gateway-key", true
 			s := newStack(t, st, nil)
-			c := stub.NewConversation("stub-model", "sys")
-			c.User(stub.Code(1, 8192*4*6/10))
+			c := stubbackend.NewConversation("stub-model", "sys")
+			c.User(stubbackend.Code(1, 8192*4*6/10))
 			if code, b := s.post("/v1/chat/completions", c.Body(false), "Authorization", "Bearer sk-gateway-key"); code != 200 {
 				t.Fatalf("HTTP %d %s", code, b)
 			}
@@ -490,10 +490,10 @@ func TestProbesCarryCredentials(t *testing.T) {
 // already given up (its context is cancelled) does not leave a wrong
 // backend kind or an unknown window cached for everyone after it.
 func TestDetectionSurvivesCancelledRequest(t *testing.T) {
-	s := newStack(t, &stub.Server{Kind: stub.LlamaCpp, Window: 8192}, nil)
+	s := newStack(t, &stubbackend.Server{Kind: stubbackend.LlamaCpp, Window: 8192}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	c := stub.NewConversation("stub-model", "sys")
+	c := stubbackend.NewConversation("stub-model", "sys")
 	c.User("hello")
 	req := httptest.NewRequest("POST", "http://127.0.0.1:8786/v1/chat/completions", bytes.NewReader(c.Body(false))).WithContext(ctx)
 	s.p.ServeHTTP(httptest.NewRecorder(), req)
@@ -521,10 +521,10 @@ func TestOllamaTruncationBeforeCalibration(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &stub.Server{Kind: stub.Ollama, Window: 4096} // not loaded, no num_ctx: runtime default
+			st := &stubbackend.Server{Kind: stubbackend.Ollama, Window: 4096} // not loaded, no num_ctx: runtime default
 			s := newStack(t, st, func(c *Config) { c.Window = 16384 })
-			c := stub.NewConversation("stub-model", "sys")
-			c.User(stub.Code(1, tc.bytes))
+			c := stubbackend.NewConversation("stub-model", "sys")
+			c.User(stubbackend.Code(1, tc.bytes))
 			if code, _ := s.post("/v1/chat/completions", c.Body(false)); code != 200 {
 				t.Fatal(code)
 			}
@@ -545,7 +545,7 @@ func TestOllamaTruncationBeforeCalibration(t *testing.T) {
 			// calibrate the estimate to the stub's 4 bytes a token.
 			for i := 0; i < 3; i++ {
 				c.Assistant("ok")
-				c.User(fmt.Sprintf("and this one?\n%s", stub.Code(uint64(i+2), 4000)))
+				c.User(fmt.Sprintf("and this one?\n%s", stubbackend.Code(uint64(i+2), 4000)))
 				if code, _ := s.post("/v1/chat/completions", c.Body(false)); code != 200 {
 					t.Fatal(code)
 				}

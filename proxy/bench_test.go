@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/git-lossless/git-lossless/proxy/stub"
+	"github.com/git-lossless/git-lossless/internal/testkit/stubbackend"
 )
 
 // BenchmarkForwardInProcess measures the proxy's own work for a request
@@ -27,8 +27,8 @@ func BenchmarkForwardInProcess(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := stub.NewConversation("m", "You are a coding agent.")
-	for _, st := range stub.AgentScript(30, 1) {
+	c := stubbackend.NewConversation("m", "You are a coding agent.")
+	for _, st := range stubbackend.AgentScript(30, 1) {
 		c.ToolCall(st.CallID, "read_file", `{}`, st.Result)
 	}
 	body := c.Body(false)
@@ -48,7 +48,7 @@ func BenchmarkForwardInProcess(b *testing.B) {
 // BenchmarkCompactReuse measures a compaction served from the memo: the
 // common compacting request of a long session.
 func BenchmarkCompactReuse(b *testing.B) {
-	st := &stub.Server{Kind: stub.OpenAI}
+	st := &stubbackend.Server{Kind: stubbackend.OpenAI}
 	up, _ := st.Start()
 	defer st.Close()
 	cfg := DefaultConfig()
@@ -57,8 +57,8 @@ func BenchmarkCompactReuse(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := stub.NewConversation("m", "You are a coding agent.")
-	steps := stub.AgentScript(60, 1)
+	c := stubbackend.NewConversation("m", "You are a coding agent.")
+	steps := stubbackend.AgentScript(60, 1)
 	var body []byte
 	for _, s := range steps[:40] {
 		c.ToolCall(s.CallID, "read_file", `{}`, s.Result)

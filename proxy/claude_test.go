@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/hooks/claudetest"
-	"github.com/git-lossless/git-lossless/proxy/stub"
+	"github.com/git-lossless/git-lossless/internal/testkit/claudetest"
+	"github.com/git-lossless/git-lossless/internal/testkit/stubbackend"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -35,7 +35,7 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	var steps []claudetest.Step
 	for i := 1; i <= 6; i++ {
 		path := filepath.Join(work, fmt.Sprintf("module%d.go", i))
-		if err := os.WriteFile(path, []byte(stub.Code(uint64(i), 40000)), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(stubbackend.Code(uint64(i), 40000)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		steps = append(steps, claudetest.Call("Read", map[string]any{"file_path": path}))

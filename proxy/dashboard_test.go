@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-lossless/git-lossless/proxy/stub"
+	"github.com/git-lossless/git-lossless/internal/testkit/stubbackend"
 )
 
 // ScreenshotEnv names a file the dashboard test saves its screenshot to
@@ -81,7 +81,7 @@ var (
 // the test keeps a screenshot of it.
 func TestDashboardInChromium(t *testing.T) {
 	bin := chromiumPath(t)
-	st := &stub.Server{Kind: stub.LlamaCpp, Window: 8192}
+	st := &stubbackend.Server{Kind: stubbackend.LlamaCpp, Window: 8192}
 	up, err := st.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -106,9 +106,9 @@ func TestDashboardInChromium(t *testing.T) {
 	base := "http://" + srv.Addr
 
 	// The demo's session: compactions from turn 7 on.
-	c := stub.NewConversation("stub-model", "You are a careful code reviewer.")
+	c := stubbackend.NewConversation("stub-model", "You are a careful code reviewer.")
 	for i := 1; i <= 10; i++ {
-		c.User(stub.DemoTurn(i))
+		c.User(stubbackend.DemoTurn(i))
 		resp, err := http.Post(base+"/v1/chat/completions", "application/json", bytes.NewReader(c.Body(false)))
 		if err != nil {
 			t.Fatal(err)

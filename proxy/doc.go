@@ -53,6 +53,7 @@
 // Proxy.Idle waits for the requests in flight, Server.Wait for a stopped
 // proxy to finish; read Stats, Usage or the savings log after them.
 //
-// Package proxy/stub has scripted backends (llama.cpp, vLLM, Ollama,
-// generic OpenAI, Anthropic) for tests, the demo and the benchmark.
+// Package internal/testkit/stubbackend has scripted backends (llama.cpp,
+// vLLM, Ollama, generic OpenAI, Anthropic) for tests, the demo and the
+// benchmark.
 package proxy

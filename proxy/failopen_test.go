@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/proxy/stub"
+	"github.com/git-lossless/git-lossless/internal/testkit/stubbackend"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -23,9 +23,9 @@ import (
 func overBudget(turns int) []byte { return overBudgetBody(turns, false) }
 
 func overBudgetBody(turns int, stream bool) []byte {
-	c := stub.NewConversation("stub-model", "sys")
+	c := stubbackend.NewConversation("stub-model", "sys")
 	for i := 1; i <= turns; i++ {
-		c.User(stub.DemoTurn(i))
+		c.User(stubbackend.DemoTurn(i))
 		c.Assistant("ok")
 	}
 	c.User("go on")
@@ -38,7 +38,7 @@ func anthropicOverBudget(turns int, stream bool) []byte {
 	var msgs []any
 	for i := 1; i <= turns; i++ {
 		msgs = append(msgs,
-			map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": stub.DemoTurn(i)}}},
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": stubbackend.DemoTurn(i)}}},
 			map[string]any{"role": "assistant", "content": "ok"})
 	}
 	msgs = append(msgs, map[string]any{"role": "user", "content": "go on"})
@@ -51,11 +51,11 @@ func anthropicOverBudget(turns int, stream bool) []byte {
 
 // awaitSummaries waits until the stub has recorded n summary calls (a
 // call the proxy gave up on is recorded when the stub answers it).
-func awaitSummaries(t *testing.T, st *stub.Server, n int) {
+func awaitSummaries(t *testing.T, st *stubbackend.Server, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := st.Await(ctx, func(rs []*stub.Request) bool {
+	err := st.Await(ctx, func(rs []*stubbackend.Request) bool {
 		k := 0
 		for _, r := range rs {
 			if r.Summary {
@@ -101,33 +101,33 @@ func TestFailOpen(t *testing.T) {
 		reason string
 		kind   string // stub kind (default llama.cpp)
 		path   string // default /v1/chat/completions
-		stub   func(*stub.Server)
+		stub   func(*stubbackend.Server)
 		cfg    func(*Config)
 		body   []byte
 		calls  int // summary calls expected
 	}{
-		{name: "summary error", reason: "summary-error", stub: func(s *stub.Server) { s.SummaryStatus = 500 }, calls: 2},
-		{name: "summary error, streamed", reason: "summary-error", stub: func(s *stub.Server) { s.SummaryStatus = 500 }, calls: 2, body: overBudgetBody(9, true)},
-		{name: "summary error, anthropic", reason: "summary-error", kind: stub.Anthropic, path: "/v1/messages",
-			stub: func(s *stub.Server) { s.SummaryStatus = 500 }, calls: 2, body: anthropicOverBudget(9, false)},
-		{name: "summary too short, anthropic streamed", reason: "summary-short", kind: stub.Anthropic, path: "/v1/messages",
-			stub: func(s *stub.Server) { s.Summary = func(*stub.Request, string) string { return "Fine." } }, calls: 2, body: anthropicOverBudget(9, true)},
-		{name: "summary empty", reason: "summary-empty", stub: func(s *stub.Server) {
-			s.Summary = func(*stub.Request, string) string { return "  " }
+		{name: "summary error", reason: "summary-error", stub: func(s *stubbackend.Server) { s.SummaryStatus = 500 }, calls: 2},
+		{name: "summary error, streamed", reason: "summary-error", stub: func(s *stubbackend.Server) { s.SummaryStatus = 500 }, calls: 2, body: overBudgetBody(9, true)},
+		{name: "summary error, anthropic", reason: "summary-error", kind: stubbackend.Anthropic, path: "/v1/messages",
+			stub: func(s *stubbackend.Server) { s.SummaryStatus = 500 }, calls: 2, body: anthropicOverBudget(9, false)},
+		{name: "summary too short, anthropic streamed", reason: "summary-short", kind: stubbackend.Anthropic, path: "/v1/messages",
+			stub: func(s *stubbackend.Server) { s.Summary = func(*stubbackend.Request, string) string { return "Fine." } }, calls: 2, body: anthropicOverBudget(9, true)},
+		{name: "summary empty", reason: "summary-empty", stub: func(s *stubbackend.Server) {
+			s.Summary = func(*stubbackend.Request, string) string { return "  " }
 		}, calls: 2},
-		{name: "summary only reasoning", reason: "summary-empty", stub: func(s *stub.Server) {
-			s.Summary = func(*stub.Request, string) string { return "<think>long thoughts about the transcript</think>" }
+		{name: "summary only reasoning", reason: "summary-empty", stub: func(s *stubbackend.Server) {
+			s.Summary = func(*stubbackend.Request, string) string { return "<think>long thoughts about the transcript</think>" }
 		}, calls: 2},
-		{name: "summary too short", reason: "summary-short", stub: func(s *stub.Server) {
-			s.Summary = func(*stub.Request, string) string { return "Fine." }
+		{name: "summary too short", reason: "summary-short", stub: func(s *stubbackend.Server) {
+			s.Summary = func(*stubbackend.Request, string) string { return "Fine." }
 		}, calls: 2},
-		{name: "summary timeout", reason: "summary-timeout", stub: func(s *stub.Server) { s.SummaryDelay = 300 * time.Millisecond },
+		{name: "summary timeout", reason: "summary-timeout", stub: func(s *stubbackend.Server) { s.SummaryDelay = 300 * time.Millisecond },
 			cfg: func(c *Config) { c.SummaryTimeout = 50 * time.Millisecond }, calls: 1},
 		{name: "span write", reason: "span-write", cfg: func(c *Config) { c.Archive = &MemoryArchive{Fail: errors.New("disk full")} }, calls: 1},
-		{name: "span write, anthropic streamed", reason: "span-write", kind: stub.Anthropic, path: "/v1/messages",
+		{name: "span write, anthropic streamed", reason: "span-write", kind: stubbackend.Anthropic, path: "/v1/messages",
 			cfg: func(c *Config) { c.Archive = &MemoryArchive{Fail: errors.New("disk full")} }, calls: 2, body: anthropicOverBudget(9, true)}, // chunked
 		{name: "system messages alone too large", reason: "too-large", body: func() []byte {
-			c := stub.NewConversation("stub-model", "rules:\n"+stub.Code(5, 40000))
+			c := stubbackend.NewConversation("stub-model", "rules:\n"+stubbackend.Code(5, 40000))
 			c.User("hi")
 			return c.Body(false)
 		}()},
@@ -138,13 +138,13 @@ func TestFailOpen(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kind := tc.kind
 			if kind == "" {
-				kind = stub.LlamaCpp
+				kind = stubbackend.LlamaCpp
 			}
 			path := tc.path
 			if path == "" {
 				path = "/v1/chat/completions"
 			}
-			st := &stub.Server{Kind: kind, Window: 0} // accepts anything
+			st := &stubbackend.Server{Kind: kind, Window: 0} // accepts anything
 			if tc.stub != nil {
 				tc.stub(st)
 			}
@@ -215,7 +215,7 @@ func TestFailOpenOnPanic(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStack(t, &stub.Server{Kind: stub.LlamaCpp}, func(c *Config) { c.Window = 8192 })
+			s := newStack(t, &stubbackend.Server{Kind: stubbackend.LlamaCpp}, func(c *Config) { c.Window = 8192 })
 			tc.set(&s.p.hooks)
 			body := overBudget(9)
 			code, resp := s.post("/v1/chat/completions", body)
@@ -244,17 +244,17 @@ func TestFailOpenOnPanic(t *testing.T) {
 func TestFailOpenOnOverflowRetry(t *testing.T) {
 	cases := []struct {
 		name   string
-		stub   func(*stub.Server)
+		stub   func(*stubbackend.Server)
 		hooks  func(*hooks)
 		reason string
 		calls  int
 	}{
-		{"summary error", func(s *stub.Server) { s.SummaryStatus = 500 }, nil, "summary-error", 2},
+		{"summary error", func(s *stubbackend.Server) { s.SummaryStatus = 500 }, nil, "summary-error", 2},
 		{"panic", nil, func(h *hooks) { h.compact = func() { panic("boom") } }, "internal", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &stub.Server{Kind: stub.OpenAI, Window: 8192}
+			st := &stubbackend.Server{Kind: stubbackend.OpenAI, Window: 8192}
 			if tc.stub != nil {
 				tc.stub(st)
 			}
@@ -309,7 +309,7 @@ func TestFailOpenSpanWriteGitStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "lossless", "proxy", LogFile)
-	s := newStack(t, &stub.Server{Kind: stub.LlamaCpp}, func(c *Config) {
+	s := newStack(t, &stubbackend.Server{Kind: stubbackend.LlamaCpp}, func(c *Config) {
 		c.Archive, c.Store, c.Writer, c.LogPath, c.Window = nil, store, "proxy-test", logPath, 8192
 	})
 	body := overBudget(9)
@@ -386,7 +386,7 @@ func TestLargeErrorBodyRelayedWhole(t *testing.T) {
 
 // Hostile bodies pass through untouched and never break the proxy.
 func TestHostileBodies(t *testing.T) {
-	s := newStack(t, &stub.Server{Kind: stub.OpenAI}, func(c *Config) { c.Window = 8192 })
+	s := newStack(t, &stubbackend.Server{Kind: stubbackend.OpenAI}, func(c *Config) { c.Window = 8192 })
 	big := make([]byte, 0, 50<<20+100)
 	big = append(big, `{"model":"m","messages":[{"role":"user","content":"`...)
 	big = append(big, bytes.Repeat([]byte("all work and no play "), (50<<20)/21)...)
@@ -429,7 +429,7 @@ func TestHostileBodies(t *testing.T) {
 }
 
 func TestUpstreamDown(t *testing.T) {
-	s := newStack(t, &stub.Server{Kind: stub.OpenAI}, func(c *Config) { c.Window = 8192 })
+	s := newStack(t, &stubbackend.Server{Kind: stubbackend.OpenAI}, func(c *Config) { c.Window = 8192 })
 	s.st.Close()
 	code, body := s.post("/v1/chat/completions", []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	if code != http.StatusBadGateway || !bytes.Contains(body, []byte("unreachable")) {

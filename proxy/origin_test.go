@@ -14,14 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-lossless/git-lossless/proxy/stub"
+	"github.com/git-lossless/git-lossless/internal/testkit/stubbackend"
 )
 
 // guarded is a proxy on a real 127.0.0.1 listener (as `git lossless
 // proxy` runs it) in front of a stub backend, with an in-memory archive.
 type guarded struct {
 	t    *testing.T
-	st   *stub.Server
+	st   *stubbackend.Server
 	arch *MemoryArchive
 	srv  *Server
 	base string // http://127.0.0.1:PORT
@@ -31,7 +31,7 @@ type guarded struct {
 
 func startGuarded(t *testing.T, mut func(*Config)) *guarded {
 	t.Helper()
-	st := &stub.Server{Kind: stub.LlamaCpp, Window: 8192}
+	st := &stubbackend.Server{Kind: stubbackend.LlamaCpp, Window: 8192}
 	up, err := st.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -123,12 +123,12 @@ func (g *guarded) untouched(what string) {
 // proxy compacts it, archiving spans and asking the backend for a
 // summary.
 func longChat(model string) []byte {
-	c := stub.NewConversation(model, "You are a careful code reviewer.")
+	c := stubbackend.NewConversation(model, "You are a careful code reviewer.")
 	for i := 1; i <= 10; i++ {
-		c.User(stub.DemoTurn(i))
+		c.User(stubbackend.DemoTurn(i))
 		c.Assistant(fmt.Sprintf("Reviewed module %d.", i))
 	}
-	c.User(stub.DemoTurn(11))
+	c.User(stubbackend.DemoTurn(11))
 	return c.Body(false)
 }
 
@@ -136,10 +136,10 @@ func longChat(model string) []byte {
 func longMessages() []byte {
 	var msgs []map[string]any
 	for i := 1; i <= 10; i++ {
-		msgs = append(msgs, map[string]any{"role": "user", "content": stub.DemoTurn(i)},
+		msgs = append(msgs, map[string]any{"role": "user", "content": stubbackend.DemoTurn(i)},
 			map[string]any{"role": "assistant", "content": fmt.Sprintf("Reviewed module %d.", i)})
 	}
-	msgs = append(msgs, map[string]any{"role": "user", "content": stub.DemoTurn(11)})
+	msgs = append(msgs, map[string]any{"role": "user", "content": stubbackend.DemoTurn(11)})
 	b, _ := json.Marshal(map[string]any{"model": "stub-model", "max_tokens": 512, "system": "You are a careful code reviewer.", "messages": msgs})
 	return b
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/internal/testkit"
-	"github.com/git-lossless/git-lossless/proxy/stub"
+	"github.com/git-lossless/git-lossless/internal/testkit/stubbackend"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -27,15 +27,15 @@ func TestProxySpansRedacted(t *testing.T) {
 	env := fmt.Sprintf("GITHUB_TOKEN=%s\nAWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\nOPENAI_API_KEY=%s\nSLACK_BOT_TOKEN=%s\nSTRIPE_SECRET_KEY=%s\nDB_PASSWORD=%s\n",
 		sec["github"], sec["aws-id"], sec["aws-key"], sec["openai"], sec["slack"], sec["stripe"], sec["password"])
 
-	s := newStack(t, &stub.Server{Kind: stub.LlamaCpp, Window: 8192}, func(c *Config) {
+	s := newStack(t, &stubbackend.Server{Kind: stubbackend.LlamaCpp, Window: 8192}, func(c *Config) {
 		c.Archive, c.Store, c.Writer = nil, store, "proxy-secrets"
 		c.LogPath = filepath.Join(dir, "lossless", "proxy", LogFile)
 	})
-	c := stub.NewConversation("stub-model", "You are a coding agent.")
+	c := stubbackend.NewConversation("stub-model", "You are a coding agent.")
 	c.User("Here is my Anthropic key, use it for the deploy: " + sec["anthropic"])
 	c.ToolCall("call_1", "bash", `{"command":"cat .env"}`, env)
 	for i := 1; i <= 10; i++ {
-		c.User(stub.DemoTurn(i))
+		c.User(stubbackend.DemoTurn(i))
 		c.Assistant("ok")
 	}
 	c.User("go on")

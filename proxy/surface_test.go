@@ -19,12 +19,12 @@ import (
 	"filippo.io/age"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/proxy/stub"
+	"github.com/git-lossless/git-lossless/internal/testkit/stubbackend"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
 func TestSurface(t *testing.T) {
-	s := newStack(t, &stub.Server{Kind: stub.LlamaCpp, Window: 8192}, nil)
+	s := newStack(t, &stubbackend.Server{Kind: stubbackend.LlamaCpp, Window: 8192}, nil)
 	for _, path := range []string{"/lossless/usage", "/lossless/usage?session=nope"} {
 		if code, _ := s.get(path); code != 404 {
 			t.Fatalf("%s before any request: HTTP %d", path, code)
@@ -90,7 +90,7 @@ func TestSurface(t *testing.T) {
 }
 
 func TestStartAndListen(t *testing.T) {
-	st := &stub.Server{Kind: stub.OpenAI}
+	st := &stubbackend.Server{Kind: stubbackend.OpenAI}
 	up, _ := st.Start()
 	defer st.Close()
 	cfg := DefaultConfig()
@@ -126,7 +126,7 @@ func TestStartAndListen(t *testing.T) {
 // Wait returns only once every request the proxy answered is recorded:
 // the savings log then holds a line for each.
 func TestRunWaitRecordsEverything(t *testing.T) {
-	st := &stub.Server{Kind: stub.LlamaCpp, Window: 8192}
+	st := &stubbackend.Server{Kind: stubbackend.LlamaCpp, Window: 8192}
 	up, err := st.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -141,9 +141,9 @@ func TestRunWaitRecordsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := stub.NewConversation("stub-model", "sys")
+	c := stubbackend.NewConversation("stub-model", "sys")
 	for i := 1; i <= 9; i++ {
-		c.User(stub.DemoTurn(i))
+		c.User(stubbackend.DemoTurn(i))
 		resp, err := http.Post("http://"+srv.Addr+"/v1/chat/completions", "application/json", bytes.NewReader(c.Body(false)))
 		if err != nil {
 			t.Fatal(err)
@@ -167,7 +167,7 @@ func TestRunWaitRecordsEverything(t *testing.T) {
 // handler runs. http.Server.Shutdown alone waited 5 s for such a
 // connection and Wait then failed with a deadline error.
 func TestWaitIgnoresConnectionsWithoutRequests(t *testing.T) {
-	st := &stub.Server{Kind: stub.LlamaCpp, Window: 8192}
+	st := &stubbackend.Server{Kind: stubbackend.LlamaCpp, Window: 8192}
 	up, err := st.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -221,15 +221,15 @@ func bareRepo(t *testing.T, config string) (string, *gitstore.Store) {
 func TestEncryptedSpansInGitArchive(t *testing.T) {
 	id, _ := age.GenerateX25519Identity()
 	dir, store := bareRepo(t, "[lossless]\n\tencrypt = true\n\trecipient = "+id.Recipient().String()+"\n")
-	st := &stub.Server{Kind: stub.LlamaCpp, Window: 8192}
+	st := &stubbackend.Server{Kind: stubbackend.LlamaCpp, Window: 8192}
 	s := newStack(t, st, func(c *Config) {
 		c.Archive, c.Store, c.Writer = nil, store, "proxy-test"
 		c.LogPath = filepath.Join(dir, "lossless", "proxy", LogFile)
 	})
 	marker := "PLAINTEXT-MARKER-5f0c2a"
-	c := stub.NewConversation("stub-model", "sys")
+	c := stubbackend.NewConversation("stub-model", "sys")
 	for i := 1; i <= 12; i++ {
-		c.User(stub.DemoTurn(i) + "\n" + marker + " in turn " + itoa(i))
+		c.User(stubbackend.DemoTurn(i) + "\n" + marker + " in turn " + itoa(i))
 		if code, b := s.post("/v1/chat/completions", c.Body(false)); code != 200 {
 			t.Fatalf("turn %d: %d %s", i, code, b)
 		}

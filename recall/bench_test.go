@@ -14,10 +14,11 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 )
 
 // The benchmarks run over a corpus of realistic Claude Code sessions:
-// transcripts from hooks.GenerateTranscriptWith swept into a repository by
+// transcripts from transcriptgen.GenerateWith swept into a repository by
 // hooks.SweepSession, as the hooks archive them, until it holds at least
 // RECALL_BENCH_SPANS spans (default 10,000) and RECALL_BENCH_MB megabytes
 // of span content (default 20). Building it takes a few seconds; it is
@@ -123,11 +124,11 @@ func buildCorpus(dir string, wantSpans int, wantBytes int64) error {
 		}
 		subDir := filepath.Join(tdir, sid, "subagents")
 		os.MkdirAll(subDir, 0o755)
-		sub, err := os.Create(filepath.Join(subDir, "agent-"+hooks.GeneratedSubagentID(seed)+".jsonl"))
+		sub, err := os.Create(filepath.Join(subDir, "agent-"+transcriptgen.SubagentID(seed)+".jsonl"))
 		if err != nil {
 			return err
 		}
-		err = hooks.GenerateTranscriptWith(main, hooks.TranscriptGenOptions{Seed: seed, TargetBytes: 8 << 20, Root: dir, SessionID: sid, Subagent: sub})
+		err = transcriptgen.GenerateWith(main, transcriptgen.Options{Seed: seed, TargetBytes: 8 << 20, Root: dir, SessionID: sid, Subagent: sub})
 		main.Close()
 		sub.Close()
 		if err != nil {

@@ -8,16 +8,17 @@ import (
 	"testing"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/testkit/receiptfixture"
 	"github.com/git-lossless/git-lossless/receipt"
-	"github.com/git-lossless/git-lossless/receipt/benchfixture"
 )
 
-// The receipt benchmark fixture (package benchfixture): 100,000 events of
-// 100 Claude Code-like sessions and a commit C changing 50 files. Built
+// The receipt benchmark fixture (package internal/testkit/receiptfixture):
+// 100,000 events of 100 Claude Code-like sessions and a commit C changing
+// 50 files. Built
 // once (well under a minute) and cached under the user cache dir
 // (LOSSLESS_BENCH_CACHE to put it elsewhere; not the system temp dir,
 // where creating a file can cost a millisecond on sandboxed machines).
-type fixture = benchfixture.Built
+type fixture = receiptfixture.Built
 
 var (
 	fxOnce sync.Once
@@ -45,7 +46,7 @@ func benchFixture(b *testing.B) fixture {
 			fxErr = err
 			return
 		}
-		fx, fxErr = benchfixture.Default().Cached(context.Background(), root)
+		fx, fxErr = receiptfixture.Default().Cached(context.Background(), root)
 	})
 	if fxErr != nil {
 		b.Fatal(fxErr)

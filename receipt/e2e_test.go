@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-lossless/git-lossless/hooks/claudetest"
+	"github.com/git-lossless/git-lossless/internal/testkit/claudetest"
 )
 
 // buildBinary builds git-lossless for the end-to-end test.

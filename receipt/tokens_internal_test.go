@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-lossless/git-lossless/internal/benchdata"
+	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 )
 
 // countFast counts s the way TokenCounter does: chunk by chunk with a

@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/internal/benchdata"
+	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 	"github.com/git-lossless/git-lossless/seal"
 )
 

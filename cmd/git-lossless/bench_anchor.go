@@ -19,7 +19,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/internal/benchdata"
+	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 )
 
 // `git lossless bench anchor`: anchor push, verify --anchor and sync, each

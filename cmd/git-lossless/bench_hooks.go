@@ -18,7 +18,8 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
-	"github.com/git-lossless/git-lossless/internal/benchdata"
+	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
+	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 )
 
 // `git lossless bench hooks`: the Claude Code hooks measured the way Claude
@@ -187,7 +188,7 @@ func (b *hooksBench) buildTranscript(ctx context.Context) error {
 	}
 	proj := filepath.Join(b.root, "claude", "projects", "-bench-repo")
 	b.main = filepath.Join(proj, b.session+".jsonl")
-	b.sub = filepath.Join(proj, b.session, "subagents", "agent-"+hooks.GeneratedSubagentID(1)+".jsonl")
+	b.sub = filepath.Join(proj, b.session, "subagents", "agent-"+transcriptgen.SubagentID(1)+".jsonl")
 	if err := os.MkdirAll(filepath.Dir(b.sub), 0o755); err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func (b *hooksBench) buildTranscript(ctx context.Context) error {
 		return err
 	}
 	defer sf.Close()
-	if err := hooks.GenerateTranscriptWith(mf, hooks.TranscriptGenOptions{Seed: 1, TargetBytes: b.o.transcriptBytes,
+	if err := transcriptgen.GenerateWith(mf, transcriptgen.Options{Seed: 1, TargetBytes: b.o.transcriptBytes,
 		Root: b.repo, SessionID: b.session, Subagent: sf, Secrets: true}); err != nil {
 		return err
 	}

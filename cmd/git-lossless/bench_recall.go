@@ -19,7 +19,8 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
-	"github.com/git-lossless/git-lossless/internal/benchdata"
+	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
+	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 	"github.com/git-lossless/git-lossless/recall"
 )
 
@@ -189,7 +190,7 @@ func runBenchRecall(ctx context.Context, e *env, o recallBenchOpts) error {
 	if b.swept == 0 {
 		how = "kept from an earlier run"
 	}
-	fmt.Fprintf(e.stdout, "  corpus   %d spans, %.1f MB of span content, from generated Claude Code sessions (hooks.GenerateTranscriptWith, hooks.SweepSession), %s\n",
+	fmt.Fprintf(e.stdout, "  corpus   %d spans, %.1f MB of span content, from generated Claude Code sessions (transcriptgen.GenerateWith, hooks.SweepSession), %s\n",
 		b.spans, mb(int(b.bytes)), how)
 	fmt.Fprintf(e.stdout, "  repo     %s%s\n\n", b.repo, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[o.dir != ""])
 
@@ -274,12 +275,12 @@ func (b *recallBench) corpus(ctx context.Context) error {
 		if err := os.MkdirAll(subDir, 0o700); err != nil {
 			return err
 		}
-		sub, err := os.Create(filepath.Join(subDir, "agent-"+hooks.GeneratedSubagentID(seed)+".jsonl"))
+		sub, err := os.Create(filepath.Join(subDir, "agent-"+transcriptgen.SubagentID(seed)+".jsonl"))
 		if err != nil {
 			main.Close()
 			return err
 		}
-		err = hooks.GenerateTranscriptWith(main, hooks.TranscriptGenOptions{Seed: seed, TargetBytes: size, Root: b.repo, SessionID: sid, Subagent: sub})
+		err = transcriptgen.GenerateWith(main, transcriptgen.Options{Seed: seed, TargetBytes: size, Root: b.repo, SessionID: sid, Subagent: sub})
 		main.Close()
 		sub.Close()
 		if err != nil {

@@ -16,13 +16,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/testkit/receiptfixture"
 	"github.com/git-lossless/git-lossless/receipt"
-	"github.com/git-lossless/git-lossless/receipt/benchfixture"
 )
 
 // `git lossless bench receipt`: the issue's receipt targets measured on
-// the receipt fixture (package receipt/benchfixture: a commit changing 50
-// files in a repository of 100,000 events), in this process and as the
+// the receipt fixture (package internal/testkit/receiptfixture: a commit
+// changing 50 files in a repository of 100,000 events), in this process and as the
 // fresh processes a user runs, beside plain git and gpg doing the parts of
 // the work they can do on the same note.
 
@@ -87,7 +87,7 @@ type receiptBench struct {
 	e      *env
 	exe    string
 	root   string // where the fixture, the key and the gpg home live
-	fx     benchfixture.Built
+	fx     receiptfixture.Built
 	st     *gitstore.Store
 	key    *receipt.Key
 	env    []string // of the processes measured
@@ -120,11 +120,11 @@ func runBenchReceipt(ctx context.Context, e *env, o receiptBenchOpts) (err error
 	if out, err := exec.CommandContext(ctx, "git", "version").Output(); err == nil {
 		gitVersion = strings.TrimSpace(string(out))
 	}
-	fx := benchfixture.ForEvents(o.events)
+	fx := receiptfixture.ForEvents(o.events)
 	fmt.Fprintf(e.stdout, "git lossless bench receipt\n")
 	fmt.Fprintf(e.stdout, "  machine  %s/%s, %d CPUs, %s, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), gitVersion)
-	fmt.Fprintf(e.stdout, "  fixture  %d events: %d Claude Code-like sessions over %d files; commit C changes 50 files (package receipt/benchfixture %s)\n",
-		fx.Events(), fx.Sessions, fx.Files, benchfixture.Version)
+	fmt.Fprintf(e.stdout, "  fixture  %d events: %d Claude Code-like sessions over %d files; commit C changes 50 files (package internal/testkit/receiptfixture %s)\n",
+		fx.Events(), fx.Sessions, fx.Files, receiptfixture.Version)
 	fmt.Fprintf(e.stdout, "  repos    %s%s\n", b.root, map[bool]string{true: " (kept, reused when complete)", false: " (removed afterwards)"}[o.keep != ""])
 	fmt.Fprintf(e.stdout, "  load     %s at start (other processes share these CPUs and disk)\n", loadAvg())
 	fmt.Fprintf(e.stdout, "  disk     %s\n", diskLine(filepath.Join(b.root, "floor")))
@@ -166,7 +166,7 @@ func (b *receiptBench) judge(met bool) *bool {
 // setup builds (or reuses) the fixture, and a signing key the measured
 // processes use through git config lossless.signingKey, and imports its
 // public part into a gpg home of the bench's own for the gpg peer.
-func (b *receiptBench) setup(ctx context.Context, fx benchfixture.Fixture) error {
+func (b *receiptBench) setup(ctx context.Context, fx receiptfixture.Fixture) error {
 	t0 := time.Now()
 	var err error
 	if b.fx, err = fx.Cached(ctx, b.root); err != nil {

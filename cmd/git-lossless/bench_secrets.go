@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/internal/rescan"
+	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 	"github.com/git-lossless/git-lossless/secrets"
 )
 
@@ -77,7 +77,7 @@ func runBenchSecrets(ctx context.Context, e *env, o secretsBenchOpts) error {
 
 	gen := func(withSecrets bool) ([]byte, error) {
 		var main, sub bytes.Buffer
-		err := hooks.GenerateTranscriptWith(&main, hooks.TranscriptGenOptions{Seed: 1, TargetBytes: o.scanBytes,
+		err := transcriptgen.GenerateWith(&main, transcriptgen.Options{Seed: 1, TargetBytes: o.scanBytes,
 			Root: "/home/dev/project", SessionID: "bench-secrets", Subagent: &sub, Secrets: withSecrets})
 		return append(main.Bytes(), sub.Bytes()...), err
 	}
@@ -147,7 +147,7 @@ func runBenchSecrets(ctx context.Context, e *env, o secretsBenchOpts) error {
 	}...)
 	printBenchTable(e.stdout, "PEER (this run)", rows, "", []string{
 		glNote,
-		"the transcript is generated (hooks.GenerateTranscriptWith, seed 1): tool calls, file contents, prompts; `env` outputs hold a GitHub token, an AWS key pair and a password",
+		"the transcript is generated (transcriptgen.GenerateWith, seed 1): tool calls, file contents, prompts; `env` outputs hold a GitHub token, an AWS key pair and a password",
 		"the regexp-only peer is internal/rescan: the same prefixes and names as RE2 expressions, one pass per rule, without JSON-escape handling or reference filters, so its match count differs",
 	}, start)
 	return nil

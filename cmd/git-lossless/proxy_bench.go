@@ -18,8 +18,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/git-lossless/git-lossless/internal/testkit/stubbackend"
 	"github.com/git-lossless/git-lossless/proxy"
-	"github.com/git-lossless/git-lossless/proxy/stub"
 )
 
 // benchProxyOpts configures `git lossless bench proxy`.
@@ -35,7 +35,7 @@ type benchProxyOpts struct {
 }
 
 func defaultBenchProxyOpts() benchProxyOpts {
-	return benchProxyOpts{turns: 40, seed: 1, backend: stub.OpenAI, window: 8192, clients: 16, duration: 2 * time.Second, fsync: true, pairs: 200}
+	return benchProxyOpts{turns: 40, seed: 1, backend: stubbackend.OpenAI, window: 8192, clients: 16, duration: 2 * time.Second, fsync: true, pairs: 200}
 }
 
 // benchProxyResult is what one run measured. Added latencies are in ms.
@@ -162,8 +162,8 @@ func benchProxy(ctx context.Context, o benchProxyOpts) (*benchProxyResult, error
 	if err != nil {
 		return nil, err
 	}
-	backend := &stub.Server{Kind: o.backend, Window: o.window, Model: "bench-coder",
-		Reply: func(*stub.Request, []json.RawMessage) string { return "Read it; next file." }}
+	backend := &stubbackend.Server{Kind: o.backend, Window: o.window, Model: "bench-coder",
+		Reply: func(*stubbackend.Request, []json.RawMessage) string { return "Read it; next file." }}
 	upURL, err := backend.Start()
 	if err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func benchProxy(ctx context.Context, o benchProxyOpts) (*benchProxyResult, error
 	cfg := proxy.DefaultConfig()
 	cfg.Listen, cfg.Upstream, cfg.Store, cfg.Writer = "127.0.0.1:0", upURL, st, "proxy-bench"
 	cfg.LogPath = filepath.Join(root, proxy.LogFile)
-	if o.backend == stub.OpenAI {
+	if o.backend == stubbackend.OpenAI {
 		cfg.Window = o.window
 	}
 	pctx, stop := context.WithCancel(ctx)
@@ -213,7 +213,7 @@ func benchProxy(ctx context.Context, o benchProxyOpts) (*benchProxyResult, error
 	}
 	// Warm up connections and backend detection (not measured).
 	session = "bench-warm-up"
-	warm := stub.NewConversation("bench-coder", "warm-up")
+	warm := stubbackend.NewConversation("bench-coder", "warm-up")
 	warm.User("hello")
 	for i := 0; i < 20; i++ {
 		post(base, warm.Body(false))
@@ -229,9 +229,9 @@ func benchProxy(ctx context.Context, o benchProxyOpts) (*benchProxyResult, error
 	var samples []sample
 	var hops []float64
 	session = "bench-session"
-	conv := stub.NewConversation("bench-coder", "You are a coding agent working in a Go repository. Use the tools; be brief.")
+	conv := stubbackend.NewConversation("bench-coder", "You are a coding agent working in a Go repository. Use the tools; be brief.")
 	var firstBody []byte
-	for _, step := range stub.AgentScript(o.turns, o.seed) {
+	for _, step := range stubbackend.AgentScript(o.turns, o.seed) {
 		if step.User != "" {
 			conv.User(step.User)
 		}
@@ -248,7 +248,7 @@ func benchProxy(ctx context.Context, o benchProxyOpts) (*benchProxyResult, error
 		if code == 200 {
 			res.Answered++
 		}
-		var main *stub.Request
+		var main *stubbackend.Request
 		for _, r := range backend.Requests()[n0:] {
 			if !r.Summary && r.Path == "/v1/chat/completions" {
 				main = r
@@ -341,7 +341,7 @@ func benchProxy(ctx context.Context, o benchProxyOpts) (*benchProxyResult, error
 
 	// Pass-through throughput: small fitting requests from 16 clients.
 	session = "bench-throughput"
-	small := stub.NewConversation("bench-coder", "sys")
+	small := stubbackend.NewConversation("bench-coder", "sys")
 	small.User("What does the archive writer do?")
 	sb := small.Body(false)
 	rps := func(url string) (float64, []float64) {
@@ -454,7 +454,7 @@ func benchProxyFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 			return true, usagef("--pairs must not be negative")
 		}
 		switch o.backend {
-		case stub.OpenAI, stub.LlamaCpp, stub.VLLM:
+		case stubbackend.OpenAI, stubbackend.LlamaCpp, stubbackend.VLLM:
 		default:
 			return true, usagef("--backend %q: use openai, llamacpp or vllm", o.backend)
 		}

@@ -16,8 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/git-lossless/git-lossless/internal/testkit/stubbackend"
 	"github.com/git-lossless/git-lossless/proxy"
-	"github.com/git-lossless/git-lossless/proxy/stub"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -97,8 +97,8 @@ func demoProxy(ctx context.Context, out io.Writer, keep bool) (err error) {
 	if err != nil {
 		return fmt.Errorf("demo proxy: %w", err)
 	}
-	backend := &stub.Server{Kind: stub.LlamaCpp, Window: demoProxyWindow, Model: demoProxyModel,
-		Reply: func(r *stub.Request, msgs []json.RawMessage) string {
+	backend := &stubbackend.Server{Kind: stubbackend.LlamaCpp, Window: demoProxyWindow, Model: demoProxyModel,
+		Reply: func(r *stubbackend.Request, msgs []json.RawMessage) string {
 			last := msgs[len(msgs)-1]
 			if m := demoTurnRe().FindSubmatch(last); m != nil {
 				n := 0
@@ -123,9 +123,9 @@ func demoProxy(ctx context.Context, out io.Writer, keep bool) (err error) {
 	system := "You are a careful code reviewer for a Go project."
 
 	// 1. Direct.
-	conv := stub.NewConversation(demoProxyModel, system)
+	conv := stubbackend.NewConversation(demoProxyModel, system)
 	for i := 1; i <= demoProxyTurns; i++ {
-		conv.User(stub.DemoTurn(i))
+		conv.User(stubbackend.DemoTurn(i))
 		status, _, err := demoPost(ctx, client, upURL, conv.Body(false))
 		if err != nil {
 			return fmt.Errorf("demo proxy: turn %d direct: %w", i, err)
@@ -151,9 +151,9 @@ func demoProxy(ctx context.Context, out io.Writer, keep bool) (err error) {
 		return fmt.Errorf("demo proxy: %w", err)
 	}
 	base := "http://" + srv.Addr
-	conv = stub.NewConversation(demoProxyModel, system)
+	conv = stubbackend.NewConversation(demoProxyModel, system)
 	for i := 1; i <= demoProxyTurns; i++ {
-		conv.User(stub.DemoTurn(i))
+		conv.User(stubbackend.DemoTurn(i))
 		status, answer, err := demoPost(ctx, client, base, conv.Body(false))
 		if err != nil {
 			return fmt.Errorf("demo proxy: turn %d via proxy: %w", i, err)

@@ -20,8 +20,8 @@ import (
 	"filippo.io/age"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/testkit/stubbackend"
 	"github.com/git-lossless/git-lossless/proxy"
-	"github.com/git-lossless/git-lossless/proxy/stub"
 )
 
 // proxyTestEnv isolates a test from the machine's git configuration and
@@ -113,7 +113,7 @@ func TestProxySettingsDocumented(t *testing.T) {
 
 // proxyWithStub starts a stub backend and an in-process proxy on a free
 // port; it returns the running proxy (its URL is "http://" + Addr).
-func proxyWithStub(t *testing.T, st *stub.Server, cfg func(*proxy.Config)) *proxy.Server {
+func proxyWithStub(t *testing.T, st *stubbackend.Server, cfg func(*proxy.Config)) *proxy.Server {
 	t.Helper()
 	up, err := st.Start()
 	if err != nil {
@@ -152,15 +152,15 @@ func idle(t *testing.T, p *proxy.Proxy) {
 
 func TestStatusline(t *testing.T) {
 	proxyTestEnv(t)
-	srv := proxyWithStub(t, &stub.Server{Kind: stub.LlamaCpp, Window: 32768}, nil)
+	srv := proxyWithStub(t, &stubbackend.Server{Kind: stubbackend.LlamaCpp, Window: 32768}, nil)
 	url := "http://" + srv.Addr
 	// No request yet: ctx ? and exit 1.
 	code, out, _ := runCLI(t, "statusline", "--url", url)
 	if code != 1 || out != "ctx ?\n" {
 		t.Fatalf("before any request: exit %d %q", code, out)
 	}
-	c := stub.NewConversation("stub-model", "sys")
-	c.User(stub.Code(1, 40000))
+	c := stubbackend.NewConversation("stub-model", "sys")
+	c.User(stubbackend.Code(1, 40000))
 	resp, err := http.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(c.Body(false)))
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func TestProxyCommandSavingsSpan(t *testing.T) {
 	proxyTestEnv(t)
 	id, _ := age.GenerateX25519Identity()
 	repo := gitInitRepo(t, "lossless.encrypt", "true", "lossless.recipient", id.Recipient().String(), "lossless.proxy.window", "8192")
-	st := &stub.Server{Kind: stub.OpenAI, Window: 8192}
+	st := &stubbackend.Server{Kind: stubbackend.OpenAI, Window: 8192}
 	up, err := st.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -296,9 +296,9 @@ func TestProxyCommandSavingsSpan(t *testing.T) {
 	if !strings.Contains(out.String(), "spans age-encrypted") || !strings.Contains(out.String(), "writer proxy-127_0_0_1_") {
 		t.Errorf("banner: %s", out.String())
 	}
-	c := stub.NewConversation("stub-model", "sys")
+	c := stubbackend.NewConversation("stub-model", "sys")
 	for i := 1; i <= 10; i++ {
-		c.User(stub.DemoTurn(i))
+		c.User(stubbackend.DemoTurn(i))
 		resp, err := http.Post(base+"/v1/chat/completions", "application/json", bytes.NewReader(c.Body(false)))
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,16 @@
 // Package testkit holds what the tests of several packages share and no
-// production package may import: fixtures that plant made-up credentials
-// and the like. It depends on the standard library only.
+// production package may import: fixtures that plant made-up credentials,
+// real git remotes on 127.0.0.1 and the like. It depends on the standard
+// library only.
+//
+// Its subpackages hold the larger fixtures: benchdata (source-like content
+// and event-log repositories), transcriptgen (Claude Code transcripts),
+// receiptfixture (the 100,000-event receipt fixture), stubbackend
+// (scripted model servers for the proxy) and claudetest (the real Claude
+// Code CLI against a scripted model). Tests anywhere, and the demo and
+// bench commands of cmd/git-lossless, may import them; no production
+// package may (anything outside internal/testkit that is not a _test.go
+// file or cmd/git-lossless). internal/layoutcheck enforces that.
 package testkit
 
 import "math/rand/v2"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-lossless/git-lossless/hooks/claudetest"
+	"github.com/git-lossless/git-lossless/internal/testkit/claudetest"
 )
 
 // newRepo makes a git repository holding hello.txt and main.go.

@@ -1,8 +1,13 @@
 // Package benchdata generates the deterministic content git-lossless's
 // benchmarks archive: source-file-like text of 1 to 8 KiB, the same bytes
 // for the same seed and index on every machine, different for every index.
-// It depends on nothing but the standard library (no testing), so both the
-// Go benchmarks and `git lossless bench` use it.
+// Its fixture half (Fixture, Records) builds event-log repositories through
+// gitstore for the store's benchmarks and `git lossless bench`.
+//
+// It is a fixture, not part of git-lossless: only tests and the bench
+// commands of cmd/git-lossless may import it, never a production package
+// (internal/layoutcheck enforces that). It depends on the standard library
+// and gitstore, not on testing, so the bench commands can link it.
 package benchdata
 
 import (

@@ -1,4 +1,5 @@
-// Package benchfixture builds the repository receipts are measured on, for
+// Package receiptfixture builds the repository receipts are measured on
+// (the 100,000-event fixture), for
 // both the receipt package's Go benchmarks and `git lossless bench
 // receipt`: Claude Code-like sessions (one writer each: reads, edits,
 // partial reads, subagent reads and conversation spans over a pool of
@@ -14,8 +15,12 @@
 // line seen before, and a fixture whose files shared their lines would make
 // that look better than it is.
 //
-// It depends on the store and internal/benchdata, not on testing.
-package benchfixture
+// It is a fixture, not part of git-lossless: only tests and the bench
+// commands of cmd/git-lossless may import it, never a production package
+// (internal/layoutcheck enforces that). It depends on gitstore and
+// internal/testkit/benchdata, not on testing, so the bench commands can
+// link it.
+package receiptfixture
 
 import (
 	"bytes"
@@ -31,7 +36,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/internal/benchdata"
+	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 )
 
 // Version names the generator: a fixture built by another version is

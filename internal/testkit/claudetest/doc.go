@@ -1,7 +1,8 @@
 // Package claudetest drives the real Claude Code CLI (Version, 2.1.328)
 // end to end against a scripted model on 127.0.0.1, for tests of
-// git-lossless's Claude Code hooks. It imports testing: only _test.go files
-// may import it, never code the binary links.
+// git-lossless's Claude Code hooks and proxy. It imports testing: only
+// _test.go files may import it, never code the binary links
+// (internal/layoutcheck enforces that no production package does).
 //
 //	bin := claudetest.EnsureClaude(t)           // npm install, cached; skip (CI: fail) without npm
 //	m := claudetest.NewModel(t, claudetest.Script{

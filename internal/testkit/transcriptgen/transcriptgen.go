@@ -1,8 +1,7 @@
-package hooks
-
-// A generator of large, realistic Claude Code transcripts for benchmarks
-// (Go benchmarks and `git lossless bench hooks`). Lines follow the shapes
-// Claude Code 2.1.328 writes (see testdata/claude-code-2.1.328): queue and
+// Package transcriptgen generates large, realistic Claude Code transcripts
+// for tests and benchmarks (Go benchmarks and `git lossless bench hooks`,
+// `bench recall`, `bench secrets`). Lines follow the shapes Claude Code
+// 2.1.328 writes (see hooks/testdata/claude-code-2.1.328): queue and
 // bookkeeping lines, api-request-shape / api-request-blob / api-request
 // lines, prompt_snapshot and listing attachments (the big lines a sweep
 // skips), user prompts, assistant tool calls and their results (Read full
@@ -10,8 +9,15 @@ package hooks
 // Write, Bash, Grep), a subagent whose results carry no toolUseResult
 // (numbered text only, as subagent transcripts have) and compactions with
 // their boundary, summary and re-attached files. File contents come from
-// internal/benchdata and are kept consistent: every Read shows the file as
-// the earlier Writes and Edits left it.
+// internal/testkit/benchdata and are kept consistent: every Read shows the
+// file as the earlier Writes and Edits left it.
+//
+// It is a fixture, not part of git-lossless: only tests, the demo and the
+// bench commands of cmd/git-lossless may import it, never a production
+// package (internal/layoutcheck enforces that). It imports the standard
+// library and internal/testkit/benchdata, not testing, so the bench
+// commands can link it.
+package transcriptgen
 
 import (
 	"bufio"
@@ -23,12 +29,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
-	"github.com/git-lossless/git-lossless/internal/benchdata"
+	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 )
 
-// TranscriptGenOptions configures GenerateTranscriptWith.
-type TranscriptGenOptions struct {
+// Options configures GenerateWith.
+type Options struct {
 	Seed        int64
 	TargetBytes int    // the main transcript ends at the first line boundary at or past it
 	Root        string // project directory (absolute); default /home/dev/project
@@ -46,21 +53,21 @@ type TranscriptGenOptions struct {
 	Secrets bool
 }
 
-// GenerateTranscript writes a realistic transcript of about targetBytes
+// Generate writes a realistic transcript of about targetBytes
 // to w, the same bytes for the same seed.
-func GenerateTranscript(w io.Writer, seed int64, targetBytes int) error {
-	return GenerateTranscriptWith(w, TranscriptGenOptions{Seed: seed, TargetBytes: targetBytes})
+func Generate(w io.Writer, seed int64, targetBytes int) error {
+	return GenerateWith(w, Options{Seed: seed, TargetBytes: targetBytes})
 }
 
-// GeneratedSubagentID is the agent id of the generated transcripts'
+// SubagentID is the agent id of the generated transcripts'
 // subagent for a seed.
-func GeneratedSubagentID(seed int64) string {
+func SubagentID(seed int64) string {
 	r := rand.New(rand.NewPCG(uint64(seed), 0xa9e17))
 	return fmt.Sprintf("a%016x", r.Uint64())
 }
 
-// GenerateTranscriptWith writes a transcript as opt says.
-func GenerateTranscriptWith(w io.Writer, opt TranscriptGenOptions) error {
+// GenerateWith writes a transcript as opt says.
+func GenerateWith(w io.Writer, opt Options) error {
 	if opt.TargetBytes <= 0 {
 		return errors.New("transcript generator: target size must be positive")
 	}
@@ -86,7 +93,7 @@ func GenerateTranscriptWith(w io.Writer, opt TranscriptGenOptions) error {
 	if g.session == "" {
 		g.session = g.uuid()
 	}
-	g.agentID = GeneratedSubagentID(opt.Seed)
+	g.agentID = SubagentID(opt.Seed)
 	g.setup()
 	g.run()
 	if g.err != nil {
@@ -123,7 +130,7 @@ type tgenFile struct {
 type tgen struct {
 	r       *rand.Rand
 	seed    uint64
-	opt     TranscriptGenOptions
+	opt     Options
 	main    *tgenOut
 	sub     *tgenOut
 	ts      time.Time
@@ -270,7 +277,7 @@ func tgenAppend(b []byte, v any) []byte {
 	case nil:
 		return append(b, "null"...)
 	case string:
-		return append(b, tjQuote(x)...)
+		return appendQuote(b, x)
 	case bool:
 		return strconv.AppendBool(b, x)
 	case int:
@@ -287,7 +294,7 @@ func tgenAppend(b []byte, v any) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, tjQuote(kv.k)...)
+			b = appendQuote(b, kv.k)
 			b = append(b, ':')
 			b = tgenAppend(b, kv.v)
 		}
@@ -307,7 +314,7 @@ func tgenAppend(b []byte, v any) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, tjQuote(e)...)
+			b = appendQuote(b, e)
 		}
 		return append(b, ']')
 	}
@@ -483,7 +490,7 @@ func (g *tgen) toolCall(name string, input tobj, result any, tur any) {
 	}
 }
 
-func numbered(lines []string, start int) string {
+func Numbered(lines []string, start int) string {
 	var b strings.Builder
 	for i, l := range lines {
 		if i > 0 {
@@ -530,7 +537,7 @@ func (g *tgen) read(partial bool) {
 	shown := lines[start-1 : start-1+n]
 	tur := tobj{{"type", "text"}, {"file", tobj{{"filePath", f.path}, {"content", strings.Join(shown, "\n")},
 		{"numLines", n}, {"startLine", start}, {"totalLines", len(lines)}}}}
-	g.toolCall("Read", input, numbered(shown, start), tur)
+	g.toolCall("Read", input, Numbered(shown, start), tur)
 	g.touch(i)
 }
 
@@ -817,4 +824,62 @@ func (g *tgen) run() {
 	if g.compacts == 0 && g.err == nil {
 		g.compact() // every generated transcript has one
 	}
+}
+
+// appendQuote appends s as a JSON string, as encoding/json writes it with
+// HTML escaping off and as Claude Code's lines have it (invalid UTF-8
+// becomes U+FFFD, written as itself; U+2028 and U+2029 are escaped). It is
+// the generator's own copy of hooks' encoder: a fixture may not reach into
+// a production package's internals, and the generated bytes must stay the
+// same for a seed so that benchmark figures compare across commits.
+func appendQuote(b []byte, s string) []byte {
+	const hexd = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < 0x80 {
+			i++
+			continue
+		}
+		if c < 0x80 {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, "\uFFFD"...)
+			i++
+			start = i
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexd[r&0xf])
+			i += size
+			start = i
+		default:
+			i += size
+		}
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

@@ -1,4 +1,4 @@
-package stub
+package stubbackend
 
 import (
 	"encoding/json"

@@ -1,5 +1,5 @@
-// Package stub is a scripted model server for the proxy's tests, demo and
-// benchmark: it imitates llama.cpp, vLLM, Ollama, a generic
+// Package stubbackend is a scripted model server for the proxy's tests,
+// demo and benchmark: it imitates llama.cpp, vLLM, Ollama, a generic
 // OpenAI-compatible server, or the Anthropic Messages API closely enough
 // for the proxy to tell them apart (detection routes, tokenizer routes,
 // window reports, overflow errors, Ollama's silent truncation, streamed
@@ -8,7 +8,12 @@
 // Its tokenizer is deterministic: a chat is templated as "<|ROLE|>\n" +
 // text + "\n" per message (text: the content's text, tool calls and tool
 // results), and counted as one token per 4 bytes, rounded up.
-package stub
+//
+// It is a fixture, not part of git-lossless: only tests and the demo and
+// bench commands of cmd/git-lossless may import it, never a production
+// package (internal/layoutcheck enforces that). It imports the standard
+// library only, not testing, so the demo can link it.
+package stubbackend
 
 import (
 	"bytes"

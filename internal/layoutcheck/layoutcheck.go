@@ -1,0 +1,167 @@
+// Package layoutcheck holds the import rules of the module's layout and
+// the functions that check them against what `go list -json` reports; its
+// test runs the real go command over the module, on the platforms the
+// code is built for, so a change that breaks a rule fails the suite.
+//
+// The rules:
+//
+//   - No production package imports a fixture: nothing under
+//     internal/testkit is imported by a package outside it, except by
+//     _test.go files and by cmd/git-lossless. Within cmd/git-lossless only
+//     the demo and bench commands (bench*.go, demo*.go, proxy_demo.go,
+//     proxy_bench.go) may import them, so the commands users run every
+//     day, the hooks among them, never call into a fixture.
+//   - internal/gitobj is the only package that imports go-git (anything
+//     under github.com/go-git/), in its code or its tests: the git object
+//     layer has one door.
+//
+// It imports the standard library only, and nothing imports it.
+package layoutcheck
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Module is the module path the rules are written for.
+const Module = "github.com/git-lossless/git-lossless"
+
+// Testkit is the import path under which the fixtures live.
+const Testkit = Module + "/internal/testkit"
+
+// Command is the package of the git-lossless binary, whose demo and bench
+// commands link fixtures.
+const Command = Module + "/cmd/git-lossless"
+
+// GoGitAllowed is the only package that may import go-git.
+const GoGitAllowed = Module + "/internal/gitobj"
+
+// goGit is the prefix of go-git's modules (go-git, go-billy, ...).
+const goGit = "github.com/go-git/"
+
+// Package is the part of one `go list -json` record the rules read.
+type Package struct {
+	ImportPath   string
+	Dir          string
+	GoFiles      []string
+	CgoFiles     []string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+}
+
+// Decode reads the stream of JSON objects `go list -json` prints, one per
+// package. An empty stream is an error: a check over no packages would
+// pass whatever the tree holds.
+func Decode(r io.Reader) ([]Package, error) {
+	dec := json.NewDecoder(r)
+	var pkgs []Package
+	for {
+		var p Package
+		err := dec.Decode(&p)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("layoutcheck: decoding go list output after %d packages: %w", len(pkgs), err)
+		}
+		if p.ImportPath == "" {
+			return nil, fmt.Errorf("layoutcheck: go list record %d has no ImportPath", len(pkgs)+1)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) == 0 {
+		return nil, errors.New("layoutcheck: go list printed no packages")
+	}
+	return pkgs, nil
+}
+
+// under reports whether import path p is root or below it.
+func under(p, root string) bool {
+	return p == root || strings.HasPrefix(p, root+"/")
+}
+
+// Production reports whether the package at import path p is production
+// code for the testkit rule: in the module, not a fixture itself, and not
+// the command (whose files are checked one by one, by CommandFiles).
+func Production(p string) bool {
+	return under(p, Module) && !under(p, Testkit) && p != Command
+}
+
+// ProductionImportsTestkit returns one message per import of a package
+// under internal/testkit by a production package's non-test code, sorted.
+func ProductionImportsTestkit(pkgs []Package) []string {
+	var bad []string
+	for _, p := range pkgs {
+		if !Production(p.ImportPath) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if under(imp, Testkit) {
+				bad = append(bad, fmt.Sprintf("production package %s imports fixture %s", p.ImportPath, imp))
+			}
+		}
+	}
+	slices.Sort(bad)
+	return bad
+}
+
+// fixtureFile reports whether a non-test file of cmd/git-lossless may
+// import fixtures: the demo and bench commands.
+func fixtureFile(name string) bool {
+	switch name {
+	case "proxy_demo.go", "proxy_bench.go":
+		return true
+	}
+	for _, pattern := range []string{"bench*.go", "demo*.go"} {
+		if ok, _ := path.Match(pattern, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// CommandFiles returns one message per fixture import in a non-test file
+// of cmd/git-lossless other than the demo and bench commands, sorted.
+// files maps a file's base name to the import paths it names.
+func CommandFiles(files map[string][]string) []string {
+	var bad []string
+	for name, imports := range files {
+		if strings.HasSuffix(name, "_test.go") || fixtureFile(name) {
+			continue
+		}
+		for _, imp := range imports {
+			if under(imp, Testkit) {
+				bad = append(bad, fmt.Sprintf("cmd/git-lossless/%s imports fixture %s; only the demo and bench commands may", name, imp))
+			}
+		}
+	}
+	slices.Sort(bad)
+	return bad
+}
+
+// OnlyGitobjImportsGoGit returns one message per import of go-git by a
+// package other than internal/gitobj, counting its tests' imports too,
+// sorted.
+func OnlyGitobjImportsGoGit(pkgs []Package) []string {
+	var bad []string
+	for _, p := range pkgs {
+		if p.ImportPath == GoGitAllowed {
+			continue
+		}
+		for kind, imports := range map[string][]string{"": p.Imports, " (tests)": p.TestImports, " (external tests)": p.XTestImports} {
+			for _, imp := range imports {
+				if strings.HasPrefix(imp, goGit) {
+					bad = append(bad, fmt.Sprintf("%s%s imports %s; only %s may import go-git", p.ImportPath, kind, imp, GoGitAllowed))
+				}
+			}
+		}
+	}
+	slices.Sort(bad)
+	return bad
+}

@@ -1,0 +1,249 @@
+package layoutcheck
+
+import (
+	"bytes"
+	"context"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// platforms are the GOOS values the module's build-constrained files are
+// written for (_unix, _other): a rule broken in a file only one of them
+// builds is still broken.
+var platforms = []string{"linux", "darwin", "windows"}
+
+// goList runs the real `go list -json ./...` over the module for goos.
+func goList(ctx context.Context, t *testing.T, goos string) []Package {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the module's packages: %v", err)
+	}
+	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == "/dev/null" {
+		t.Fatalf("go env GOMOD = %q: not inside the module", gomod)
+	}
+	cmd := exec.CommandContext(ctx, goBin, "list", "-json", "./...")
+	cmd.Dir = filepath.Dir(gomod)
+	cmd.Env = append(cmd.Environ(), "GOOS="+goos)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("GOOS=%s go list -json ./...: %v\n%s", goos, err, stderr.Bytes())
+	}
+	pkgs, err := Decode(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+func find(pkgs []Package, importPath string) (Package, bool) {
+	i := slices.IndexFunc(pkgs, func(p Package) bool { return p.ImportPath == importPath })
+	if i < 0 {
+		return Package{}, false
+	}
+	return pkgs[i], true
+}
+
+// fileImports parses the imports of the given files of dir.
+func fileImports(t *testing.T, dir string, names []string) map[string][]string {
+	t.Helper()
+	files := map[string][]string{}
+	fset := token.NewFileSet()
+	for _, name := range names {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range f.Imports {
+			p, err := strconv.Unquote(spec.Path.Value)
+			if err != nil {
+				t.Fatalf("%s: import %s: %v", name, spec.Path.Value, err)
+			}
+			files[name] = append(files[name], p)
+		}
+	}
+	return files
+}
+
+func TestProductionDoesNotImportTestkit(t *testing.T) {
+	for _, goos := range platforms {
+		t.Run(goos, func(t *testing.T) {
+			pkgs := goList(t.Context(), t, goos)
+			// The listing must be one the rule can fail on: it holds the
+			// production packages, and it shows the imports of fixtures
+			// that are allowed (the bench commands').
+			for _, p := range []string{Module + "/hooks", Module + "/gitstore", Module + "/proxy", Module + "/receipt"} {
+				if _, ok := find(pkgs, p); !ok {
+					t.Fatalf("go list did not list %s", p)
+				}
+			}
+			cmd, ok := find(pkgs, Command)
+			if !ok {
+				t.Fatalf("go list did not list %s", Command)
+			}
+			if !slices.ContainsFunc(cmd.Imports, func(p string) bool { return under(p, Testkit) }) {
+				t.Fatalf("%s imports nothing under %s: the listing shows no fixture imports, so the check would test nothing", Command, Testkit)
+			}
+
+			for _, msg := range ProductionImportsTestkit(pkgs) {
+				t.Error(msg)
+			}
+
+			files := fileImports(t, cmd.Dir, append(slices.Clone(cmd.GoFiles), cmd.CgoFiles...))
+			if len(files["bench.go"]) == 0 {
+				t.Fatalf("parsed no imports of %s/bench.go", cmd.Dir)
+			}
+			for _, msg := range CommandFiles(files) {
+				t.Error(msg)
+			}
+		})
+	}
+}
+
+// TestOnlyGitobjImportsGoGit fails until the git object layer has moved
+// into internal/gitobj: until then gitstore imports go-git itself.
+func TestOnlyGitobjImportsGoGit(t *testing.T) {
+	for _, goos := range platforms {
+		t.Run(goos, func(t *testing.T) {
+			pkgs := goList(t.Context(), t, goos)
+			if _, ok := find(pkgs, Module+"/gitstore"); !ok {
+				t.Fatalf("go list did not list %s/gitstore", Module)
+			}
+			for _, msg := range OnlyGitobjImportsGoGit(pkgs) {
+				t.Error(msg)
+			}
+		})
+	}
+}
+
+// fakeList is a `go list -json` stream as the go command prints it
+// (indented objects one after the other), with every kind of import the
+// rules tell apart.
+const fakeList = `{
+	"ImportPath": "github.com/git-lossless/git-lossless/hooks",
+	"Dir": "/m/hooks",
+	"Imports": ["context", "github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"],
+	"TestImports": ["github.com/git-lossless/git-lossless/internal/testkit/claudetest"]
+}
+{
+	"ImportPath": "github.com/git-lossless/git-lossless/proxy",
+	"Imports": ["net/http", "github.com/git-lossless/git-lossless/internal/testkit"],
+	"XTestImports": ["github.com/git-lossless/git-lossless/internal/testkit/stubbackend"]
+}
+{
+	"ImportPath": "github.com/git-lossless/git-lossless/recall",
+	"Imports": ["github.com/git-lossless/git-lossless/internal/testkitten"],
+	"XTestImports": ["github.com/go-git/go-billy/v5/osfs"]
+}
+{
+	"ImportPath": "github.com/git-lossless/git-lossless/internal/testkit/transcriptgen",
+	"Imports": ["github.com/git-lossless/git-lossless/internal/testkit/benchdata"]
+}
+{
+	"ImportPath": "github.com/git-lossless/git-lossless/cmd/git-lossless",
+	"Imports": ["github.com/git-lossless/git-lossless/internal/testkit/stubbackend"]
+}
+{
+	"ImportPath": "github.com/git-lossless/git-lossless/gitstore",
+	"Imports": ["github.com/go-git/go-git/v5/plumbing"]
+}
+{
+	"ImportPath": "github.com/git-lossless/git-lossless/internal/gitobj",
+	"Imports": ["github.com/go-git/go-git/v5/plumbing/format/idxfile"],
+	"TestImports": ["github.com/go-git/go-git/v5/plumbing/format/packfile"]
+}
+{
+	"ImportPath": "github.com/git-lossless/git-lossless/internal/gitobj/pack",
+	"TestImports": ["github.com/go-git/go-git/v5/plumbing/format/packfile"]
+}
+`
+
+func TestChecksCanFail(t *testing.T) {
+	pkgs, err := Decode(strings.NewReader(fakeList))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 8 {
+		t.Fatalf("decoded %d packages, want 8", len(pkgs))
+	}
+
+	// Non-test imports of fixtures by production packages are caught;
+	// tests', fixtures' own and the command's are not, nor a path that
+	// only starts with the same letters.
+	got := ProductionImportsTestkit(pkgs)
+	want := []string{
+		"production package github.com/git-lossless/git-lossless/hooks imports fixture github.com/git-lossless/git-lossless/internal/testkit/transcriptgen",
+		"production package github.com/git-lossless/git-lossless/proxy imports fixture github.com/git-lossless/git-lossless/internal/testkit",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ProductionImportsTestkit:\ngot  %q\nwant %q", got, want)
+	}
+
+	// go-git anywhere but internal/gitobj, tests included, is caught;
+	// the allow-list is that one package, not its subtree.
+	got = OnlyGitobjImportsGoGit(pkgs)
+	want = []string{
+		"github.com/git-lossless/git-lossless/gitstore imports github.com/go-git/go-git/v5/plumbing; only github.com/git-lossless/git-lossless/internal/gitobj may import go-git",
+		"github.com/git-lossless/git-lossless/internal/gitobj/pack (tests) imports github.com/go-git/go-git/v5/plumbing/format/packfile; only github.com/git-lossless/git-lossless/internal/gitobj may import go-git",
+		"github.com/git-lossless/git-lossless/recall (external tests) imports github.com/go-git/go-billy/v5/osfs; only github.com/git-lossless/git-lossless/internal/gitobj may import go-git",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("OnlyGitobjImportsGoGit:\ngot  %q\nwant %q", got, want)
+	}
+
+	// In cmd/git-lossless only the demo and bench commands and tests may
+	// import fixtures.
+	fx := Testkit + "/stubbackend"
+	got = CommandFiles(map[string][]string{
+		"main.go":          {"context", fx},
+		"hooks.go":         {Testkit},
+		"bench.go":         {fx},
+		"bench_hooks.go":   {fx},
+		"demo_receipt.go":  {fx},
+		"proxy_demo.go":    {fx},
+		"proxy_bench.go":   {fx},
+		"proxy.go":         {"github.com/git-lossless/git-lossless/proxy"},
+		"proxy_test.go":    {fx},
+		"benchmark_doc.go": {"fmt"},
+	})
+	want = []string{
+		"cmd/git-lossless/hooks.go imports fixture github.com/git-lossless/git-lossless/internal/testkit; only the demo and bench commands may",
+		"cmd/git-lossless/main.go imports fixture github.com/git-lossless/git-lossless/internal/testkit/stubbackend; only the demo and bench commands may",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("CommandFiles:\ngot  %q\nwant %q", got, want)
+	}
+
+	// A clean tree passes.
+	clean := []Package{
+		{ImportPath: Module + "/hooks", Imports: []string{"context"}, TestImports: []string{Testkit}},
+		{ImportPath: GoGitAllowed, Imports: []string{"github.com/go-git/go-git/v5/plumbing"}},
+		{ImportPath: Command, Imports: []string{Testkit + "/benchdata"}},
+	}
+	if got := ProductionImportsTestkit(clean); len(got) != 0 {
+		t.Errorf("clean tree: %q", got)
+	}
+	if got := OnlyGitobjImportsGoGit(clean); len(got) != 0 {
+		t.Errorf("clean tree: %q", got)
+	}
+
+	// A listing the checks could pass vacuously is refused.
+	for _, in := range []string{"", "  \n", `{"ImportPath": "x"} {`, `{"Dir": "/m"}`} {
+		if _, err := Decode(strings.NewReader(in)); err == nil {
+			t.Errorf("Decode(%q) succeeded", in)
+		}
+	}
+}
