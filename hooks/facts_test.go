@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"filippo.io/age"
+
+	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
 // TestFactsSampleSession reads the facts of the real 2.1.328 session
@@ -335,7 +337,7 @@ func TestFactsManifestBudgetThroughSessionStart(t *testing.T) {
 		t.Errorf("MCP tools named with no server registered:\n%s", text)
 	}
 	// Registered for the user (as install does): the tools are named.
-	p, err := PlanMCPInstall(filepath.Join(cfg, ".claude.json"), "/usr/local/bin/git-lossless")
+	p, err := settings.PlanMCPInstall(filepath.Join(cfg, ".claude.json"), "/usr/local/bin/git-lossless")
 	if err != nil {
 		t.Fatal(err)
 	}
