@@ -130,7 +130,8 @@
 // install claude-code also registers `git-lossless mcp` as the MCP server
 // "git-lossless" in the file and shape `claude mcp add --scope user|project`
 // uses ($CLAUDE_CONFIG_DIR/.claude.json or ~/.claude.json, .mcp.json at
-// the repository's top; see mcpconfig.go), uninstall removes it, and the
-// doctor starts the registration Claude Code would start and lists its
-// tools.
+// the repository's top), uninstall removes it, and the doctor starts the
+// registration Claude Code would start and lists its tools. Editing those
+// files (settings.json and the MCP configs: splice, plan, diff, backup)
+// is package hooks/settings; hooks reads registrations through it.
 package hooks

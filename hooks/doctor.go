@@ -10,7 +10,6 @@ package hooks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,13 +19,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
-
-	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -62,11 +59,11 @@ type DoctorOptions struct {
 	// VersionOf returns the version another git-lossless reports
 	// (default: runs `PATH --version` with a 5 s timeout).
 	VersionOf func(ctx context.Context, path string) (string, error)
-	// UserSettings and ProjectSettings override SettingsPath.
+	// UserSettings and ProjectSettings override settings.Path.
 	UserSettings, ProjectSettings string
 	// Now is the time anchor ages are measured to (default time.Now).
 	Now func() time.Time
-	// UserMCPConfig overrides the user's .claude.json (MCPConfigPath).
+	// UserMCPConfig overrides the user's .claude.json (settings.MCPConfigPath).
 	UserMCPConfig string
 	// MCPTimeout bounds starting the registered MCP server and listing
 	// its tools (default 10 s).
@@ -153,12 +150,12 @@ func doctorRunVersion(ctx context.Context, path string) (string, error) {
 // something else than what is being checked.
 func checkSelfOnPath(ctx context.Context, opt DoctorOptions) DoctorCheck {
 	const name = "git-lossless on PATH"
-	p, found := instLookPath("git-lossless", opt.Getenv("PATH"))
+	p, found := settings.LookPath("git-lossless", opt.Getenv("PATH"))
 	if !found {
 		return warnCheck(name, fmt.Sprintf("not found; `git lossless` will not run (this program is %s)", opt.Executable),
 			"put git-lossless on PATH: `"+doctorGoInstall+"`, or copy "+opt.Executable+" into a PATH directory")
 	}
-	if instSameFile(p, opt.Executable) {
+	if settings.SameFile(p, opt.Executable) {
 		return okCheck(name, fmt.Sprintf("%s (this program, version %s)", p, opt.Version))
 	}
 	v, err := opt.VersionOf(ctx, p)
@@ -175,7 +172,7 @@ func checkSelfOnPath(ctx context.Context, opt DoctorOptions) DoctorCheck {
 
 func checkGitOnPath(opt DoctorOptions) DoctorCheck {
 	const name = "git on PATH"
-	if p, found := instLookPath("git", opt.Getenv("PATH")); found {
+	if p, found := settings.LookPath("git", opt.Getenv("PATH")); found {
 		return okCheck(name, p)
 	}
 	return warnCheck(name, "not found; `git lossless ...` needs git to dispatch to git-lossless (the hooks run git-lossless directly and still work)",
@@ -484,12 +481,12 @@ func checkPrePush(ctx context.Context, opt DoctorOptions) (DoctorCheck, bool) {
 	}
 	prog := hs.Program
 	if !strings.ContainsRune(prog, filepath.Separator) {
-		if p, found := instLookPath(prog, opt.Getenv("PATH")); found {
+		if p, found := settings.LookPath(prog, opt.Getenv("PATH")); found {
 			prog = p
 		}
 	}
 	switch {
-	case hs.Program == "" || !instIsExecutable(prog):
+	case hs.Program == "" || !settings.IsExecutable(prog):
 		return warnCheck(name, fmt.Sprintf("%s runs %q, which is not an executable program: every push prints that the anchor failed", hs.Hook, hs.Program),
 			install+" with the git-lossless you mean to keep"), true
 	case !hs.Current:
@@ -528,116 +525,16 @@ func doctorAge(d time.Duration) string {
 	return fmt.Sprintf("%d %s ago", n, unit)
 }
 
-// InstalledHooks is what a settings file holds of ours.
-type InstalledHooks struct {
-	Path   string
-	Exists bool
-	// Current lists events whose hook of ours has exactly the matcher,
-	// argument and timeout install writes (any program path).
-	Current []string
-	// Missing lists install's events holding no hook of ours.
-	Missing []string
-	// Outdated lists events holding hooks of ours in another shape, and
-	// events install no longer writes that still hold ours.
-	Outdated []string
-	// Programs are the programs our commands run, first appearance first.
-	Programs []string
-	// GuardOff is true when the settings' "env" sets LOSSLESS_GUARD=off
-	// for every session.
-	GuardOff bool
-}
-
-// Any reports whether the file holds any hook of ours.
-func (h InstalledHooks) Any() bool { return len(h.Current)+len(h.Outdated) > 0 }
-
-// Complete reports whether every hook install writes is there as written.
-func (h InstalledHooks) Complete() bool { return len(h.Missing)+len(h.Outdated) == 0 }
-
-// InspectSettings reads a settings file and reports our hooks in it. A
-// missing file is no error; a malformed one is a *SettingsError.
-func InspectSettings(path string) (InstalledHooks, error) {
-	h := InstalledHooks{Path: path}
-	doc, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		for _, sp := range InstallSpecs() {
-			h.Missing = append(h.Missing, sp.Event)
-		}
-		return h, nil
-	case err != nil:
-		return h, fmt.Errorf("read %s: %w", path, err)
-	}
-	h.Exists = true
-	s, err := parseSettings(path, doc, "")
-	if err != nil {
-		return h, err
-	}
-	for _, m := range s.top {
-		if m.key != "env" {
-			continue
-		}
-		var env map[string]any
-		if json.Unmarshal(s.text(m.val), &env) == nil && env["LOSSLESS_GUARD"] == "off" {
-			h.GuardOff = true
-		}
-	}
-	specs := map[string]HookSpec{}
-	for _, sp := range InstallSpecs() {
-		specs[sp.Event] = sp
-	}
-	seenProg := map[string]bool{}
-	found := map[string]bool{}
-	for _, ev := range s.events {
-		spec, wanted := specs[ev.m.key]
-		n, current := 0, false
-		for _, g := range ev.groups {
-			for _, hk := range g.hooks {
-				if !hk.ours {
-					continue
-				}
-				n++
-				prog, arg := hookProgram(hk.command)
-				if prog != "" && !seenProg[prog] {
-					seenProg[prog] = true
-					h.Programs = append(h.Programs, prog)
-				}
-				var f struct {
-					Type    string   `json:"type"`
-					Timeout *float64 `json:"timeout"`
-				}
-				_ = json.Unmarshal(s.text(hk.span), &f)
-				current = wanted && g.matches(spec) && len(g.hooks) == 1 && arg == spec.Arg &&
-					f.Type == "command" && f.Timeout != nil && *f.Timeout == float64(spec.Timeout)
-			}
-		}
-		switch {
-		case n == 0:
-		case wanted && n == 1 && current:
-			h.Current = append(h.Current, ev.m.key)
-			found[ev.m.key] = true
-		default:
-			h.Outdated = append(h.Outdated, ev.m.key)
-			found[ev.m.key] = true
-		}
-	}
-	for _, sp := range InstallSpecs() {
-		if !found[sp.Event] {
-			h.Missing = append(h.Missing, sp.Event)
-		}
-	}
-	return h, nil
-}
-
-// doctorInspected holds InspectSettings results by scope, for later checks.
+// doctorInspected holds settings.Inspect results by scope, for later checks.
 type doctorInspected struct {
-	scope SettingsScope
+	scope settings.Scope
 	path  string
-	hooks InstalledHooks
+	hooks settings.InstalledHooks
 	err   error
 }
 
-func doctorInstallFix(scope SettingsScope) string {
-	if scope == ScopeProject {
+func doctorInstallFix(scope settings.Scope) string {
+	if scope == settings.ScopeProject {
 		return "git lossless install claude-code --scope project --apply"
 	}
 	return "git lossless install claude-code --apply"
@@ -647,19 +544,19 @@ func doctorInstallFix(scope SettingsScope) string {
 // Claude Code merges both, so hooks in one of them are enough: the other
 // is then OK with a note, and only when neither has them do both warn.
 func checkSettings(opt DoctorOptions) ([]DoctorCheck, []doctorInspected) {
-	paths := map[SettingsScope]string{ScopeUser: opt.UserSettings, ScopeProject: opt.ProjectSettings}
+	paths := map[settings.Scope]string{settings.ScopeUser: opt.UserSettings, settings.ScopeProject: opt.ProjectSettings}
 	var ins []doctorInspected
-	for _, scope := range []SettingsScope{ScopeUser, ScopeProject} {
+	for _, scope := range []settings.Scope{settings.ScopeUser, settings.ScopeProject} {
 		in := doctorInspected{scope: scope, path: paths[scope]}
 		if in.path == "" {
-			in.path, in.err = SettingsPath(scope, opt.Dir, opt.Getenv)
+			in.path, in.err = settings.Path(scope, opt.Dir, opt.Getenv)
 		}
 		if in.err == nil {
-			in.hooks, in.err = InspectSettings(in.path)
+			in.hooks, in.err = settings.Inspect(in.path)
 		}
 		ins = append(ins, in)
 	}
-	complete := map[SettingsScope]bool{}
+	complete := map[settings.Scope]bool{}
 	for _, in := range ins {
 		complete[in.scope] = in.err == nil && in.hooks.Any() && in.hooks.Complete()
 	}
@@ -672,7 +569,7 @@ func checkSettings(opt DoctorOptions) ([]DoctorCheck, []doctorInspected) {
 		case i == 1 && in.err == nil && other.err == nil && sameSettingsFile(in.path, other.path):
 			out = append(out, okCheck(name, in.path+" is the user settings file (checked above)"))
 		case in.err != nil:
-			var se *SettingsError
+			var se *settings.Error
 			if errors.As(in.err, &se) {
 				out = append(out, failCheck(name, in.err.Error()+"; Claude Code may reject these settings too",
 					"fix the JSON in "+in.path+" by hand (backups from install are "+filepath.Base(in.path)+".bak-* beside it), then run `"+doctorInstallFix(in.scope)+"`"))
@@ -704,7 +601,7 @@ func checkSettings(opt DoctorOptions) ([]DoctorCheck, []doctorInspected) {
 }
 
 func sameSettingsFile(a, b string) bool {
-	return filepath.Clean(a) == filepath.Clean(b) || instSameFile(a, b)
+	return filepath.Clean(a) == filepath.Clean(b) || settings.SameFile(a, b)
 }
 
 // checkHookPrograms checks that every program our hooks run exists and is
@@ -714,7 +611,7 @@ func checkHookPrograms(opt DoctorOptions, ins []doctorInspected) (DoctorCheck, b
 	const name = "hook program"
 	type use struct {
 		prog   string
-		scopes []SettingsScope
+		scopes []settings.Scope
 	}
 	var progs []*use
 	byProg := map[string]*use{}
@@ -736,11 +633,11 @@ func checkHookPrograms(opt DoctorOptions, ins []doctorInspected) (DoctorCheck, b
 		return DoctorCheck{}, false
 	}
 	var bad, temp, good []string
-	fixScopes := map[SettingsScope]bool{}
+	fixScopes := map[settings.Scope]bool{}
 	for _, u := range progs {
 		p := u.prog
 		if !strings.ContainsRune(p, filepath.Separator) {
-			if found, okp := instLookPath(p, opt.Getenv("PATH")); okp {
+			if found, okp := settings.LookPath(p, opt.Getenv("PATH")); okp {
 				good = append(good, p+" (on PATH: "+found+")")
 			} else {
 				bad = append(bad, p+": not found on PATH")
@@ -758,7 +655,7 @@ func checkHookPrograms(opt DoctorOptions, ins []doctorInspected) (DoctorCheck, b
 			bad = append(bad, p+": not a regular file")
 		case st.Mode().Perm()&0o111 == 0:
 			bad = append(bad, p+": not executable")
-		case instIsTempBuild(p):
+		case settings.IsTempBuild(p):
 			temp = append(temp, p)
 			continue
 		default:
@@ -770,7 +667,7 @@ func checkHookPrograms(opt DoctorOptions, ins []doctorInspected) (DoctorCheck, b
 		}
 	}
 	var fixes []string
-	for _, s := range []SettingsScope{ScopeUser, ScopeProject} {
+	for _, s := range []settings.Scope{settings.ScopeUser, settings.ScopeProject} {
 		if fixScopes[s] {
 			fixes = append(fixes, "`"+doctorInstallFix(s)+"`")
 		}
@@ -808,175 +705,4 @@ func doctorCount(n int, noun string) string {
 		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// doctorMCPTimeout bounds the MCP server check: Claude Code itself gives
-// a stdio server about this long to answer before it marks it failed.
-const doctorMCPTimeout = 10 * time.Second
-
-// checkMCPServer starts the MCP server Claude Code would start here (the
-// registration it reads first: local, approved project, user) and asks it
-// for its tools over stdio, as Claude Code does: initialize,
-// notifications/initialized, tools/list. A registration that does not
-// answer leaves the model without the archive's tools after a compaction,
-// silently (Claude Code only marks the server failed in /mcp), hence a
-// FAIL; no registration is a WARN, since the hooks work without it.
-func checkMCPServer(ctx context.Context, opt DoctorOptions, ins []doctorInspected) DoctorCheck {
-	const name = "mcp server"
-	l := MCPLookupFor(opt.Dir, opt.Getenv)
-	if opt.UserMCPConfig != "" {
-		l.UserConfig = opt.UserMCPConfig
-	}
-	l.Programs = append(l.Programs, opt.Executable)
-	for _, in := range ins {
-		l.Programs = append(l.Programs, in.hooks.Programs...)
-	}
-	install := "git lossless install claude-code --apply"
-	regs, err := FindMCPRegistrations(l)
-	r, ok := EffectiveMCPServer(regs)
-	switch {
-	case err != nil && !ok:
-		return failCheck(name, err.Error()+"; Claude Code cannot read its MCP servers either", "fix the JSON in the file named (backups from install are FILE.bak-* beside it)")
-	case !ok && len(regs) > 0:
-		p := regs[0]
-		why := "not approved yet (Claude Code asks on the next interactive start)"
-		if p.Approval == "rejected" {
-			why = "listed in disabledMcpjsonServers"
-		}
-		return warnCheck(name, fmt.Sprintf("registered in %s, but Claude Code does not start it: the project server is %s", p.Path, why),
-			"start `claude` in the project and approve the git-lossless server (or list it in \"enabledMcpjsonServers\" in your user settings.json), or register it for the user: `"+install+"`")
-	case !ok:
-		where := "no user registration"
-		if l.UserConfig != "" {
-			where = "not in " + l.UserConfig
-		}
-		return warnCheck(name, fmt.Sprintf("not registered with Claude Code (%s, no .mcp.json naming it): after a compaction the model has only the git lossless commands, not the archive's MCP tools", where), install)
-	}
-	where := fmt.Sprintf("%s scope, %s", r.Scope, r.Path)
-	fixScope := install
-	if r.Scope == "project" {
-		fixScope = "git lossless install claude-code --scope project --apply"
-	}
-	if r.Server.Type != "" && r.Server.Type != "stdio" {
-		return warnCheck(name, fmt.Sprintf("%q in %s is a %s server, not git-lossless's stdio server", MCPServerName, where, r.Server.Type),
-			fmt.Sprintf("`claude mcp remove %s -s %s`, then `%s`", MCPServerName, r.Scope, fixScope))
-	}
-	if !r.Ours {
-		return warnCheck(name, fmt.Sprintf("%q in %s runs %q, not `git-lossless mcp`: not checked", MCPServerName, where, r.Server.Command),
-			fmt.Sprintf("`claude mcp remove %s -s %s`, then `%s`", MCPServerName, r.Scope, fixScope))
-	}
-	timeout := opt.MCPTimeout
-	if timeout <= 0 {
-		timeout = doctorMCPTimeout
-	}
-	line := strings.Join(append([]string{instQuote(r.Server.Command)}, quoteAll(r.Server.Args)...), " ")
-	tools, info, err := mcpListTools(ctx, r.Server, opt, timeout)
-	if err != nil {
-		return failCheck(name, fmt.Sprintf("`%s` (%s) %v", line, where, err),
-			"run `"+line+"` by hand to see why (it speaks MCP on stdin/stdout); `"+fixScope+"` rewrites the registration with this git-lossless")
-	}
-	detail := fmt.Sprintf("`%s` (%s) started and answered tools/list: %s", line, where, doctorCount(len(tools), "tool"))
-	if len(tools) > 0 {
-		detail += " (" + doctorList(tools) + ")"
-	}
-	if info != "" {
-		detail += "; server " + info
-	}
-	if len(tools) == 0 {
-		return failCheck(name, detail+": the model would get no archive tools", "`"+fixScope+"` with a git-lossless that has the mcp command")
-	}
-	return okCheck(name, detail)
-}
-
-func quoteAll(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = instQuote(a)
-	}
-	return out
-}
-
-// mcpListTools starts srv in opt.Dir (Claude Code starts stdio servers in
-// the session's directory) with the environment Claude Code would give
-// it (this process's, HOME, PATH and CLAUDE_CONFIG_DIR as opt.Getenv has
-// them, then the entry's env) and returns the names of its tools and
-// "NAME VERSION" from its initialize answer. Its stderr ends the error
-// when it fails.
-func mcpListTools(ctx context.Context, srv MCPServer, opt DoctorOptions, timeout time.Duration) ([]string, string, error) {
-	prog := srv.Command
-	if !strings.ContainsRune(prog, filepath.Separator) {
-		p, found := instLookPath(prog, opt.Getenv("PATH"))
-		if !found {
-			return nil, "", fmt.Errorf("cannot start: %s not found on PATH", prog)
-		}
-		prog = p
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, prog, srv.Args...)
-	cmd.Dir = opt.Dir
-	env := os.Environ()
-	for _, k := range []string{"HOME", "PATH", "CLAUDE_CONFIG_DIR"} {
-		if v := opt.Getenv(k); v != "" {
-			env = append(env, k+"="+v)
-		}
-	}
-	for k, v := range srv.Env {
-		env = append(env, k+"="+v)
-	}
-	cmd.Env = env
-	stderr := &tailBuffer{max: 600}
-	cmd.Stderr = stderr
-	cmd.WaitDelay = 2 * time.Second
-	fail := func(step string, err error) ([]string, string, error) {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("no answer within %s", timeout)
-		}
-		if t := strings.TrimSpace(stderr.String()); t != "" {
-			return nil, "", fmt.Errorf("%s: %v; its stderr: %s", step, err, logLine(t))
-		}
-		return nil, "", fmt.Errorf("%s: %v", step, err)
-	}
-	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "git-lossless-doctor", Version: opt.Version}, nil)
-	cs, err := client.Connect(ctx, &mcpsdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
-	if err != nil {
-		return fail("failed to initialize", err)
-	}
-	var info string
-	if ir := cs.InitializeResult(); ir != nil && ir.ServerInfo != nil {
-		info = strings.TrimSpace(ir.ServerInfo.Name + " " + ir.ServerInfo.Version)
-	}
-	var names []string
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			cs.Close()
-			return fail("tools/list failed", err)
-		}
-		names = append(names, t.Name)
-	}
-	cs.Close()
-	return names, info, nil
-}
-
-// tailBuffer keeps the last max bytes written to it (a child's stderr).
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > b.max {
-		b.buf = append(b.buf[:0], b.buf[len(b.buf)-b.max:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

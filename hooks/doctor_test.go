@@ -16,6 +16,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
 // doctorFixture is a temporary machine: a home, a repository with one
@@ -69,6 +70,27 @@ func newDoctorFixture(t *testing.T) *doctorFixture {
 	return f
 }
 
+// instWriteFile writes a test file, creating its directories.
+func instWriteFile(t *testing.T, path, body string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// instReadFile reads a test file.
+func instReadFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // instUnsetenv unsets variables for one test (t.Setenv restores them).
 func instUnsetenv(t *testing.T, keys ...string) {
 	for _, k := range keys {
@@ -93,7 +115,7 @@ func (f *doctorFixture) userSettings() string {
 
 func (f *doctorFixture) install(t *testing.T, path, bin string) {
 	t.Helper()
-	p, err := PlanInstall(path, bin)
+	p, err := settings.PlanInstall(path, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +601,7 @@ func (f *doctorFixture) userMCPConfig() string {
 // sets the entry's env.
 func (f *doctorFixture) registerMCP(t *testing.T, path, bin string, env map[string]string) {
 	t.Helper()
-	p, err := PlanMCPInstall(path, bin)
+	p, err := settings.PlanMCPInstall(path, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,7 +615,7 @@ func (f *doctorFixture) registerMCP(t *testing.T, path, bin string, env map[stri
 	if err := json.Unmarshal(instReadFile(t, path), &doc); err != nil {
 		t.Fatal(err)
 	}
-	doc["mcpServers"].(map[string]any)[MCPServerName].(map[string]any)["env"] = env
+	doc["mcpServers"].(map[string]any)[settings.MCPServerName].(map[string]any)["env"] = env
 	b, _ := json.MarshalIndent(doc, "", "  ")
 	instWriteFile(t, path, string(b), 0o600)
 }

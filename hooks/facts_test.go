@@ -14,6 +14,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 )
 
@@ -337,7 +338,7 @@ func TestFactsManifestBudgetThroughSessionStart(t *testing.T) {
 		t.Errorf("MCP tools named with no server registered:\n%s", text)
 	}
 	// Registered for the user (as install does): the tools are named.
-	p, err := PlanMCPInstall(filepath.Join(cfg, ".claude.json"), "/usr/local/bin/git-lossless")
+	p, err := settings.PlanMCPInstall(filepath.Join(cfg, ".claude.json"), "/usr/local/bin/git-lossless")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
+	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
 // Env is what a hook run touches of the outside world.
@@ -704,15 +705,15 @@ func (h *handler) sessionStart(ctx context.Context) error {
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
-	l := MCPLookupFor(dir, h.e.Getenv)
+	l := settings.MCPLookupFor(dir, h.e.Getenv)
 	if exe, err := os.Executable(); err == nil {
 		l.Programs = []string{exe}
 	}
-	regs, err := FindMCPRegistrations(l)
+	regs, err := settings.FindMCPRegistrations(l)
 	if err != nil {
 		h.warn("%v", err)
 	}
-	srv, registered := EffectiveMCPServer(regs)
+	srv, registered := settings.EffectiveMCPServer(regs)
 	text, err := ManifestWith(ctx, h.st, ManifestOptions{Session: h.p.SessionID, Source: h.p.Source, Budget: ManifestBudget,
 		MCP: registered && srv.Ours, Warn: func(msg string) { h.warn("%s", msg) }})
 	if err != nil || text == "" {

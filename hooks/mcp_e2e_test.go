@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/internal/testkit/claudetest"
 )
 
@@ -58,7 +58,7 @@ func TestMCPToolsAfterCompactRealClaudeCode(t *testing.T) {
 	writeFile(t, b, bText)
 
 	const one, two = "MCPAC:one", "MCPAC:two"
-	tool := func(name string) string { return hooks.MCPToolName(hooks.MCPServerName, name) }
+	tool := func(name string) string { return settings.MCPToolName(settings.MCPServerName, name) }
 	// Steps of scenario two, by number (ToolUseID(two, n)).
 	const (
 		stSearch = iota
@@ -102,7 +102,7 @@ func TestMCPToolsAfterCompactRealClaudeCode(t *testing.T) {
 	}
 	// -p cannot ask: our tools (the whole server) and the file tools are
 	// allowed on the command line, as a user of -p would.
-	allowed := []string{"--allowedTools", "mcp__" + hooks.MCPServerName + ",Read,Edit"}
+	allowed := []string{"--allowedTools", "mcp__" + settings.MCPServerName + ",Read,Edit"}
 
 	res, err := r.Run(ctx, dir, one+" please read a.txt; later we will change the "+bWord+" setting in b.txt", allowed...)
 	if err != nil {

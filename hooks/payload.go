@@ -8,6 +8,8 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
 // Payload is the JSON Claude Code writes on a hook's stdin. Only the fields
@@ -88,7 +90,7 @@ func (m *members) fail(field string, raw json.RawMessage, want string) {
 	}
 	got := ""
 	if len(raw) > 0 {
-		got = instJSONKind(raw[0])
+		got = settings.JSONKind(raw[0])
 	}
 	m.err = &FieldError{Field: field, Got: got, Want: want}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
+	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
 // ManifestBudget caps the working-set manifest printed at SessionStart:
@@ -86,7 +87,7 @@ type ManifestOptions struct {
 	Budget int // characters at most, facts and working set together
 	// MCP names the MCP server's tools (mcp__git-lossless__...) as the
 	// way to get content back: set when Claude Code starts the server
-	// for the session (see EffectiveMCPServer).
+	// for the session (see settings.EffectiveMCPServer).
 	MCP bool
 	// Warn receives a problem that left the facts out (the working set
 	// is printed regardless); nil drops it.
@@ -129,7 +130,7 @@ func ManifestWith(ctx context.Context, st *gitstore.Store, opt ManifestOptions) 
 	sq := guard.ShellQuote(session)
 	var tail strings.Builder
 	if opt.MCP {
-		t := func(name string) string { return MCPToolName(MCPServerName, name) }
+		t := func(name string) string { return settings.MCPToolName(settings.MCPServerName, name) }
 		fmt.Fprintf(&tail, "\nTo get content back: %s (the working set's current content) or %s (one file), or Read it again, or `git lossless restore --session %s --files PATH...`; each counts as seen for the edit guard, which denies edits of files not seen in this context since the compaction: never edit from memory. To find what you saw before: %s, then %s (or `git lossless log --session %s`).\n",
 			t("restore_context"), t("read_file"), sq, t("search"), t("read_span"), sq)
 	} else {

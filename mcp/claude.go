@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/git-lossless/git-lossless/receipt"
+	"github.com/git-lossless/git-lossless/receipt/note"
 )
 
 // projectDir is where Claude Code keeps this repository's transcripts:
@@ -208,7 +209,7 @@ func (s *Server) receiptSummary(ctx context.Context, rev string) (string, error)
 			if agent == "" {
 				agent = "main"
 			}
-			fmt.Fprintf(&b, "  %s session %s agent %s: %d events, %d spans\n", receipt.ContextID(i), cx.Session, agent, cx.Events, len(cx.Spans))
+			fmt.Fprintf(&b, "  %s session %s agent %s: %d events, %d spans\n", note.ContextID(i), cx.Session, agent, cx.Events, len(cx.Spans))
 		}
 	}
 	return b.String(), nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/receipt/note"
 )
 
 // Options tunes Build.
@@ -26,13 +27,13 @@ type Options struct {
 // Build builds the receipt of commit (a 40-hex id) from the repository's
 // archive: it reads the commit and its first parent, diffs their trees,
 // reads the events on the changed paths and then every event of the
-// contexts that touched them, and applies Compute.
+// contexts that touched them, and applies note.Compute.
 //
 // Reading is done in two passes over the writers' stored lines, each
 // filtering on raw bytes before anything is parsed: first the lines whose
 // path is one of the commit's, then — in the writers that hold them only —
 // the lines of the sessions those events belong to.
-func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) (*Receipt, error) {
+func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) (*note.Receipt, error) {
 	if st.Location().Embedded {
 		return nil, errors.New("receipts describe commits of a repository; this is the embedded archive (run inside the repository)")
 	}
@@ -50,7 +51,7 @@ func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) 
 	if err != nil {
 		return nil, fmt.Errorf("read commit %s: %w", commit, err)
 	}
-	in := Input{Commit: c.ID, Tree: c.Tree, Parents: c.Parents, Committed: c.Committed, Issued: now()}
+	in := note.Input{Commit: c.ID, Tree: c.Tree, Parents: c.Parents, Committed: c.Committed, Issued: now()}
 	tc := newTreeCache(st)
 	var oldTree string
 	if len(c.Parents) > 0 {
@@ -91,7 +92,7 @@ func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) 
 	touching := map[string]bool{}
 	for i := range first {
 		e := &first[i]
-		if fileOps[e.Op] && paths[e.RawPath()] && in.inWindow(e) {
+		if in.Touches(e, paths) {
 			touching[e.Session] = true
 		}
 	}
@@ -150,7 +151,7 @@ func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) 
 		}
 		in.Tokens = func(evs []*gitstore.Event) []int64 { return counter.CountAll(ctx, evs) }
 	}
-	return Compute(in)
+	return note.Compute(in)
 }
 
 var (
@@ -274,7 +275,7 @@ func short(id string) string {
 }
 
 // Sign returns the note text for r: its canonical body, clear-signed.
-func Sign(r *Receipt, k *Key) ([]byte, error) {
+func Sign(r *note.Receipt, k *Key) ([]byte, error) {
 	body, err := r.Marshal()
 	if err != nil {
 		return nil, err
@@ -285,7 +286,7 @@ func Sign(r *Receipt, k *Key) ([]byte, error) {
 // Save signs r with k and stores it as the note on r.Commit under
 // refs/notes/lossless/receipts-<key id>, in a notes commit signed by the
 // same key. It returns the notes commit and the note text.
-func Save(ctx context.Context, st *gitstore.Store, r *Receipt, k *Key) (string, []byte, error) {
+func Save(ctx context.Context, st *gitstore.Store, r *note.Receipt, k *Key) (string, []byte, error) {
 	note, err := Sign(r, k)
 	if err != nil {
 		return "", nil, err
@@ -301,10 +302,10 @@ func Save(ctx context.Context, st *gitstore.Store, r *Receipt, k *Key) (string, 
 type Stored struct {
 	Writer string // receipts-<key id>
 	Note   gitstore.Note
-	Text   []byte   // the note as stored (clear-signed)
-	Body   []byte   // the receipt body inside it (nil when the framing is broken)
-	Parsed *Receipt // nil when the body does not parse
-	Err    error    // why Body or Parsed is nil
+	Text   []byte        // the note as stored (clear-signed)
+	Body   []byte        // the receipt body inside it (nil when the framing is broken)
+	Parsed *note.Receipt // nil when the body does not parse
+	Err    error         // why Body or Parsed is nil
 }
 
 // KeyIDOfWriter returns the key id a receipts writer names ("" when the
@@ -351,7 +352,7 @@ func stored(n gitstore.Note, text []byte) Stored {
 		return s
 	}
 	s.Body = body
-	s.Parsed, s.Err = Parse(body)
+	s.Parsed, s.Err = note.Parse(body)
 	return s
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/receipt"
+	"github.com/git-lossless/git-lossless/receipt/note"
 )
 
 // The worked example of the package documentation: one session's main
@@ -14,7 +15,7 @@ import (
 // (deny-listed), and a subagent reads part of src/util.go; afterwards a
 // human changes README.md again and adds docs/notes.md, and all of it is
 // committed.
-func exampleInput() receipt.Input {
+func exampleInput() note.Input {
 	content := map[string]string{}
 	blob := func(s string) string {
 		id := gitstore.BlobID([]byte(s))
@@ -59,18 +60,18 @@ func exampleInput() receipt.Input {
 		ev(55, "read", "src/app.go", appLine, "lines:3-3", "a4b9c2d1e0f3"),
 	}
 	events[5].Excluded = true
-	return receipt.Input{
+	return note.Input{
 		Commit:    "5c8e0d2a9f7b4e1c3a6d8f0b2e4c6a8d0f1b3e5a",
 		Tree:      "9e1d4c7b2a5f8e3d6c9b0a1f4e7d2c5b8a3f6e9d",
 		Parents:   []string{"1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d"},
 		Committed: t0.Add(10 * time.Minute).Unix(),
 		From:      t0.Add(-time.Hour).Unix(),
 		HasFrom:   true,
-		Changes: []receipt.Change{
-			{Path: ".env", Change: receipt.Added, Mode: "100644", Blob: env},
-			{Path: "README.md", Change: receipt.Modified, Mode: "100644", Blob: readme2},
-			{Path: "docs/notes.md", Change: receipt.Added, Mode: "100644", Blob: notes},
-			{Path: "src/app.go", Change: receipt.Modified, Mode: "100644", Blob: app2},
+		Changes: []note.Change{
+			{Path: ".env", Change: note.Added, Mode: "100644", Blob: env},
+			{Path: "README.md", Change: note.Modified, Mode: "100644", Blob: readme2},
+			{Path: "docs/notes.md", Change: note.Added, Mode: "100644", Blob: notes},
+			{Path: "src/app.go", Change: note.Modified, Mode: "100644", Blob: app2},
 		},
 		Events: events,
 		Heads: map[string]gitstore.WriterInfo{
@@ -102,7 +103,7 @@ func exampleInput() receipt.Input {
 // it; Marshal writes the receipt's canonical text, the body that is
 // clear-signed and stored as the note.
 func Example() {
-	r, err := receipt.Compute(exampleInput())
+	r, err := note.Compute(exampleInput())
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -3,16 +3,17 @@ package receipt_test
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/git-lossless/git-lossless/receipt"
+	"github.com/git-lossless/git-lossless/receipt/note"
 )
 
 func exampleBody(t testing.TB) []byte {
 	t.Helper()
-	r, err := receipt.Compute(exampleInput())
+	r, err := note.Compute(exampleInput())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func exampleBody(t testing.TB) []byte {
 // The worked example in the package documentation is the Example's output,
 // byte for byte: the spec and the code cannot drift apart.
 func TestDocWorkedExample(t *testing.T) {
-	src, err := os.ReadFile("doc.go")
+	src, err := os.ReadFile(filepath.Join("note", "doc.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,9 +37,9 @@ func TestDocWorkedExample(t *testing.T) {
 		switch {
 		case l == "// # Worked example":
 			section = true
-		case section && l == "//\t"+receipt.Header:
+		case section && l == "//\t"+note.Header:
 			in = true
-			block = append(block, receipt.Header)
+			block = append(block, note.Header)
 		case in && strings.HasPrefix(l, "//\t"):
 			block = append(block, strings.TrimPrefix(l, "//\t"))
 		case in:
@@ -59,7 +60,7 @@ func TestDocWorkedExample(t *testing.T) {
 
 func TestRoundTrip(t *testing.T) {
 	body := exampleBody(t)
-	r, err := receipt.Parse(body)
+	r, err := note.Parse(body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestRoundTrip(t *testing.T) {
 	if !bytes.Equal(again, body) {
 		t.Fatalf("round trip changed the text:\n%s\n%s", body, again)
 	}
-	orig, _ := receipt.Compute(exampleInput())
+	orig, _ := note.Compute(exampleInput())
 	if !reflect.DeepEqual(orig, r) {
 		t.Fatalf("parsed receipt differs from the computed one:\n%+v\n%+v", orig, r)
 	}
@@ -89,7 +90,7 @@ func TestTokenQuoting(t *testing.T) {
 		{"tab\tx", `"tab\tx"`},
 		{"new\nline", `"new\nline"`},
 	} {
-		if got := receipt.Token(tc.in); got != tc.want {
+		if got := note.Token(tc.in); got != tc.want {
 			t.Errorf("Token(%q) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
@@ -107,7 +108,7 @@ func TestRoundTripAwkwardStrings(t *testing.T) {
 	in.Changes[2] = ch
 	in.Changes = append(in.Changes[:2], in.Changes[3], ch)
 	in.Changes[2], in.Changes[3] = in.Changes[3], in.Changes[2]
-	r, err := receipt.Compute(in)
+	r, err := note.Compute(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestRoundTripAwkwardStrings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := receipt.Parse(body)
+	p, err := note.Parse(body)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, body)
 	}
@@ -196,7 +197,7 @@ func TestParseRejectsNonCanonical(t *testing.T) {
 		"context ids out of seq": replaceLine("context c2", func(l string) string { return strings.Replace(l, "context c2", "context c3", 1) }),
 	}
 	for name, text := range cases {
-		_, err := receipt.Parse([]byte(text))
+		_, err := note.Parse([]byte(text))
 		if err == nil {
 			t.Errorf("%s: accepted:\n%s", name, text)
 			continue
@@ -209,10 +210,10 @@ func TestParseRejectsNonCanonical(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	body := exampleBody(f)
 	f.Add(body)
-	f.Add([]byte(receipt.Header + "\n"))
+	f.Add([]byte(note.Header + "\n"))
 	f.Add(bytes.Replace(body, []byte("docs/notes.md"), []byte(`"docs/a b.md"`), 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := receipt.Parse(data)
+		r, err := note.Parse(data)
 		if err != nil {
 			return
 		}

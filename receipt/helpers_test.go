@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/receipt"
+	"github.com/git-lossless/git-lossless/receipt/note"
 )
 
 // gitEnv isolates git from the user's configuration.
@@ -137,7 +138,7 @@ func (r *testRepo) record(writer string, recs ...rec) []gitstore.Event {
 	return out
 }
 
-func mustBuild(t testing.TB, st *gitstore.Store, commit string) *receipt.Receipt {
+func mustBuild(t testing.TB, st *gitstore.Store, commit string) *note.Receipt {
 	t.Helper()
 	r, err := receipt.Build(context.Background(), st, commit, receipt.Options{})
 	if err != nil {
@@ -146,7 +147,7 @@ func mustBuild(t testing.TB, st *gitstore.Store, commit string) *receipt.Receipt
 	return r
 }
 
-func pathEntry(t testing.TB, r *receipt.Receipt, p string) receipt.PathEntry {
+func pathEntry(t testing.TB, r *note.Receipt, p string) note.PathEntry {
 	t.Helper()
 	for _, e := range r.Paths {
 		if e.Path == p {
@@ -154,7 +155,7 @@ func pathEntry(t testing.TB, r *receipt.Receipt, p string) receipt.PathEntry {
 		}
 	}
 	t.Fatalf("receipt has no path %s", p)
-	return receipt.PathEntry{}
+	return note.PathEntry{}
 }
 
 // gpgEnv returns an environment with an isolated GNUPGHOME. Without gpg the

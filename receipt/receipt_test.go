@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/receipt"
+	"github.com/git-lossless/git-lossless/receipt/note"
 )
 
 // scenario builds a repository with a parent commit, a session's events
@@ -89,16 +90,16 @@ func TestBuildStatuses(t *testing.T) {
 	r, commit, _ := scenario(t)
 	rc := mustBuild(t, r.st, commit)
 	want := map[string]string{
-		".env":          receipt.Excluded,
-		"after.txt":     receipt.ChangedAfter,
-		"gone.txt":      receipt.ChangedAfter,
-		"partial.txt":   receipt.ChangedAfter,
-		"seen.txt":      receipt.Seen,
-		"unseen.txt":    receipt.Unseen,
-		"written.txt":   receipt.Written,
-		"seenpart.txt":  receipt.Seen,
-		"denied.txt":    receipt.ChangedAfter,
-		"nocontent.txt": receipt.ChangedAfter,
+		".env":          note.Excluded,
+		"after.txt":     note.ChangedAfter,
+		"gone.txt":      note.ChangedAfter,
+		"partial.txt":   note.ChangedAfter,
+		"seen.txt":      note.Seen,
+		"unseen.txt":    note.Unseen,
+		"written.txt":   note.Written,
+		"seenpart.txt":  note.Seen,
+		"denied.txt":    note.ChangedAfter,
+		"nocontent.txt": note.ChangedAfter,
 	}
 	if len(rc.Paths) != len(want) {
 		t.Fatalf("paths %+v", rc.Paths)
@@ -115,7 +116,7 @@ func TestBuildStatuses(t *testing.T) {
 		t.Errorf("unseen.txt has evidence %+v", e)
 	}
 	// Each touched path rests on the event that decides it.
-	for p, ev := range map[string]receipt.Ref{
+	for p, ev := range map[string]note.Ref{
 		"partial.txt":   {W: 1, Seq: 9}, // the subagent's partial read
 		"seenpart.txt":  {W: 2, Seq: 1}, // the partial view of the committed blob
 		"denied.txt":    {W: 2, Seq: 2}, // the denial
@@ -138,7 +139,7 @@ func TestBuildStatuses(t *testing.T) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
 	}
-	if e := pathEntry(t, rc, "gone.txt"); e.Change != receipt.Deleted || e.Mode != "" || e.Blob != "" {
+	if e := pathEntry(t, rc, "gone.txt"); e.Change != note.Deleted || e.Mode != "" || e.Blob != "" {
 		t.Errorf("gone.txt entry %+v", e)
 	}
 	// Contexts: the main agent and the subagent of sess-1, then sess-2;
@@ -155,18 +156,18 @@ func TestBuildStatuses(t *testing.T) {
 	// Read set states.
 	states := map[string]string{}
 	for _, rd := range rc.Reads {
-		states[receipt.ContextID(rd.Context-1)+" "+rd.Path+" "+strings.Join(rd.Ops, ",")+" "+rd.Blob] = rd.State
+		states[note.ContextID(rd.Context-1)+" "+rd.Path+" "+strings.Join(rd.Ops, ",")+" "+rd.Blob] = rd.State
 	}
 	v1, v2 := gitstore.BlobID([]byte("v1\n")), gitstore.BlobID([]byte("v2\n"))
 	for k, st := range map[string]string{
-		"c1 keep.txt read " + gitstore.BlobID([]byte("keep\n")): receipt.Current,
-		"c1 written.txt read " + v1:                             receipt.Superseded,
-		"c1 written.txt edit " + v2:                             receipt.Current,
-		"c1 after.txt edit " + gitstore.BlobID([]byte("a2\n")):  receipt.Stale,
-		"c1 seen.txt read " + gitstore.BlobID([]byte("seen\n")): receipt.Current,
-		"c1 .env read ": receipt.Withheld,
-		"c1 gone.txt read " + gitstore.BlobID([]byte("gone\n")):  receipt.Absent,
-		"c2 partial.txt read " + gitstore.BlobID([]byte("p2\n")): receipt.Partial,
+		"c1 keep.txt read " + gitstore.BlobID([]byte("keep\n")): note.Current,
+		"c1 written.txt read " + v1:                             note.Superseded,
+		"c1 written.txt edit " + v2:                             note.Current,
+		"c1 after.txt edit " + gitstore.BlobID([]byte("a2\n")):  note.Stale,
+		"c1 seen.txt read " + gitstore.BlobID([]byte("seen\n")): note.Current,
+		"c1 .env read ": note.Withheld,
+		"c1 gone.txt read " + gitstore.BlobID([]byte("gone\n")):  note.Absent,
+		"c2 partial.txt read " + gitstore.BlobID([]byte("p2\n")): note.Partial,
 	} {
 		if states[k] != st {
 			t.Errorf("read %q: state %q, want %q (all: %v)", k, states[k], st, states)
@@ -197,7 +198,7 @@ func TestBuildRootCommit(t *testing.T) {
 	if rc.HasFrom || len(rc.Parents) != 0 || len(rc.Paths) != 2 {
 		t.Fatalf("root receipt %+v", rc)
 	}
-	if pathEntry(t, rc, "a.txt").Status != receipt.Written || pathEntry(t, rc, "b/c.txt").Status != receipt.Unseen {
+	if pathEntry(t, rc, "a.txt").Status != note.Written || pathEntry(t, rc, "b/c.txt").Status != note.Unseen {
 		t.Fatalf("paths %+v", rc.Paths)
 	}
 }
@@ -352,9 +353,9 @@ func TestVerifyFailures(t *testing.T) {
 			t.Fatalf("%+v", res.Problems)
 		}
 	})
-	forge := func(t *testing.T, edit func(*receipt.Receipt)) *receipt.Result {
+	forge := func(t *testing.T, edit func(*note.Receipt)) *receipt.Result {
 		t.Helper()
-		f, err := receipt.Parse(mustMarshal(t, rc))
+		f, err := note.Parse(mustMarshal(t, rc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -368,9 +369,9 @@ func TestVerifyFailures(t *testing.T) {
 		return receipt.Verify(ctx, r.st, s, keyring(t, k))
 	}
 	t.Run("missing event", func(t *testing.T) {
-		res := forge(t, func(f *receipt.Receipt) {
+		res := forge(t, func(f *note.Receipt) {
 			f.Writers[0].To, f.Writers[0].HeadSeq = 40, 40
-			f.Contexts[0].Spans = append(f.Contexts[0].Spans, receipt.Ref{W: 1, Seq: 40})
+			f.Contexts[0].Spans = append(f.Contexts[0].Spans, note.Ref{W: 1, Seq: 40})
 		})
 		if res.OK() || !strings.Contains(kinds(res), receipt.ProblemChain) {
 			t.Fatalf("%+v", res.Problems)
@@ -379,19 +380,19 @@ func TestVerifyFailures(t *testing.T) {
 			t.Fatalf("the missing event itself is not named: %+v", res.Problems)
 		}
 		// Entry 11 exists (the edit after the commit) but is no span.
-		res = forge(t, func(f *receipt.Receipt) {
+		res = forge(t, func(f *note.Receipt) {
 			f.Writers[0].To = 11
-			f.Contexts[0].Spans = append(f.Contexts[0].Spans, receipt.Ref{W: 1, Seq: 11})
+			f.Contexts[0].Spans = append(f.Contexts[0].Spans, note.Ref{W: 1, Seq: 11})
 		})
 		if kinds(res) != receipt.ProblemMismatch {
 			t.Fatalf("%+v", res.Problems)
 		}
 	})
 	t.Run("event says otherwise", func(t *testing.T) {
-		res := forge(t, func(f *receipt.Receipt) {
+		res := forge(t, func(f *note.Receipt) {
 			for i := range f.Paths {
 				if f.Paths[i].Path == "after.txt" {
-					f.Paths[i].Status = receipt.Written
+					f.Paths[i].Status = note.Written
 					f.Coverage.ChangedAfter--
 					f.Coverage.Written++
 				}
@@ -402,13 +403,13 @@ func TestVerifyFailures(t *testing.T) {
 		}
 		// Each status against evidence that contradicts it.
 		for _, c := range []struct{ path, status, from string }{
-			{"denied.txt", receipt.Seen, receipt.ChangedAfter},       // a denial saw no version
-			{"seen.txt", receipt.ChangedAfter, receipt.Seen},         // the read shows the committed blob
-			{"seenpart.txt", receipt.Unseen, receipt.Seen},           // an unseen path cites a touch
-			{"partial.txt", receipt.Seen, receipt.ChangedAfter},      // lines of another version
-			{"nocontent.txt", receipt.Written, receipt.ChangedAfter}, // no content written
+			{"denied.txt", note.Seen, note.ChangedAfter},       // a denial saw no version
+			{"seen.txt", note.ChangedAfter, note.Seen},         // the read shows the committed blob
+			{"seenpart.txt", note.Unseen, note.Seen},           // an unseen path cites a touch
+			{"partial.txt", note.Seen, note.ChangedAfter},      // lines of another version
+			{"nocontent.txt", note.Written, note.ChangedAfter}, // no content written
 		} {
-			res := forge(t, func(f *receipt.Receipt) {
+			res := forge(t, func(f *note.Receipt) {
 				for i := range f.Paths {
 					if f.Paths[i].Path == c.path {
 						f.Paths[i].Status = c.status
@@ -416,13 +417,13 @@ func TestVerifyFailures(t *testing.T) {
 				}
 				bump := func(st string, d int) {
 					switch st {
-					case receipt.Seen:
+					case note.Seen:
 						f.Coverage.Seen += d
-					case receipt.ChangedAfter:
+					case note.ChangedAfter:
 						f.Coverage.ChangedAfter += d
-					case receipt.Unseen:
+					case note.Unseen:
 						f.Coverage.Unseen += d
-					case receipt.Written:
+					case note.Written:
 						f.Coverage.Written += d
 					}
 				}
@@ -435,11 +436,11 @@ func TestVerifyFailures(t *testing.T) {
 		}
 	})
 	t.Run("wrong commit facts", func(t *testing.T) {
-		res := forge(t, func(f *receipt.Receipt) { f.Committed++ })
+		res := forge(t, func(f *note.Receipt) { f.Committed++ })
 		if !strings.Contains(kinds(res), receipt.ProblemCommit) {
 			t.Fatalf("%+v", res.Problems)
 		}
-		res = forge(t, func(f *receipt.Receipt) { f.Paths = f.Paths[1:]; f.Coverage.Excluded-- })
+		res = forge(t, func(f *note.Receipt) { f.Paths = f.Paths[1:]; f.Coverage.Excluded-- })
 		if !strings.Contains(kinds(res), receipt.ProblemCommit) {
 			t.Fatalf("%+v", res.Problems)
 		}
@@ -489,7 +490,7 @@ func TestVerifyFailures(t *testing.T) {
 	})
 }
 
-func mustMarshal(t testing.TB, r *receipt.Receipt) []byte {
+func mustMarshal(t testing.TB, r *note.Receipt) []byte {
 	t.Helper()
 	b, err := r.Marshal()
 	if err != nil {

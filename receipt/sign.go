@@ -18,6 +18,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/clearsign"
 	pgperrors "github.com/ProtonMail/go-crypto/openpgp/errors"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
+
+	"github.com/git-lossless/git-lossless/receipt/note"
 )
 
 // WriterPrefix starts the notes writer of every receipt signing key:
@@ -210,7 +212,7 @@ func UserID(e *openpgp.Entity) string {
 // ID is the key's id (16 hex digits).
 func (k *Key) ID() string { return KeyID(k.Entity) }
 
-// Writer is the notes writer receipts signed by this key are stored
+// note.Writer is the notes writer receipts signed by this key are stored
 // under: receipts-<key id>.
 func (k *Key) Writer() string { return WriterPrefix + k.ID() }
 
@@ -351,16 +353,16 @@ func issuer(sig []byte) string {
 //	<armor>
 //	-----END PGP SIGNATURE-----
 //	<nothing more>
-func SplitNote(note []byte) (body []byte, sig []byte, err error) {
+func SplitNote(signed []byte) (body []byte, sig []byte, err error) {
 	const (
 		begin = "-----BEGIN PGP SIGNED MESSAGE-----\n"
 		mark  = "\n-----BEGIN PGP SIGNATURE-----\n"
 		end   = "-----END PGP SIGNATURE-----\n"
 	)
-	if len(note) > MaxSize+64<<10 {
+	if len(signed) > note.MaxSize+64<<10 {
 		return nil, nil, errors.New("note too large")
 	}
-	s := string(note)
+	s := string(signed)
 	if !strings.HasPrefix(s, begin) {
 		return nil, nil, errors.New("note is not a clear-signed message (no BEGIN PGP SIGNED MESSAGE line first)")
 	}
@@ -413,12 +415,12 @@ func SplitNote(note []byte) (body []byte, sig []byte, err error) {
 
 // VerifyNote checks a clear-signed note against the keyring and returns
 // the receipt body and the signer.
-func VerifyNote(note []byte, kr *Keyring) (body []byte, signer *openpgp.Entity, err error) {
-	body, sig, err := SplitNote(note)
+func VerifyNote(signed []byte, kr *Keyring) (body []byte, signer *openpgp.Entity, err error) {
+	body, sig, err := SplitNote(signed)
 	if err != nil {
 		return nil, nil, err
 	}
-	blk, _ := clearsign.Decode(note)
+	blk, _ := clearsign.Decode(signed)
 	if blk == nil {
 		return nil, nil, errors.New("note is not a clear-signed message")
 	}

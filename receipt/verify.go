@@ -8,13 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 
 	pgperrors "github.com/ProtonMail/go-crypto/openpgp/errors"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/receipt/note"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -55,7 +55,7 @@ type Result struct {
 		Writers int `json:"writers"`
 		Blobs   int `json:"blobs"`
 	} `json:"checked"`
-	Receipt *Receipt `json:"-"`
+	Receipt *note.Receipt `json:"-"`
 }
 
 // OK reports whether the receipt verified.
@@ -83,7 +83,7 @@ func (r *Result) add(kind, format string, a ...any) {
 //     event names it, to the event's sha256 (a blob removed by a prune
 //     record is reported as pruned, expected).
 //
-// Token counts and the coverage notes are signed claims: Verify does not
+// note.Token counts and the coverage notes are signed claims: Verify does not
 // recount them.
 func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Result {
 	res := &Result{Commit: s.Note.Target, Writer: s.Writer, Ref: gitstore.NotesPrefix + s.Writer}
@@ -119,7 +119,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 	}
 
 	// 2. The body and the commit.
-	r, err := Parse(body)
+	r, err := note.Parse(body)
 	if err != nil {
 		res.add(ProblemFormat, "%v", err)
 		return res
@@ -167,9 +167,9 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 	}
 	for i := 0; i < len(changes) && i < len(r.Paths); i++ {
 		ch, pe := changes[i], r.Paths[i]
-		blobOK := pe.Blob == ch.Blob || (pe.Status == Excluded && pe.Blob == "")
+		blobOK := pe.Blob == ch.Blob || (pe.Status == note.Excluded && pe.Blob == "")
 		if ch.Path != pe.Path || ch.Change != pe.Change || ch.Mode != pe.Mode || !blobOK {
-			res.add(ProblemCommit, "path %s: the commit has %s %s %s, the receipt says %s %s %s", Token(ch.Path), ch.Change, dash(ch.Mode), dash(ch.Blob), pe.Change, dash(pe.Mode), dash(pe.Blob))
+			res.add(ProblemCommit, "path %s: the commit has %s %s %s, the receipt says %s %s %s", note.Token(ch.Path), ch.Change, orDash(ch.Mode), orDash(ch.Blob), pe.Change, orDash(pe.Mode), orDash(pe.Blob))
 		}
 	}
 	if !res.OK() {
@@ -181,7 +181,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 	for i := range need {
 		need[i] = map[int64]bool{}
 	}
-	mark := func(ref Ref) {
+	mark := func(ref note.Ref) {
 		if !ref.IsZero() {
 			need[ref.W][ref.Seq] = true
 		}
@@ -197,7 +197,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 			mark(s)
 		}
 	}
-	events := map[Ref]*gitstore.Event{}
+	events := map[note.Ref]*gitstore.Event{}
 	pruned := map[string]bool{}
 	for i, w := range r.Writers {
 		for seq := range need[i+1] {
@@ -214,10 +214,10 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 			pruned[b] = true
 		}
 		for _, e := range evs {
-			events[Ref{W: i + 1, Seq: e.Seq}] = e
+			events[note.Ref{W: i + 1, Seq: e.Seq}] = e
 		}
 	}
-	get := func(ref Ref, what string) *gitstore.Event {
+	get := func(ref note.Ref, what string) *gitstore.Event {
 		e := events[ref]
 		if e == nil && len(need) > ref.W && need[ref.W][ref.Seq] {
 			if ref.W <= len(r.Writers) {
@@ -240,12 +240,12 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 	}
 	blobs := map[string][]blobUse{}
 	for _, p := range r.Paths {
-		what := "path " + Token(p.Path)
+		what := "path " + note.Token(p.Path)
 		if p.Blob != "" && p.Mode != "160000" {
 			blobs[p.Blob] = append(blobs[p.Blob], blobUse{what: what})
 		}
 		if p.Evidence.IsZero() {
-			if p.Status != Unseen && p.Status != Excluded {
+			if p.Status != note.Unseen && p.Status != note.Excluded {
 				res.add(ProblemMismatch, "%s is %s without evidence", what, p.Status)
 			}
 			continue
@@ -255,7 +255,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 			continue
 		}
 		res.Checked.Events++
-		if msg := checkPathEvidence(p, e, r.Committed); msg != "" {
+		if msg := note.PathEvidence(p, e, r.Committed); msg != "" {
 			res.add(ProblemMismatch, "%s: %s#%d %s", what, e.Writer, e.Seq, msg)
 		}
 		if ctxOf(e) == 0 {
@@ -263,7 +263,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 		}
 	}
 	for _, rd := range r.Reads {
-		what := "read of " + Token(rd.Path) + " by " + ContextID(rd.Context-1)
+		what := "read of " + note.Token(rd.Path) + " by " + note.ContextID(rd.Context-1)
 		e := get(rd.Evidence, what)
 		if e == nil {
 			continue
@@ -281,13 +281,13 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 	}
 	for ci, c := range r.Contexts {
 		for _, s := range c.Spans {
-			e := get(s, "span of "+ContextID(ci))
+			e := get(s, "span of "+note.ContextID(ci))
 			if e == nil {
 				continue
 			}
 			res.Checked.Events++
 			if e.Op != "span" || ctxOf(e) != ci+1 {
-				res.add(ProblemMismatch, "span of %s: %s#%d is not a span of that context", ContextID(ci), e.Writer, e.Seq)
+				res.add(ProblemMismatch, "span of %s: %s#%d is not a span of that context", note.ContextID(ci), e.Writer, e.Seq)
 			}
 		}
 	}
@@ -335,7 +335,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 // checkWriter verifies one writer's chain against the head the receipt
 // recorded and returns the events at the needed seqs and the blobs its
 // prune records removed.
-func checkWriter(ctx context.Context, st *gitstore.Store, w Writer, need map[int64]bool, res *Result) ([]*gitstore.Event, map[string]bool, bool) {
+func checkWriter(ctx context.Context, st *gitstore.Store, w note.Writer, need map[int64]bool, res *Result) ([]*gitstore.Event, map[string]bool, bool) {
 	rep, err := st.Verify(ctx, w.Name, seal.Options{SkipContent: true})
 	if err != nil {
 		res.add(ProblemChain, "writer %s: %v", w.Name, err)
@@ -418,85 +418,19 @@ func prunedBlobs(raw []byte) []string {
 	return out
 }
 
-// checkPathEvidence checks that an event supports a path's status.
-func checkPathEvidence(p PathEntry, e *gitstore.Event, committed int64) string {
-	if e.RawPath() != p.Path {
-		return fmt.Sprintf("is about %s, not this path", Token(e.RawPath()))
-	}
-	if !fileOps[e.Op] {
-		return fmt.Sprintf("is a %s event, not a file event", e.Op)
-	}
-	if sec(e) > committed {
-		return "is timed after the commit"
-	}
-	blob, disk := version(e)
-	isCommitted := blob != "" && (blob == p.Blob || disk == p.Blob)
-	switch p.Status {
-	case Written:
-		if !wroteOps[e.Op] || e.Blob != p.Blob || partialView(e) {
-			return "does not show a model writing the committed blob"
-		}
-	case Seen:
-		if !isCommitted {
-			return "does not show a context seeing the committed blob"
-		}
-	case ChangedAfter:
-		if p.Change != Deleted && isCommitted {
-			return "shows the committed version, so the path did not change after the agents"
-		}
-	case Unseen:
-		return "is a touch of the path, so the path is not unseen"
-	case Excluded:
-	}
-	return ""
+// checkReadEvidence checks a read-set row against its event and the
+// commit's tree (note.ReadEvidence, with the tree read through tc).
+func checkReadEvidence(rd note.ReadEntry, e *gitstore.Event, r *note.Receipt, tc *treeCache) string {
+	return note.ReadEvidence(rd, e, func(p string) (string, bool, error) {
+		ent, ok, err := tc.lookup(r.Tree, p)
+		return ent.id, ok, err
+	})
 }
 
-// checkReadEvidence checks a read-set row against its event and the tree.
-func checkReadEvidence(rd ReadEntry, e *gitstore.Event, r *Receipt, tc *treeCache) string {
-	if e.RawPath() != rd.Path {
-		return fmt.Sprintf("is about %s, not this path", Token(e.RawPath()))
+// orDash writes an empty field as the note does: "-".
+func orDash(s string) string {
+	if s == "" {
+		return "-"
 	}
-	found := false
-	for _, op := range rd.Ops {
-		if op == e.Op {
-			found = true
-		}
-	}
-	if !found {
-		return fmt.Sprintf("is a %s, not one of %s", e.Op, strings.Join(rd.Ops, ","))
-	}
-	if e.Excluded != (rd.State == Withheld) {
-		return "disagrees on exclusion"
-	}
-	if rd.State == Withheld {
-		return ""
-	}
-	if e.Blob != rd.Blob {
-		return fmt.Sprintf("names blob %s, not %s", e.Blob, rd.Blob)
-	}
-	if (rd.State == Partial) != (rd.View != "full") || (rd.State == Partial && !partialView(e)) {
-		return "disagrees on the view"
-	}
-	if rd.State == Partial {
-		return ""
-	}
-	if path.IsAbs(rd.Path) || strings.HasPrefix(rd.Path, "../") {
-		if rd.State != Outside {
-			return "is outside the repository"
-		}
-		return ""
-	}
-	ent, ok, err := tc.lookup(r.Tree, rd.Path)
-	if err != nil {
-		return "cannot be compared with the tree: " + err.Error()
-	}
-	switch {
-	case !ok && rd.State != Absent:
-		return "is about a path that is not in the commit's tree"
-	case ok && rd.State == Absent:
-		return "is about a path that is in the commit's tree"
-	case ok && (ent.id == rd.Blob) != (rd.State == Current):
-		return "disagrees with the tree on whether this version is current"
-	}
-	return ""
+	return s
 }

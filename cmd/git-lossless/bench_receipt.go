@@ -18,6 +18,7 @@ import (
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/internal/testkit/receiptfixture"
 	"github.com/git-lossless/git-lossless/receipt"
+	"github.com/git-lossless/git-lossless/receipt/note"
 )
 
 // `git lossless bench receipt`: the issue's receipt targets measured on
@@ -262,7 +263,7 @@ func (b *receiptBench) dropTokenCache() error {
 func (b *receiptBench) benchBuild(ctx context.Context) error {
 	var cold, warm samples
 	var stats receipt.CountStats
-	var r *receipt.Receipt
+	var r *note.Receipt
 	for i := range b.o.rounds {
 		if err := b.dropTokenCache(); err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
 // The setup commands: Claude Code's settings (here) and the repository's
@@ -97,7 +98,7 @@ ours is left alone. Prints what changes; changes it only with --apply.`,
 func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *env, []string) error {
 	scope := fs.String("scope", "user", "which settings: user (every project) or project (this repository)")
 	apply := fs.Bool("apply", false, "write the change (after a backup); without it nothing is written")
-	settings := fs.String("settings", "", "settings file to change instead of the scope's")
+	settingsFile := fs.String("settings", "", "settings file to change instead of the scope's")
 	mcpConfig := fs.String("mcp-config", "", "MCP config file to change instead of the scope's (.claude.json or .mcp.json)")
 	noMCP := fs.Bool("no-mcp", false, "leave the MCP server registration alone")
 	var command *string
@@ -121,27 +122,27 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 		default:
 			return usagef("%s: unknown target %q; the targets are claude-code and git-hooks", verb, args[0])
 		}
-		sc := hooks.SettingsScope(*scope)
-		if sc != hooks.ScopeUser && sc != hooks.ScopeProject {
+		sc := settings.Scope(*scope)
+		if sc != settings.ScopeUser && sc != settings.ScopeProject {
 			return usagef("--scope %q: use user or project", *scope)
 		}
 		getenv := e.getenv
 		if getenv == nil {
 			getenv = os.Getenv
 		}
-		path := *settings
+		path := *settingsFile
 		var err error
 		if path == "" {
-			if path, err = hooks.SettingsPath(sc, e.dir, getenv); err != nil {
+			if path, err = settings.Path(sc, e.dir, getenv); err != nil {
 				return err
 			}
 		} else if !filepath.IsAbs(path) {
 			path = filepath.Join(e.dir, path)
 		}
 
-		var bin hooks.HookBinary
+		var bin settings.HookBinary
 		if verb == "install" || *command != "" {
-			bin, err = hooks.ResolveBinary(hooks.BinaryOptions{Override: *command, Dir: e.dir, Getenv: getenv})
+			bin, err = settings.ResolveBinary(settings.BinaryOptions{Override: *command, Dir: e.dir, Getenv: getenv})
 			if err != nil {
 				return err
 			}
@@ -149,12 +150,12 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 				fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", bin.Warning)
 			}
 		}
-		planFn, mcpPlanFn := hooks.PlanInstall, hooks.PlanMCPInstall
+		planFn, mcpPlanFn := settings.PlanInstall, settings.PlanMCPInstall
 		if verb == "uninstall" {
-			planFn, mcpPlanFn = hooks.PlanUninstall, hooks.PlanMCPUninstall
+			planFn, mcpPlanFn = settings.PlanUninstall, settings.PlanMCPUninstall
 		}
 		refused := func(err error) error {
-			var se *hooks.SettingsError
+			var se *settings.Error
 			if errors.As(err, &se) {
 				return withHint(err, "nothing was written; fix the file (or move it aside) and run again")
 			}
@@ -165,26 +166,26 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 			return refused(err)
 		}
 		// The MCP server is registered beside the hooks, in the file
-		// `claude mcp add --scope SCOPE` writes (see hooks/mcpconfig.go).
-		var mplan *hooks.SettingsPlan
+		// `claude mcp add --scope SCOPE` writes (see hooks/settings/mcp.go).
+		var mplan *settings.Plan
 		if !*noMCP {
 			mpath := *mcpConfig
 			if mpath == "" {
-				if mpath, err = hooks.MCPConfigPath(sc, e.dir, getenv); err != nil {
+				if mpath, err = settings.MCPConfigPath(sc, e.dir, getenv); err != nil {
 					return err
 				}
 			} else if !filepath.IsAbs(mpath) {
 				mpath = filepath.Join(e.dir, mpath)
 			}
 			if mplan, err = mcpPlanFn(mpath, bin.Path); err != nil {
-				if errors.As(err, new(*hooks.SettingsError)) {
+				if errors.As(err, new(*settings.Error)) {
 					return withHint(err, "nothing was written; fix the file (or move it aside) and run again, or pass --no-mcp to leave the MCP server out")
 				}
 				return err
 			}
 		}
 		where := plan.Path
-		if *settings == "" {
+		if *settingsFile == "" {
 			where += " (" + *scope + " settings)"
 		}
 		fmt.Fprintf(e.stdout, "settings: %s\n", where)
@@ -198,7 +199,7 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 		if verb == "install" {
 			fmt.Fprintf(e.stdout, "hook program: %s\n", bin.Path)
 		}
-		var changed []*hooks.SettingsPlan
+		var changed []*settings.Plan
 		if !plan.Changed() {
 			if verb == "install" {
 				fmt.Fprintf(e.stdout, "git-lossless hooks are already installed in %s; nothing to change\n", plan.Path)
@@ -252,8 +253,8 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 			fmt.Fprintln(e.stdout, "the hooks apply to Claude Code sessions started from now on")
 			if mplan != nil {
 				fmt.Fprintf(e.stdout, "the MCP server %q (tools %s...) starts with Claude Code sessions started from now on; Claude Code asks before the first call of each tool unless the settings' \"permissions\": {\"allow\": [...]} lists %q\n",
-					hooks.MCPServerName, hooks.MCPToolName(hooks.MCPServerName, ""), strings.TrimSuffix(hooks.MCPToolName(hooks.MCPServerName, ""), "__"))
-				if sc == hooks.ScopeProject {
+					settings.MCPServerName, settings.MCPToolName(settings.MCPServerName, ""), strings.TrimSuffix(settings.MCPToolName(settings.MCPServerName, ""), "__"))
+				if sc == settings.ScopeProject {
 					fmt.Fprintln(e.stdout, "Claude Code uses a project's .mcp.json servers once approved: it asks on the next interactive start (`claude mcp list` shows it)")
 				}
 			}
@@ -262,7 +263,7 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 	}
 }
 
-func printSettingsChanges(w io.Writer, cs []hooks.SettingsChange) {
+func printSettingsChanges(w io.Writer, cs []settings.Change) {
 	for _, c := range cs {
 		if c.Action == "removed" && c.Command == "" {
 			fmt.Fprintf(w, "  %-9s %s: hooks of git-lossless\n", c.Action, c.Event)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/receipt"
+	"github.com/git-lossless/git-lossless/receipt/note"
 )
 
 // receipt is the demo's last step: a human touches up README.md (which the
@@ -51,7 +52,7 @@ func (d *demoRun) receipt(st *gitstore.Store) error {
 	if err != nil {
 		return fmt.Errorf("demo: build receipt: %w", err)
 	}
-	notesCommit, note, err := receipt.Save(d.ctx, st, r, key)
+	notesCommit, signed, err := receipt.Save(d.ctx, st, r, key)
 	if err != nil {
 		return fmt.Errorf("demo: store receipt: %w", err)
 	}
@@ -59,7 +60,7 @@ func (d *demoRun) receipt(st *gitstore.Store) error {
 	var buf bytes.Buffer
 	writeReceipt(&buf, r, key.Writer(), "built and stored in notes commit "+short12(notesCommit))
 	d.indent(buf.String(), "    ")
-	want := map[string]string{"src/app.go": receipt.Written, "src/report.go": receipt.Written, "README.md": receipt.ChangedAfter}
+	want := map[string]string{"src/app.go": note.Written, "src/report.go": note.Written, "README.md": note.ChangedAfter}
 	for _, p := range r.Paths {
 		if w, ok := want[p.Path]; ok && p.Status != w {
 			d.fail("receipt says %s is %s, expected %s", p.Path, p.Status, w)
@@ -86,13 +87,13 @@ func (d *demoRun) receipt(st *gitstore.Store) error {
 	if !res.OK() {
 		d.fail("the fresh receipt did not verify")
 	}
-	d.plainReceiptCheck(key, note)
+	d.plainReceiptCheck(key, signed)
 	return nil
 }
 
 // plainReceiptCheck verifies the note and the notes commit with plain gpg
 // and git, in a GNUPGHOME inside the demo directory.
-func (d *demoRun) plainReceiptCheck(key *receipt.Key, note []byte) {
+func (d *demoRun) plainReceiptCheck(key *receipt.Key, signed []byte) {
 	ref := gitstore.NotesPrefix + key.Writer()
 	fmt.Fprintf(d.out, "\n  The same with plain git and gpg:\n")
 	if _, err := exec.LookPath("gpg"); err != nil {
@@ -142,7 +143,7 @@ func (d *demoRun) plainReceiptCheck(key *receipt.Key, note []byte) {
 	switch {
 	case err != nil:
 		d.fail("git notes show: %v: %s", err, shown)
-	case shown != string(note):
+	case shown != string(signed):
 		d.fail("git notes show printed another note")
 	default:
 		out, err := runIn([]byte(shown), "gpg", "--verify")
@@ -160,7 +161,7 @@ func (d *demoRun) plainReceiptCheck(key *receipt.Key, note []byte) {
 		d.fail("git verify-commit: %v: %s", err, out)
 	}
 	fmt.Fprintf(d.out, "    $ git log --notes='lossless/*' -1   shows the receipt under the commit\n")
-	if out, err := runIn(nil, "git", "log", "--notes=lossless/*", "-1"); err != nil || !strings.Contains(out, receipt.Header) {
+	if out, err := runIn(nil, "git", "log", "--notes=lossless/*", "-1"); err != nil || !strings.Contains(out, note.Header) {
 		d.fail("git log --notes does not show the receipt: %v", err)
 	}
 }

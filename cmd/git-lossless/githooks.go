@@ -17,7 +17,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
 // gitHooksLong is the git-hooks part of install's and uninstall's help.
@@ -59,7 +59,7 @@ func runGitHooks(ctx context.Context, e *env, verb string, apply bool, command s
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	bin, err := hooks.ResolveBinary(hooks.BinaryOptions{Override: command, Dir: e.dir, Getenv: getenv})
+	bin, err := settings.ResolveBinary(settings.BinaryOptions{Override: command, Dir: e.dir, Getenv: getenv})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/receipt"
+	"github.com/git-lossless/git-lossless/receipt/note"
 )
 
 func receiptCmd() *command {
@@ -356,7 +357,7 @@ func runReceiptList(ctx context.Context, e *env, o receiptOpts) error {
 				c := s.Parsed.Coverage
 				item["issued"] = s.Parsed.Issued.Format(time.RFC3339)
 				item["paths"] = len(s.Parsed.Paths)
-				item["statuses"] = map[string]int{receipt.Written: c.Written, receipt.Seen: c.Seen, receipt.ChangedAfter: c.ChangedAfter, receipt.Unseen: c.Unseen, receipt.Excluded: c.Excluded}
+				item["statuses"] = map[string]int{note.Written: c.Written, note.Seen: c.Seen, note.ChangedAfter: c.ChangedAfter, note.Unseen: c.Unseen, note.Excluded: c.Excluded}
 				item["contexts"] = len(s.Parsed.Contexts)
 			} else {
 				item["error"] = fmt.Sprint(s.Err)
@@ -410,14 +411,14 @@ func printStored(e *env, s receipt.Stored, asJSON bool, how string) error {
 	return nil
 }
 
-func wname(r *receipt.Receipt, ref receipt.Ref) string {
+func wname(r *note.Receipt, ref note.Ref) string {
 	if ref.IsZero() {
 		return "-"
 	}
 	return fmt.Sprintf("w%d#%d", ref.W, ref.Seq)
 }
 
-func writeReceipt(w io.Writer, r *receipt.Receipt, writer, how string) {
+func writeReceipt(w io.Writer, r *note.Receipt, writer, how string) {
 	utc := func(unix int64) string { return time.Unix(unix, 0).UTC().Format("2006-01-02 15:04:05 UTC") }
 	fmt.Fprintf(w, "Receipt for commit %s\n", r.Commit)
 	fmt.Fprintf(w, "  tree %s", r.Tree)
@@ -440,12 +441,12 @@ func writeReceipt(w io.Writer, r *receipt.Receipt, writer, how string) {
 	for _, p := range r.Paths {
 		blob := short12(p.Blob)
 		switch {
-		case p.Status == receipt.Excluded:
+		case p.Status == note.Excluded:
 			blob = "(withheld)"
-		case p.Change == receipt.Deleted:
+		case p.Change == note.Deleted:
 			blob = "(deleted)"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Status, p.Change, blob, wname(r, p.Evidence), receipt.Token(p.Path))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Status, p.Change, blob, wname(r, p.Evidence), note.Token(p.Path))
 	}
 	tw.Flush()
 
@@ -458,7 +459,7 @@ func writeReceipt(w io.Writer, r *receipt.Receipt, writer, how string) {
 			if agent == "" {
 				agent = "main"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\n", receipt.ContextID(i), receipt.Token(c.Session), agent, c.Events,
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\n", note.ContextID(i), note.Token(c.Session), agent, c.Events,
 				c.First.Format("2006-01-02 15:04:05"), c.Last.Format("15:04:05"), len(c.Spans), c.FileTokens, c.SpanTokens)
 		}
 		tw.Flush()
@@ -472,7 +473,7 @@ func writeReceipt(w io.Writer, r *receipt.Receipt, writer, how string) {
 			if blob == "" {
 				blob = "(withheld)"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", receipt.ContextID(rd.Context-1), rd.State, strings.Join(rd.Ops, ","), blob, rd.View, wname(r, rd.Evidence), receipt.Token(rd.Path))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", note.ContextID(rd.Context-1), rd.State, strings.Join(rd.Ops, ","), blob, rd.View, wname(r, rd.Evidence), note.Token(rd.Path))
 		}
 		tw.Flush()
 	}
@@ -491,8 +492,8 @@ func writeReceipt(w io.Writer, r *receipt.Receipt, writer, how string) {
 
 // receiptJSON is the JSON form: the receipt with references resolved to
 // writer names.
-func receiptJSON(r *receipt.Receipt) map[string]any {
-	ref := func(x receipt.Ref) any {
+func receiptJSON(r *note.Receipt) map[string]any {
+	ref := func(x note.Ref) any {
 		if x.IsZero() {
 			return nil
 		}
@@ -512,13 +513,13 @@ func receiptJSON(r *receipt.Receipt) map[string]any {
 		if agent == "" {
 			agent = "main"
 		}
-		ctxs = append(ctxs, map[string]any{"id": receipt.ContextID(i), "session": c.Session, "agent": agent, "events": c.Events,
+		ctxs = append(ctxs, map[string]any{"id": note.ContextID(i), "session": c.Session, "agent": agent, "events": c.Events,
 			"first": c.First.Format(time.RFC3339), "last": c.Last.Format(time.RFC3339), "spans": spans,
 			"tokens": map[string]int64{"files": c.FileTokens, "spans": c.SpanTokens}})
 	}
 	var reads []any
 	for _, rd := range r.Reads {
-		reads = append(reads, map[string]any{"context": receipt.ContextID(rd.Context - 1), "state": rd.State, "ops": rd.Ops, "blob": rd.Blob, "view": rd.View, "evidence": ref(rd.Evidence), "path": rd.Path})
+		reads = append(reads, map[string]any{"context": note.ContextID(rd.Context - 1), "state": rd.State, "ops": rd.Ops, "blob": rd.Blob, "view": rd.View, "evidence": ref(rd.Evidence), "path": rd.Path})
 	}
 	var writers []any
 	for _, w := range r.Writers {
@@ -530,8 +531,8 @@ func receiptJSON(r *receipt.Receipt) map[string]any {
 	}
 	c := r.Coverage
 	return map[string]any{
-		"format": receipt.Header, "commit": r.Commit, "tree": r.Tree, "parents": r.Parents, "committed": r.Committed,
-		"window": window, "issued": r.Issued.Format(time.RFC3339), "tokenizer": receipt.Tokenizer,
+		"format": note.Header, "commit": r.Commit, "tree": r.Tree, "parents": r.Parents, "committed": r.Committed,
+		"window": window, "issued": r.Issued.Format(time.RFC3339), "tokenizer": note.Tokenizer,
 		"paths": paths, "contexts": ctxs, "reads": reads, "writers": writers,
 		"tokens": map[string]int64{"files": r.FileTokens(), "spans": r.SpanTokens()},
 		"coverage": map[string]any{"written": c.Written, "seen": c.Seen, "changed_after": c.ChangedAfter, "unseen": c.Unseen,

@@ -1,4 +1,4 @@
-package hooks
+package settings
 
 import (
 	"bytes"
@@ -251,7 +251,7 @@ func TestInstallKeepsForeignHooksAndKeys(t *testing.T) {
 	// Foreign groups: same events, same positions, same JSON values (the
 	// \u003e escape and the 1.50 included, as written).
 	for _, ev := range sb.events {
-		var evA *ccEvent
+		var evA *event
 		for i := range sa.events {
 			if sa.events[i].m.key == ev.m.key {
 				evA = &sa.events[i]
@@ -423,7 +423,7 @@ func TestInstallUninstallRestoresForeignOnlyState(t *testing.T) {
 				// only ours: it goes too. The same value for Claude Code.
 				body = `{"x": 1}`
 			}
-			if !instJSONEqual(got, []byte(body)) {
+			if !jsonEqual(got, []byte(body)) {
 				t.Fatalf("uninstall did not restore the value:\n%s\nwant\n%s", got, body)
 			}
 			if name != "hooks {}" && string(got) != body {
@@ -502,11 +502,11 @@ func TestInstallMalformedSettingsFailClosed(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "settings.json")
 			instWriteFile(t, path, c.body, 0o644)
-			for _, f := range []func(string, string) (*SettingsPlan, error){PlanInstall, PlanUninstall} {
+			for _, f := range []func(string, string) (*Plan, error){PlanInstall, PlanUninstall} {
 				_, err := f(path, instTestBin)
-				var se *SettingsError
+				var se *Error
 				if !errors.As(err, &se) {
-					t.Fatalf("err %v, want a SettingsError", err)
+					t.Fatalf("err %v, want a Error", err)
 				}
 				if want := path + ":" + c.pos + ": "; !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), c.msg) {
 					t.Errorf("error %q, want prefix %q and %q", err, want, c.msg)
@@ -711,29 +711,29 @@ func TestInstallSettingsPath(t *testing.T) {
 	home := t.TempDir()
 	env := map[string]string{"HOME": home}
 	getenv := func(k string) string { return env[k] }
-	if p, _ := SettingsPath(ScopeUser, "/x", getenv); p != filepath.Join(home, ".claude", "settings.json") {
+	if p, _ := Path(ScopeUser, "/x", getenv); p != filepath.Join(home, ".claude", "settings.json") {
 		t.Errorf("user default: %s", p)
 	}
 	env["CLAUDE_CONFIG_DIR"] = "/cfg/claude"
-	if p, _ := SettingsPath(ScopeUser, "/x", getenv); p != "/cfg/claude/settings.json" {
+	if p, _ := Path(ScopeUser, "/x", getenv); p != "/cfg/claude/settings.json" {
 		t.Errorf("CLAUDE_CONFIG_DIR: %s", p)
 	}
-	instUnsetenv(t, "GIT_DIR", "GIT_WORK_TREE")
+	unsetenv(t, "GIT_DIR", "GIT_WORK_TREE")
 	repo := filepath.Join(home, "repo")
 	for _, d := range []string{".git/objects", ".git/refs", "sub/dir"} {
 		os.MkdirAll(filepath.Join(repo, d), 0o755)
 	}
 	os.WriteFile(filepath.Join(repo, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	top, _ := filepath.EvalSymlinks(repo)
-	if p, _ := SettingsPath(ScopeProject, filepath.Join(repo, "sub", "dir"), getenv); p != filepath.Join(top, ".claude", "settings.json") {
+	if p, _ := Path(ScopeProject, filepath.Join(repo, "sub", "dir"), getenv); p != filepath.Join(top, ".claude", "settings.json") {
 		t.Errorf("project in a repository: %s", p)
 	}
 	plain := filepath.Join(home, "plain")
 	os.MkdirAll(plain, 0o755)
-	if p, _ := SettingsPath(ScopeProject, plain, getenv); p != filepath.Join(plain, ".claude", "settings.json") {
+	if p, _ := Path(ScopeProject, plain, getenv); p != filepath.Join(plain, ".claude", "settings.json") {
 		t.Errorf("project outside a repository: %s", p)
 	}
-	if _, err := SettingsPath("global", plain, getenv); err == nil {
+	if _, err := Path("global", plain, getenv); err == nil {
 		t.Error("unknown scope accepted")
 	}
 }
@@ -766,5 +766,13 @@ func TestInstallDiffFormat(t *testing.T) {
 	}
 	if !regexp.MustCompile(`^--- x\n\+\+\+ y\n@@ -1,\d+ \+1,\d+ @@\n`).MatchString(full) {
 		t.Errorf("header: %.60q", full)
+	}
+}
+
+// unsetenv unsets variables for one test (t.Setenv restores them).
+func unsetenv(t *testing.T, keys ...string) {
+	for _, k := range keys {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
 	}
 }

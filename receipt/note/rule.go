@@ -1,4 +1,4 @@
-package receipt
+package note
 
 import (
 	"encoding/json"
@@ -91,6 +91,16 @@ func version(e *gitstore.Event) (blob, disk string) {
 		_ = json.Unmarshal(raw, &disk)
 	}
 	return e.Blob, disk
+}
+
+// Touches reports whether e touches the commit: a file event (op read,
+// write, edit, attach, restore or deny) on one of the changed paths, timed
+// in the window. The contexts of such events are the ones whose every
+// event belongs to the commit; a reader that preselects events (Build
+// does, in two passes over the archive) uses it to find those contexts
+// with the rule's own definition.
+func (in *Input) Touches(e *gitstore.Event, changed map[string]bool) bool {
+	return fileOps[e.Op] && changed[e.RawPath()] && in.inWindow(e)
 }
 
 // inWindow reports whether e falls in the commit's window.
@@ -530,4 +540,93 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// PathEvidence says why e does not support p's status in a receipt of a
+// commit with committer time committed ("" when it does): the check a
+// verifier makes of each path row against the event it names, by the
+// rule that gave the status.
+func PathEvidence(p PathEntry, e *gitstore.Event, committed int64) string {
+	if e.RawPath() != p.Path {
+		return fmt.Sprintf("is about %s, not this path", Token(e.RawPath()))
+	}
+	if !fileOps[e.Op] {
+		return fmt.Sprintf("is a %s event, not a file event", e.Op)
+	}
+	if sec(e) > committed {
+		return "is timed after the commit"
+	}
+	blob, disk := version(e)
+	isCommitted := blob != "" && (blob == p.Blob || disk == p.Blob)
+	switch p.Status {
+	case Written:
+		if !wroteOps[e.Op] || e.Blob != p.Blob || partialView(e) {
+			return "does not show a model writing the committed blob"
+		}
+	case Seen:
+		if !isCommitted {
+			return "does not show a context seeing the committed blob"
+		}
+	case ChangedAfter:
+		if p.Change != Deleted && isCommitted {
+			return "shows the committed version, so the path did not change after the agents"
+		}
+	case Unseen:
+		return "is a touch of the path, so the path is not unseen"
+	case Excluded:
+	}
+	return ""
+}
+
+// ReadEvidence says why e does not support the read-set row rd (""
+// when it does). treeBlob returns the blob at a path of the receipt's
+// commit (ok false when the path is not in its tree), for the rows whose
+// state compares the version with the commit.
+func ReadEvidence(rd ReadEntry, e *gitstore.Event, treeBlob func(p string) (blob string, ok bool, err error)) string {
+	if e.RawPath() != rd.Path {
+		return fmt.Sprintf("is about %s, not this path", Token(e.RawPath()))
+	}
+	found := false
+	for _, op := range rd.Ops {
+		if op == e.Op {
+			found = true
+		}
+	}
+	if !found {
+		return fmt.Sprintf("is a %s, not one of %s", e.Op, strings.Join(rd.Ops, ","))
+	}
+	if e.Excluded != (rd.State == Withheld) {
+		return "disagrees on exclusion"
+	}
+	if rd.State == Withheld {
+		return ""
+	}
+	if e.Blob != rd.Blob {
+		return fmt.Sprintf("names blob %s, not %s", e.Blob, rd.Blob)
+	}
+	if (rd.State == Partial) != (rd.View != "full") || (rd.State == Partial && !partialView(e)) {
+		return "disagrees on the view"
+	}
+	if rd.State == Partial {
+		return ""
+	}
+	if path.IsAbs(rd.Path) || strings.HasPrefix(rd.Path, "../") {
+		if rd.State != Outside {
+			return "is outside the repository"
+		}
+		return ""
+	}
+	blob, ok, err := treeBlob(rd.Path)
+	if err != nil {
+		return "cannot be compared with the tree: " + err.Error()
+	}
+	switch {
+	case !ok && rd.State != Absent:
+		return "is about a path that is not in the commit's tree"
+	case ok && rd.State == Absent:
+		return "is about a path that is in the commit's tree"
+	case ok && (blob == rd.Blob) != (rd.State == Current):
+		return "disagrees with the tree on whether this version is current"
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package hooks
+package settings
 
 // Registration of git-lossless's MCP server (`git lossless mcp`) with
 // Claude Code, the way `claude mcp add --scope user|project` stores it.
@@ -25,7 +25,7 @@ package hooks
 // directory, so we write it at the top of the repository, beside
 // .claude/). The CLI re-encodes the whole file with two-space indentation;
 // we splice the member in and keep every other byte, as for settings.json
-// (see install.go), so that Claude Code's own state in .claude.json and a
+// (see hooks.go), so that Claude Code's own state in .claude.json and a
 // team's other servers in .mcp.json are untouched. A project-scope server
 // is used only once approved (the CLI's `mcp list` says "Pending
 // approval"): Claude Code asks on the next interactive start (trusting
@@ -43,8 +43,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // MCPServerName is the name git-lossless's server is registered under;
@@ -65,49 +63,6 @@ func MCPToolName(server, tool string) string {
 	return "mcp__" + string(b) + "__" + tool
 }
 
-// MCPConfigPath returns the file `claude mcp add --scope SCOPE` writes:
-// user scope $CLAUDE_CONFIG_DIR/.claude.json, or ~/.claude.json when that
-// is unset (not ~/.claude/.claude.json: the file lives beside the
-// directory); project scope .mcp.json at the top of the repository
-// containing dir (dir itself outside any repository).
-func MCPConfigPath(scope SettingsScope, dir string, getenv func(string) string) (string, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	switch scope {
-	case ScopeUser:
-		if d := getenv("CLAUDE_CONFIG_DIR"); d != "" {
-			return filepath.Join(instAbsFrom(dir, d), ".claude.json"), nil
-		}
-		home := getenv("HOME")
-		if home == "" {
-			h, err := os.UserHomeDir()
-			if err != nil {
-				return "", fmt.Errorf("locate ~/.claude.json: %w (set HOME or CLAUDE_CONFIG_DIR)", err)
-			}
-			home = h
-		}
-		return filepath.Join(home, ".claude.json"), nil
-	case ScopeProject:
-		top, err := mcpProjectTop(dir)
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(top, ".mcp.json"), nil
-	}
-	return "", fmt.Errorf("unknown MCP config scope %q (use user or project)", scope)
-}
-
-// mcpProjectTop is the directory Claude Code treats as the project when
-// started in dir: the repository's work tree, else dir.
-func mcpProjectTop(dir string) (string, error) {
-	top := dir
-	if loc, err := gitstore.FindRepository(dir); err == nil && loc.WorkTree != "" {
-		top = loc.WorkTree
-	}
-	return filepath.Abs(top)
-}
-
 // MCPServer is one stdio server entry as Claude Code stores it; the field
 // order is the CLI's.
 type MCPServer struct {
@@ -124,7 +79,7 @@ func MCPServerEntry(bin string) MCPServer {
 	return MCPServer{Type: "stdio", Command: bin, Args: []string{"mcp"}, Env: map[string]string{}}
 }
 
-func mcpEntryJSON(bin string) []byte { return instMarshal(MCPServerEntry(bin)) }
+func mcpEntryJSON(bin string) []byte { return marshal(MCPServerEntry(bin)) }
 
 // IsOurMCPServer reports whether an mcpServers entry runs git-lossless's
 // server: a program named git-lossless (any directory, .exe on Windows)
@@ -158,12 +113,12 @@ func IsOurMCPServer(entry json.RawMessage, bin string) bool {
 }
 
 // mcpConfig is a parsed MCP config file (.claude.json or .mcp.json): the
-// document with its layout (see ccSettings) and where mcpServers and our
+// document with its layout (see document) and where mcpServers and our
 // entry are.
 type mcpConfig struct {
-	*ccSettings
+	*document
 	serversAt    int // index in top of "mcpServers", -1 when absent
-	servers      []instMember
+	servers      []objMember
 	serversClose int // the '}' of mcpServers
 	oursAt       int // index in servers of MCPServerName, -1 when absent
 }
@@ -172,11 +127,11 @@ type mcpConfig struct {
 // refuse too (invalid JSON, a top level or mcpServers that is not an
 // object) and what is ambiguous (duplicate keys).
 func parseMCPConfig(path string, doc []byte) (*mcpConfig, error) {
-	s, err := parseJSONObjectFile(path, doc, "the MCP config is")
+	s, err := parseObjectFile(path, doc, "the MCP config is")
 	if err != nil {
 		return nil, err
 	}
-	c := &mcpConfig{ccSettings: s, serversAt: -1, oursAt: -1}
+	c := &mcpConfig{document: s, serversAt: -1, oursAt: -1}
 	if s.empty {
 		return c, nil
 	}
@@ -185,7 +140,7 @@ func parseMCPConfig(path string, doc []byte) (*mcpConfig, error) {
 			continue
 		}
 		if c.serversAt >= 0 {
-			return nil, settingsErrorAt(path, doc, m.keyStart, `duplicate key "mcpServers": which one Claude Code uses is ambiguous; merge them by hand`)
+			return nil, errorAt(path, doc, m.keyStart, `duplicate key "mcpServers": which one Claude Code uses is ambiguous; merge them by hand`)
 		}
 		c.serversAt = i
 	}
@@ -194,27 +149,27 @@ func parseMCPConfig(path string, doc []byte) (*mcpConfig, error) {
 	}
 	v := s.top[c.serversAt].val
 	if doc[v.start] != '{' {
-		return nil, settingsErrorAt(path, doc, v.start, `"mcpServers" is %s, expected an object of server names`, instJSONKind(doc[v.start]))
+		return nil, errorAt(path, doc, v.start, `"mcpServers" is %s, expected an object of server names`, JSONKind(doc[v.start]))
 	}
-	if c.servers, c.serversClose, err = instScanObject(doc, v.start); err != nil {
-		return nil, &SettingsError{Path: path, Msg: err.Error()}
+	if c.servers, c.serversClose, err = scanObject(doc, v.start); err != nil {
+		return nil, &Error{Path: path, Msg: err.Error()}
 	}
 	for i, m := range c.servers {
 		if m.key != MCPServerName {
 			continue
 		}
 		if c.oursAt >= 0 {
-			return nil, settingsErrorAt(path, doc, m.keyStart, "duplicate key mcpServers.%s: which one Claude Code uses is ambiguous; remove one by hand", MCPServerName)
+			return nil, errorAt(path, doc, m.keyStart, "duplicate key mcpServers.%s: which one Claude Code uses is ambiguous; remove one by hand", MCPServerName)
 		}
 		c.oursAt = i
 	}
 	return c, nil
 }
 
-func (c *mcpConfig) change(action, bin string) SettingsChange {
-	ch := SettingsChange{Event: "mcpServers." + MCPServerName, Action: action}
+func (c *mcpConfig) change(action, bin string) Change {
+	ch := Change{Event: "mcpServers." + MCPServerName, Action: action}
 	if bin != "" {
-		ch.Command = instQuote(bin) + " mcp"
+		ch.Command = Quote(bin) + " mcp"
 	}
 	return ch
 }
@@ -226,9 +181,9 @@ func (c *mcpConfig) entryCommand() string {
 		Args    []string `json:"args"`
 	}
 	_ = json.Unmarshal(c.text(c.servers[c.oursAt].val), &e)
-	words := []string{instQuote(e.Command)}
+	words := []string{Quote(e.Command)}
 	for _, a := range e.Args {
-		words = append(words, instQuote(a))
+		words = append(words, Quote(a))
 	}
 	return strings.Join(words, " ")
 }
@@ -238,9 +193,9 @@ func (c *mcpConfig) entryCommand() string {
 // another program replaced in place, or nothing when it is there as
 // install writes it (the input comes back unchanged). Every other byte
 // is kept. An entry under our name that runs something else is refused
-// (a *SettingsError): it is someone's server, and Claude Code allows one
+// (a *Error): it is someone's server, and Claude Code allows one
 // per name.
-func MergeMCPServer(path string, doc []byte, bin string) ([]byte, []SettingsChange, error) {
+func MergeMCPServer(path string, doc []byte, bin string) ([]byte, []Change, error) {
 	c, err := parseMCPConfig(path, doc)
 	if err != nil {
 		return nil, nil, err
@@ -249,42 +204,42 @@ func MergeMCPServer(path string, doc []byte, bin string) ([]byte, []SettingsChan
 	servers := func() []byte { // a mcpServers object holding only ours
 		return append(append([]byte{'{'}, c.member(MCPServerName, nil, entry)...), '}')
 	}
-	added := []SettingsChange{c.change("added", bin)}
+	added := []Change{c.change("added", bin)}
 	switch {
 	case c.empty:
 		return bytes.Join([][]byte{[]byte("{" + c.nl + c.unit + `"mcpServers"` + c.sep), c.indent(servers(), c.unit), []byte(c.nl + "}" + c.nl)}, nil), added, nil
 	case c.serversAt < 0:
-		top := c.newSplicer(c.topOpen, c.topClose, instMemberSpans(c.top))
+		top := c.newSplicer(c.topOpen, c.topClose, memberSpans(c.top))
 		top.add(c.member("mcpServers", nil, top.format(servers())))
 		return c.spliceTop(top), added, nil
 	}
 	sm := c.top[c.serversAt]
-	sp := c.newSplicer(sm.val.start, c.serversClose, instMemberSpans(c.servers))
+	sp := c.newSplicer(sm.val.start, c.serversClose, memberSpans(c.servers))
 	action := "added"
 	if c.oursAt < 0 {
 		sp.add(c.member(MCPServerName, nil, sp.format(entry)))
 	} else {
 		m := c.servers[c.oursAt]
 		if !IsOurMCPServer(c.text(m.val), bin) {
-			return nil, nil, settingsErrorAt(path, doc, m.keyStart, "mcpServers.%s runs `%s`, which is not git-lossless's server; remove or rename that entry (`claude mcp remove %s`), then run again",
+			return nil, nil, errorAt(path, doc, m.keyStart, "mcpServers.%s runs `%s`, which is not git-lossless's server; remove or rename that entry (`claude mcp remove %s`), then run again",
 				MCPServerName, c.entryCommand(), MCPServerName)
 		}
-		if instJSONEqual(c.text(m.val), entry) {
-			return doc, []SettingsChange{c.change("unchanged", bin)}, nil
+		if jsonEqual(c.text(m.val), entry) {
+			return doc, []Change{c.change("unchanged", bin)}, nil
 		}
 		action = "replaced"
 		sp.items[c.oursAt].text = c.member("", c.doc[m.keyStart:m.keyEnd], sp.formatAt(c.oursAt, entry))
 	}
-	top := c.newSplicer(c.topOpen, c.topClose, instMemberSpans(c.top))
+	top := c.newSplicer(c.topOpen, c.topClose, memberSpans(c.top))
 	top.items[c.serversAt].text = c.member("", c.doc[sm.keyStart:sm.keyEnd], sp.bytes())
-	return c.spliceTop(top), []SettingsChange{c.change(action, bin)}, nil
+	return c.spliceTop(top), []Change{c.change(action, bin)}, nil
 }
 
 // RemoveMCPServer returns the MCP config without our server: the entry
 // dropped, and the mcpServers key too when it held nothing else; every
 // other byte kept. An entry under our name that runs something else is
 // left alone. Nothing of ours gives the input back unchanged.
-func RemoveMCPServer(path string, doc []byte, bin string) ([]byte, []SettingsChange, error) {
+func RemoveMCPServer(path string, doc []byte, bin string) ([]byte, []Change, error) {
 	c, err := parseMCPConfig(path, doc)
 	if err != nil {
 		return nil, nil, err
@@ -295,15 +250,15 @@ func RemoveMCPServer(path string, doc []byte, bin string) ([]byte, []SettingsCha
 	removed := c.change("removed", "")
 	removed.Command = c.entryCommand()
 	sm := c.top[c.serversAt]
-	sp := c.newSplicer(sm.val.start, c.serversClose, instMemberSpans(c.servers))
+	sp := c.newSplicer(sm.val.start, c.serversClose, memberSpans(c.servers))
 	sp.items[c.oursAt].gone = true
-	top := c.newSplicer(c.topOpen, c.topClose, instMemberSpans(c.top))
+	top := c.newSplicer(c.topOpen, c.topClose, memberSpans(c.top))
 	if sp.live() == 0 {
 		top.items[c.serversAt].gone = true
 	} else {
 		top.items[c.serversAt].text = c.member("", c.doc[sm.keyStart:sm.keyEnd], sp.bytes())
 	}
-	return c.spliceTop(top), []SettingsChange{removed}, nil
+	return c.spliceTop(top), []Change{removed}, nil
 }
 
 func (c *mcpConfig) spliceTop(top *splicer) []byte {
@@ -312,26 +267,26 @@ func (c *mcpConfig) spliceTop(top *splicer) []byte {
 
 // PlanMCPInstall reads an MCP config and computes it with our server
 // registered (see MergeMCPServer).
-func PlanMCPInstall(path, bin string) (*SettingsPlan, error) {
-	return planSettings(path, bin, MergeMCPServer)
+func PlanMCPInstall(path, bin string) (*Plan, error) {
+	return planFile(path, bin, MergeMCPServer)
 }
 
 // PlanMCPUninstall reads an MCP config and computes it without our
 // server (see RemoveMCPServer). A file left holding an empty object (one
 // install created) is removed instead, after its backup, so install then
 // uninstall leaves no trace.
-func PlanMCPUninstall(path, bin string) (*SettingsPlan, error) {
-	p, err := planSettings(path, bin, RemoveMCPServer)
+func PlanMCPUninstall(path, bin string) (*Plan, error) {
+	p, err := planFile(path, bin, RemoveMCPServer)
 	if err != nil {
 		return nil, err
 	}
-	if p.Changed() && instEmptyObject(p.After) {
+	if p.Changed() && emptyObject(p.After) {
 		p.RemoveFile = true
 	}
 	return p, nil
 }
 
-func instEmptyObject(doc []byte) bool {
+func emptyObject(doc []byte) bool {
 	var m map[string]json.RawMessage
 	return json.Unmarshal(doc, &m) == nil && m != nil && len(m) == 0
 }
@@ -384,7 +339,7 @@ func MCPLookupFor(dir string, getenv func(string) string) MCPLookup {
 		return l
 	}
 	l.UserConfig, _ = MCPConfigPath(ScopeUser, dir, getenv)
-	l.UserSettings, _ = SettingsPath(ScopeUser, dir, getenv)
+	l.UserSettings, _ = Path(ScopeUser, dir, getenv)
 	return l
 }
 
@@ -400,7 +355,7 @@ func FindMCPRegistrations(l MCPLookup) ([]MCPRegistration, error) {
 	if err != nil {
 		return nil, err
 	}
-	top, _ := mcpProjectTop(dir)
+	top, _ := projectTop(dir)
 
 	var user struct {
 		MCPServers map[string]json.RawMessage `json:"mcpServers"`

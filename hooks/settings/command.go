@@ -1,0 +1,263 @@
+package settings
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// HookSpec is one hook we install: Claude Code runs `<bin> hook <Arg>` on
+// Event for tools (or sources) matching Matcher.
+type HookSpec struct {
+	Event   string // Claude Code's event name
+	Matcher string // "" = no matcher key: every occurrence of the event
+	Arg     string // the `git-lossless hook` argument
+	Timeout int    // seconds (Claude Code's unit); a hook past it is abandoned
+}
+
+// InstallSpecs lists the hooks install writes, in the order new event keys
+// are added. Timeouts are short because Claude Code waits for a hook before
+// the tool runs, and a timed-out hook fails open: the per-tool hooks get
+// 10 s, the transcript sweeps 30 s.
+func InstallSpecs() []HookSpec {
+	return []HookSpec{
+		{Event: "SessionStart", Matcher: "compact|resume", Arg: "session-start", Timeout: 10},
+		{Event: "PreToolUse", Matcher: "Edit|Write|MultiEdit|NotebookEdit", Arg: "pre-tool-use", Timeout: 10},
+		{Event: "PostToolUse", Matcher: "Read|Edit|Write|MultiEdit|NotebookEdit", Arg: "post-tool-use", Timeout: 10},
+		{Event: "PreCompact", Arg: "pre-compact", Timeout: 30},
+		{Event: "SubagentStop", Arg: "subagent-stop", Timeout: 30},
+		{Event: "SessionEnd", Arg: "session-end", Timeout: 30},
+	}
+}
+
+// HookCommand is the command line of one hook: the program, shell-quoted
+// when it needs to be (Claude Code runs the command through a shell), then
+// `hook ARG`.
+func HookCommand(bin, arg string) string {
+	return Quote(bin) + " hook " + arg
+}
+
+// ourCommandRe recognises a command of ours whatever path it was installed
+// with: git-lossless (possibly quoted, possibly .exe) followed by the word
+// hook, or `git lossless hook`.
+var ourCommandRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(git-lossless(\.exe)?['"]?|(^|[\s;&|(])git\s+lossless)\s+hook(\s|$)`)
+})
+
+// IsOurHookCommand reports whether a settings command was written by us
+// (any version, any path), or runs bin (the program being installed, which
+// tests and unusual setups may name otherwise) as `bin hook ...`. Only such
+// entries are ever replaced or removed; anything else is someone else's.
+func IsOurHookCommand(command, bin string) bool {
+	if ourCommandRe().MatchString(command) {
+		return true
+	}
+	if bin == "" {
+		return false
+	}
+	c := strings.TrimSpace(command)
+	for _, b := range []string{Quote(bin), bin} {
+		if strings.HasPrefix(c, b+" hook ") {
+			return true
+		}
+	}
+	return false
+}
+
+// HookBinary is the program the hooks will run.
+type HookBinary struct {
+	// Path is the program: an absolute path, or a bare name found on PATH
+	// at hook time when given so with --command.
+	Path string
+	// Warning explains a choice the user should know about ("" = none):
+	// a temporary `go run` build, or another git-lossless on PATH.
+	Warning string
+}
+
+// BinaryOptions are the inputs of ResolveBinary; zero values use the
+// process's own.
+type BinaryOptions struct {
+	// Override is an explicit program (the --command flag); relative paths
+	// are taken from Dir.
+	Override string
+	Dir      string
+	// Getenv supplies PATH (default os.Getenv).
+	Getenv func(string) string
+	// Executable returns the running program (default os.Executable).
+	Executable func() (string, error)
+}
+
+// ResolveBinary picks the program hooks run: the git-lossless on PATH when
+// it is this very program (its PATH name survives upgrades that replace
+// the file), else the running executable's absolute path. Hooks always get
+// an absolute path because Claude Code runs them with the session's
+// environment, whose PATH may differ from the installer's.
+func ResolveBinary(opt BinaryOptions) (HookBinary, error) {
+	if opt.Override != "" {
+		p := opt.Override
+		if strings.ContainsRune(p, filepath.Separator) {
+			p = filepath.Clean(absFrom(opt.Dir, p))
+		}
+		return HookBinary{Path: p}, nil
+	}
+	getenv := opt.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	executable := opt.Executable
+	if executable == nil {
+		executable = os.Executable
+	}
+	exe, err := executable()
+	if err != nil {
+		return HookBinary{}, fmt.Errorf("locate the running git-lossless: %w (pass --command PATH)", err)
+	}
+	if abs, err := filepath.Abs(exe); err == nil {
+		exe = abs
+	}
+	onPath, found := LookPath("git-lossless", getenv("PATH"))
+	if found && SameFile(onPath, exe) {
+		return HookBinary{Path: onPath}, nil
+	}
+	b := HookBinary{Path: exe}
+	switch {
+	case IsTempBuild(exe):
+		b.Warning = fmt.Sprintf("%s looks like a temporary `go run`/`go test` build that will be deleted; hooks pointing at it will stop working. Install git-lossless (`go install ./cmd/git-lossless`) and run install again with that binary, or pass --command PATH", exe)
+	case found:
+		b.Warning = fmt.Sprintf("the git-lossless on PATH (%s) is a different program; the hooks will run this one (%s)", onPath, exe)
+	}
+	return b, nil
+}
+
+// LookPath is exec.LookPath over an explicit PATH value, so the CLI's
+// environment (and a test's) decides, not the process's.
+func LookPath(name, path string) (string, bool) {
+	for _, d := range filepath.SplitList(path) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue // relative PATH entries depend on the cwd: never trust them for hooks
+		}
+		p := filepath.Join(d, name)
+		if IsExecutable(p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// IsExecutable reports whether p is a regular file someone may execute:
+// what a hook or server command must name for Claude Code to start it.
+func IsExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
+// SameFile reports whether a and b are one file (os.SameFile), false
+// when either cannot be stat'ed: two paths of one program, a symlink
+// on PATH and its target, are one program.
+func SameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false
+	}
+	return os.SameFile(sa, sb)
+}
+
+// IsTempBuild recognises binaries `go run` and `go test` leave in the
+// temporary directory (…/go-build123/b001/exe/…).
+func IsTempBuild(p string) bool {
+	sep := string(filepath.Separator)
+	if strings.Contains(p, sep+"go-build") {
+		return true
+	}
+	tmp := filepath.Clean(os.TempDir())
+	return tmp != sep && strings.HasPrefix(p, tmp+sep)
+}
+
+// Quote quotes s for a POSIX shell unless it is made of characters
+// that need none.
+func Quote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._+-:@%=,", r)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
+}
+
+// splitWords splits a shell command line into words, honouring
+// single quotes, double quotes and backslashes: enough to recover the
+// program and arguments of a command we (or a person) wrote.
+func splitWords(s string) []string {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\'':
+			inWord = true
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				cur.WriteString(s[i+1:])
+				i = len(s)
+				break
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+		case c == '"':
+			inWord = true
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+		case c == '\\' && i+1 < len(s):
+			inWord = true
+			i++
+			cur.WriteByte(s[i])
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			inWord = true
+			cur.WriteByte(c)
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+var envAssignRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`) })
+
+// hookProgram returns the program and `hook` argument of one of our
+// commands ("", "" when it does not have that shape, e.g. `git lossless
+// hook x` or a wrapper with environment assignments before the program).
+func hookProgram(command string) (prog, arg string) {
+	w := splitWords(command)
+	for len(w) > 0 && envAssignRe().MatchString(w[0]) {
+		w = w[1:] // VAR=value prefixes
+	}
+	if len(w) < 2 || w[1] != "hook" {
+		return "", ""
+	}
+	if len(w) > 2 {
+		arg = w[2]
+	}
+	return w[0], arg
+}
