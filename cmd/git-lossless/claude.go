@@ -26,8 +26,8 @@ import (
 func installCmd() *command {
 	return &command{
 		name:    "install",
-		summary: "add git-lossless's hooks to Claude Code's settings, or the anchoring pre-push git hook (a dry run without --apply)",
-		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] [--command PATH] | git-hooks [--apply] [--command PATH]",
+		summary: "add git-lossless's hooks to Claude Code's settings, or the anchoring pre-push git hook (a dry run without --apply), or the man page",
+		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] [--command PATH] | git-hooks [--apply] [--command PATH] | man [--dir DIR]",
 		long: `claude-code merges the hooks into Claude Code's settings.json and prints
 the diff. Without --apply nothing is written. With --apply the current
 file is first copied to settings.json.bak-YYYYMMDD-HHMMSS beside it, then
@@ -63,7 +63,13 @@ this program, else this program's absolute path; --command names another.
 starts a project's .mcp.json servers once approved: it asks on the next
 interactive start. --settings and --mcp-config name other files.
 
-` + gitHooksLong,
+` + gitHooksLong + `
+
+man writes the git-lossless(1) man page, made from this help, to
+DIR/man1/git-lossless.1 (DIR default $XDG_DATA_HOME/man, else
+~/.local/share/man; mode 0600, read by man running as you), so that
+` + "`git lossless --help`" + ` (git runs ` + "`man git-lossless`" + `) opens it; it says
+whether man finds DIR (` + "`manpath`" + `) and how to add it when not.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			return claudeSettingsFlags(fs, "install")
 		},
@@ -101,9 +107,10 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 	settingsFile := fs.String("settings", "", "settings file to change instead of the scope's")
 	mcpConfig := fs.String("mcp-config", "", "MCP config file to change instead of the scope's (.claude.json or .mcp.json)")
 	noMCP := fs.Bool("no-mcp", false, "leave the MCP server registration alone")
-	var command *string
+	var command, manDir *string
 	if verb == "install" {
 		command = fs.String("command", "", "program the hooks run (default: this git-lossless)")
+		manDir = fs.String("dir", "", "man: the man directory to write man1/git-lossless.1 under (default $XDG_DATA_HOME/man)")
 	} else {
 		command = fs.String("command", "", "also treat `PATH hook ...` commands as ours")
 		fs.MarkHidden("command")
@@ -112,7 +119,18 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 		if len(args) != 1 {
 			return usagef("%s needs one target: claude-code or git-hooks (`git lossless %s claude-code`)", verb, verb)
 		}
+		if args[0] != "man" && fs.Changed("dir") {
+			return usagef("--dir is for man: claude-code and git-hooks take --settings or the repository's hooks directory")
+		}
 		switch args[0] {
+		case "man":
+			if verb != "install" {
+				return usagef("uninstall: unknown target %q; the targets are claude-code and git-hooks (the man page is one file: rm it)", args[0])
+			}
+			if fs.Changed("scope") || fs.Changed("settings") || fs.Changed("mcp-config") || fs.Changed("no-mcp") || fs.Changed("apply") || fs.Changed("command") {
+				return usagef("install man takes only --dir")
+			}
+			return runInstallMan(ctx, e, *manDir)
 		case "claude-code":
 		case "git-hooks":
 			if fs.Changed("scope") || fs.Changed("settings") || fs.Changed("mcp-config") || fs.Changed("no-mcp") {
@@ -120,6 +138,9 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 			}
 			return runGitHooks(ctx, e, verb, *apply, *command)
 		default:
+			if verb == "install" {
+				return usagef("install: unknown target %q; the targets are claude-code, git-hooks and man", args[0])
+			}
 			return usagef("%s: unknown target %q; the targets are claude-code and git-hooks", verb, args[0])
 		}
 		sc := settings.Scope(*scope)

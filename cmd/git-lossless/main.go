@@ -211,44 +211,71 @@ func fail(e *env, err error) int {
 	return code
 }
 
-func printHelp(w io.Writer) {
-	fmt.Fprintf(w, `git-lossless %s: a flight recorder for AI coding agents, stored in git.
+// helpTagline is what git-lossless is, in one line (help's first line,
+// the man page's NAME).
+const helpTagline = "a flight recorder for AI coding agents, stored in git"
 
-Every file version and conversation span an agent was shown is archived in
+// helpIntro is the overview paragraph of `help` and of the man page;
+// archive names the embedded archive.
+func helpIntro(archive string) string {
+	return `Every file version and conversation span an agent was shown is archived in
 the repository's own object store: contents as git blobs, events as commits
 on refs/lossless/<writer>, each writer's log sealed in a SHA-256 chain.
-Outside any repository the archive is %s.
+Outside any repository the archive is ` + archive + "."
+}
 
-usage: git lossless [-C DIR] [--version] COMMAND [ARGS]
+// helpDef is one entry of help's global flags, exit codes, environment
+// and git config lists; desc may hold line breaks.
+type helpDef struct{ term, desc string }
 
-commands:
-`, version, embeddedHint())
+var (
+	helpGlobalFlags = []helpDef{
+		{"-C DIR", "run as if started in DIR (like git -C)"},
+		{"--version", "print the version"},
+		{"-h, --help", "this help; `git lossless help COMMAND` or `COMMAND --help` for one command"},
+	}
+	helpExitCodes = []helpDef{
+		{"0", "success"},
+		{"1", "a check failed (verify found a break, some inputs were refused)"},
+		{"2", "usage error"},
+		{"3", "the command could not run (repository, I/O or internal error)"},
+	}
+	helpEnvironment = []helpDef{
+		{"LOSSLESS_ARCHIVE_EXCLUDE", "comma-separated globs added to the deny list"},
+		{"XDG_DATA_HOME", "where the embedded archive lives"},
+	}
+	helpGitConfig = []helpDef{
+		{"lossless.exclude", "deny glob (multi-valued)"},
+		{"lossless.fsync", "fsync objects and refs before they count (default true)"},
+		{"lossless.redact", `on (default): secrets in conversation spans are replaced by
+placeholders before they are stored; off stores them as they
+are (unsafe to push)`},
+		{"lossless.encrypt", "true: age-encrypt conversation spans (lossless.recipient)"},
+	}
+)
+
+// printDefs prints defs as help's two columns, the terms padded to width.
+func printDefs(w io.Writer, defs []helpDef, width int) {
+	for _, d := range defs {
+		desc := strings.ReplaceAll(d.desc, "\n", "\n  "+strings.Repeat(" ", width+1))
+		fmt.Fprintf(w, "  %-*s %s\n", width, d.term, desc)
+	}
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintf(w, "git-lossless %s: %s.\n\n%s\n\nusage: git lossless [-C DIR] [--version] COMMAND [ARGS]\n\ncommands:\n",
+		version, helpTagline, helpIntro(embeddedHint()))
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprint(w, `
-global flags:
-  -C DIR     run as if started in DIR (like git -C)
-  --version  print the version
-  -h, --help this help; `+"`git lossless help COMMAND`"+` or `+"`COMMAND --help`"+` for one command
-
-exit codes:
-  0  success
-  1  a check failed (verify found a break, some inputs were refused)
-  2  usage error
-  3  the command could not run (repository, I/O or internal error)
-
-environment:
-  LOSSLESS_ARCHIVE_EXCLUDE  comma-separated globs added to the deny list
-  XDG_DATA_HOME             where the embedded archive lives
-git config:
-  lossless.exclude          deny glob (multi-valued)
-  lossless.fsync            fsync objects and refs before they count (default true)
-  lossless.redact           on (default): secrets in conversation spans are replaced by
-                            placeholders before they are stored; off stores them as they
-                            are (unsafe to push)
-  lossless.encrypt          true: age-encrypt conversation spans (lossless.recipient)
-`)
+	fmt.Fprint(w, "\nglobal flags:\n")
+	printDefs(w, helpGlobalFlags, 10)
+	fmt.Fprint(w, "\nexit codes:\n")
+	printDefs(w, helpExitCodes, 2)
+	fmt.Fprint(w, "\nenvironment:\n")
+	printDefs(w, helpEnvironment, 25)
+	fmt.Fprint(w, "git config:\n")
+	printDefs(w, helpGitConfig, 25)
 }
 
 func embeddedHint() string {
