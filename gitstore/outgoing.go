@@ -29,6 +29,8 @@ package gitstore
 // what leaves is what was checked.
 
 import (
+	"github.com/git-lossless/git-lossless/internal/gitobj"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -174,7 +176,7 @@ func ParseLsRemote(out []byte) (map[string]string, error) {
 			continue
 		}
 		id, ref, ok := strings.Cut(line, "\t")
-		if !ok || !isHexID(id) {
+		if !ok || !gitobj.IsID(id) {
 			return nil, fmt.Errorf("ls-remote line %d: not \"<id>\\t<ref>\": %s", n+1, QuotePath(line))
 		}
 		if strings.HasSuffix(ref, "^{}") {
@@ -193,11 +195,11 @@ func ParseLsRemote(out []byte) (map[string]string, error) {
 // through the store's own readers and changes nothing.
 func (s *Store) Outgoing(ctx context.Context, remote map[string]string) (*Outgoing, error) {
 	o := &Outgoing{s: s, Writers: []RefUpdate{}, Notes: []RefUpdate{}, Items: []OutgoingItem{}}
-	local, err := s.refs.list(RefPrefix)
+	local, err := s.refs.List(RefPrefix)
 	if err != nil {
 		return nil, err
 	}
-	notes, err := s.refs.list(NotesPrefix)
+	notes, err := s.refs.List(NotesPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +303,7 @@ func (s *Store) planWriter(ctx context.Context, name, id, rid string) (RefUpdate
 	seen := map[string]bool{}
 	for _, b := range batches {
 		if b.Err != nil {
-			u.Err = fmt.Sprintf("batch %s: %v (run `git lossless verify %s`)", short(b.Commit), b.Err, name)
+			u.Err = fmt.Sprintf("batch %s: %v (run `git lossless verify %s`)", gitobj.Short(b.Commit), b.Err, name)
 			return u, nil, nil
 		}
 		u.Counts.Batches++
@@ -309,7 +311,7 @@ func (s *Store) planWriter(ctx context.Context, name, id, rid string) (RefUpdate
 		for _, l := range b.Lines {
 			e, err := ParseEvent(l)
 			if err != nil {
-				u.Err = fmt.Sprintf("batch %s: %v", short(b.Commit), err)
+				u.Err = fmt.Sprintf("batch %s: %v", gitobj.Short(b.Commit), err)
 				return u, nil, nil
 			}
 			u.Counts.Events++
@@ -410,7 +412,7 @@ func (s *Store) commitsSince(ctx context.Context, id, rid string) (n int, ff, mi
 		}
 		info, err := s.readCommit(c)
 		if err != nil {
-			return n, false, missing, fmt.Errorf("commit %s: %w", short(c), err)
+			return n, false, missing, fmt.Errorf("commit %s: %w", gitobj.Short(c), err)
 		}
 		n++
 		queue = append(queue, info.Parents...)
@@ -708,9 +710,9 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 	if err := parallel(ctx, len(order), func(i int) {
 		id := order[i]
 		r := results[id]
-		typ, body, err := o.s.odb.read(id)
+		typ, body, err := o.s.odb.Read(id)
 		if err == nil && typ != "blob" {
-			err = fmt.Errorf("%s is a %s, not a blob", short(id), typ)
+			err = fmt.Errorf("%s is a %s, not a blob", gitobj.Short(id), typ)
 		}
 		if err != nil {
 			r.err = err
@@ -745,7 +747,7 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 		base := PushProblem{Ref: RefPrefix + it.Writer, Writer: it.Writer, Seq: it.Seq, Op: it.Op, Content: it.Kind, Path: it.Path, Blob: it.Blob}
 		if r.err != nil {
 			pp := base
-			pp.Kind, pp.Reason = ProblemUnreadable, fmt.Sprintf("content %s cannot be read: %v (run `git lossless verify %s`)", short(it.Blob), r.err, it.Writer)
+			pp.Kind, pp.Reason = ProblemUnreadable, fmt.Sprintf("content %s cannot be read: %v (run `git lossless verify %s`)", gitobj.Short(it.Blob), r.err, it.Writer)
 			probs = append(probs, pp)
 			continue
 		}
@@ -1052,7 +1054,7 @@ func (s *Store) git(ctx context.Context, r Remote, args ...string) *exec.Cmd {
 	}
 	cmd.Env = gitEnv()
 	cmd.Stdin = nil // never a prompt answered from our stdin
-	ownProcessGroup(cmd)
+	gitobj.OwnProcessGroup(cmd)
 	// A helper that outlives a killed git keeps its pipes open: stop
 	// waiting for them soon after git itself is gone.
 	cmd.WaitDelay = 5 * time.Second
@@ -1103,7 +1105,7 @@ func (o *Outgoing) PushArgs(url string, force bool) ([]string, error) {
 		if u.NonFastForward && !force {
 			return nil, fmt.Errorf("%s is a non-fast-forward update: it needs force", u.Ref)
 		}
-		if !isHexID(u.Local) {
+		if !gitobj.IsID(u.Local) {
 			return nil, fmt.Errorf("%s: planned commit %q is not an object id", u.Ref, u.Local)
 		}
 		args = append(args, "--force-with-lease="+u.Ref+":"+u.Remote)

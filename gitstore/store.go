@@ -35,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -80,8 +81,8 @@ type CheckpointSource interface {
 type Store struct {
 	loc   Location
 	cfg   *Config
-	odb   *objectDB
-	refs  *refStore
+	odb   *gitobj.DB
+	refs  *gitobj.Refs
 	deny  *DenyList
 	warn  func(string)
 	now   func() time.Time
@@ -130,8 +131,8 @@ func Open(loc Location, opt Options) (*Store, error) {
 	s := &Store{
 		loc:   loc,
 		cfg:   cfg,
-		odb:   newObjectDB(loc.CommonDir, fsync),
-		refs:  &refStore{gitDir: loc.CommonDir, fsync: fsync, staleAge: opt.StaleLockAge, warn: warn},
+		odb:   gitobj.NewDB(loc.CommonDir, fsync),
+		refs:  gitobj.NewRefs(loc.CommonDir, fsync, opt.StaleLockAge, warn),
 		deny:  deny,
 		warn:  warn,
 		now:   now,
@@ -269,7 +270,7 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 
 	// 1. Blobs: denied paths never reach an object.
 	var pending []string
-	sink := looseSink{s.odb, &pending}
+	sink := gitobj.LooseSink{DB: s.odb, Pending: &pending}
 	events, err := s.prepareRecords(recs, sink)
 	if err != nil {
 		return AppendResult{}, err
@@ -282,10 +283,10 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 	// lock only to move the ref. A process that lost that race takes the
 	// lock first and builds under it, so under contention every attempt
 	// after the first succeeds instead of writing objects for nothing.
-	var held *lock
+	var held *gitobj.Lock
 	defer func() {
 		if held != nil {
-			held.release()
+			held.Release()
 		}
 	}()
 	for attempt := 0; ; attempt++ {
@@ -293,11 +294,11 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 			return AppendResult{}, fmt.Errorf("append to %s: %w", writer, err)
 		}
 		if attempt > 0 && held == nil {
-			if held, err = s.refs.acquire(ctx, ref); err != nil {
+			if held, err = s.refs.Acquire(ctx, ref); err != nil {
 				return AppendResult{}, err
 			}
 		}
-		cur, err := s.refs.read(ref)
+		cur, err := s.refs.Read(ref)
 		if err != nil {
 			return AppendResult{}, err
 		}
@@ -327,7 +328,7 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 		if err != nil {
 			return AppendResult{}, err
 		}
-		if err := s.odb.flush(pending); err != nil {
+		if err := s.odb.Flush(pending); err != nil {
 			return AppendResult{}, err
 		}
 		pending = pending[:0]
@@ -335,11 +336,11 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 		lk := held
 		held = nil // commit releases it either way
 		if lk == nil {
-			if lk, err = s.refs.acquire(ctx, ref); err != nil {
+			if lk, err = s.refs.Acquire(ctx, ref); err != nil {
 				return AppendResult{}, err
 			}
 		}
-		err = lk.commit(cur, commit)
+		err = lk.Commit(cur, commit)
 		if errors.Is(err, ErrRefChanged) {
 			continue // another process appended: rebuild on its head
 		}
@@ -355,32 +356,11 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 	}
 }
 
-// objectSink receives the objects of an append: looseSink writes each as
-// a loose object (Append), packSink collects them into one packfile
-// (Import). The batch encoding (prepareRecords, buildBatchTo) is shared, so
-// both produce byte-identical objects.
-type objectSink interface {
-	// put stores an object (unless the sink knows it exists) and returns
-	// its id. The sink may keep body until it is finished: callers must not
-	// modify it afterwards.
-	put(typ string, body []byte) (string, error)
-}
-
-// looseSink writes loose objects, collecting the paths still to fsync.
-type looseSink struct {
-	db      *objectDB
-	pending *[]string
-}
-
-func (l looseSink) put(typ string, body []byte) (string, error) {
-	return l.db.write(typ, body, l.pending)
-}
-
 // prepareRecords turns records into events ready to chain: it validates
 // them, fills defaults, applies the deny list (a denied path never reaches
 // an object: its event is stored with excluded:true and no content) and
 // stores each kept content as a blob through sink.
-func (s *Store) prepareRecords(recs []Record, sink objectSink) ([]Event, error) {
+func (s *Store) prepareRecords(recs []Record, sink gitobj.Sink) ([]Event, error) {
 	redactOn, err := s.redactMode()
 	if err != nil {
 		return nil, err
@@ -450,7 +430,7 @@ func (s *Store) prepareRecords(recs []Record, sink objectSink) ([]Event, error) 
 			if err != nil {
 				return nil, fmt.Errorf("record %d: %w", i, err)
 			}
-			id, err := sink.put("blob", content)
+			id, err := sink.Put("blob", content)
 			if err != nil {
 				return nil, err
 			}
@@ -633,13 +613,13 @@ func topLevelMember(l []byte, name string) int {
 // commit as loose objects (not yet durable: their paths are added to
 // pending).
 func (s *Store) buildBatch(writer string, h head, evs []Event, pending *[]string) ([]Event, string, head, error) {
-	return s.buildBatchTo(looseSink{s.odb, pending}, writer, h, evs)
+	return s.buildBatchTo(gitobj.LooseSink{DB: s.odb, Pending: pending}, writer, h, evs)
 }
 
 // buildBatchTo chains evs after h and stores the batch's events blob, trees
 // and commit through sink. It returns the chained events (Raw set), the
 // commit id and the new head.
-func (s *Store) buildBatchTo(sink objectSink, writer string, h head, evs []Event) ([]Event, string, head, error) {
+func (s *Store) buildBatchTo(sink gitobj.Sink, writer string, h head, evs []Event) ([]Event, string, head, error) {
 	prev := h.Seal
 	if h.Seq == 0 {
 		prev = seal.Genesis(writer)
@@ -665,29 +645,29 @@ func (s *Store) buildBatchTo(sink objectSink, writer string, h head, evs []Event
 			blobSet[e.Blob] = true
 		}
 	}
-	eventsID, err := sink.put("blob", body.Bytes())
+	eventsID, err := sink.Put("blob", body.Bytes())
 	if err != nil {
 		return nil, "", head{}, err
 	}
-	root := []treeEntry{{mode: "100644", name: "events.jsonl", id: eventsID}}
+	root := []gitobj.TreeEntry{{Mode: "100644", Name: "events.jsonl", ID: eventsID}}
 	if len(blobSet) > 0 {
-		ents := make([]treeEntry, 0, len(blobSet))
+		ents := make([]gitobj.TreeEntry, 0, len(blobSet))
 		for id := range blobSet {
-			ents = append(ents, treeEntry{mode: "100644", name: id, id: id})
+			ents = append(ents, gitobj.TreeEntry{Mode: "100644", Name: id, ID: id})
 		}
-		sub, err := sink.put("tree", encodeTree(ents))
+		sub, err := sink.Put("tree", gitobj.EncodeTree(ents))
 		if err != nil {
 			return nil, "", head{}, err
 		}
-		root = append(root, treeEntry{mode: "40000", name: "blobs", id: sub})
+		root = append(root, gitobj.TreeEntry{Mode: "40000", Name: "blobs", ID: sub})
 	}
-	treeID, err := sink.put("tree", encodeTree(root))
+	treeID, err := sink.Put("tree", gitobj.EncodeTree(root))
 	if err != nil {
 		return nil, "", head{}, err
 	}
 	nh := head{Seq: seq, Seal: prev}
 	msg := batchMessage(writer, h.Seq+1, seq, prev)
-	commitID, err := sink.put("commit", encodeCommit(treeID, h.Commit, s.now(), msg))
+	commitID, err := sink.Put("commit", encodeCommit(treeID, h.Commit, s.now(), msg))
 	if err != nil {
 		return nil, "", head{}, err
 	}
@@ -710,56 +690,11 @@ func batchMessage(writer string, first, last int64, sealHex string) string {
 const commitIdent = "git-lossless <git-lossless@localhost>"
 
 func encodeCommit(tree, parent string, t time.Time, msg string) []byte {
-	var b bytes.Buffer
-	b.WriteString("tree " + tree + "\n")
-	if parent != "" {
-		b.WriteString("parent " + parent + "\n")
-	}
-	stamp := strconv.FormatInt(t.Unix(), 10) + " +0000"
-	b.WriteString("author " + commitIdent + " " + stamp + "\n")
-	b.WriteString("committer " + commitIdent + " " + stamp + "\n\n")
-	b.WriteString(msg)
-	return b.Bytes()
+	return gitobj.EncodeCommit(tree, parent, commitIdent, t.Unix(), msg)
 }
 
-type treeEntry struct {
-	mode, name, id string
-}
-
-// encodeTree sorts entries git's way (a tree's name compares as if it
-// ended in '/') and encodes them.
-func encodeTree(ents []treeEntry) []byte {
-	key := func(e treeEntry) string {
-		if e.mode == "40000" {
-			return e.name + "/"
-		}
-		return e.name
-	}
-	sort.Slice(ents, func(i, j int) bool { return key(ents[i]) < key(ents[j]) })
-	var b bytes.Buffer
-	for _, e := range ents {
-		raw, _ := hex.DecodeString(e.id)
-		b.WriteString(e.mode + " " + e.name + "\x00")
-		b.Write(raw)
-	}
-	return b.Bytes()
-}
-
-func parseTree(body []byte) ([]treeEntry, error) {
-	var out []treeEntry
-	for len(body) > 0 {
-		sp := bytes.IndexByte(body, ' ')
-		nul := bytes.IndexByte(body, 0)
-		if sp < 0 || nul < sp || len(body) < nul+21 {
-			return nil, errors.New("malformed tree")
-		}
-		out = append(out, treeEntry{mode: string(body[:sp]), name: string(body[sp+1 : nul]), id: hex.EncodeToString(body[nul+1 : nul+21])})
-		body = body[nul+21:]
-	}
-	return out, nil
-}
-
-// commitInfo is the part of a batch commit the store reads.
+// commitInfo is the part of a batch commit the store reads: the commit's
+// tree, parents and time, and the trailers of its message.
 type commitInfo struct {
 	Tree    string
 	Parents []string
@@ -769,28 +704,18 @@ type commitInfo struct {
 	Time    time.Time
 }
 
+// parseCommit parses a commit (gitobj.ParseCommit) and the Lossless-*
+// trailers of its message.
 func parseCommit(body []byte) (commitInfo, error) {
-	var c commitInfo
-	hdr, msg, _ := bytes.Cut(body, []byte("\n\n"))
-	for _, line := range strings.Split(string(hdr), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		switch k {
-		case "tree":
-			c.Tree = v
-		case "parent":
-			c.Parents = append(c.Parents, v)
-		case "committer":
-			if f := strings.Fields(v); len(f) >= 2 {
-				if sec, err := strconv.ParseInt(f[len(f)-2], 10, 64); err == nil {
-					c.Time = time.Unix(sec, 0)
-				}
-			}
-		}
+	gc, err := gitobj.ParseCommit(body)
+	c := commitInfo{Tree: gc.Tree, Parents: gc.Parents}
+	if gc.HasTime {
+		c.Time = time.Unix(gc.Time, 0)
 	}
-	if c.Tree == "" {
-		return c, errors.New("commit has no tree")
+	if err != nil {
+		return c, err
 	}
-	for _, line := range strings.Split(string(msg), "\n") {
+	for _, line := range strings.Split(string(gc.Message), "\n") {
 		k, v, ok := strings.Cut(line, ": ")
 		if !ok {
 			continue
@@ -811,7 +736,7 @@ func parseCommit(body []byte) (commitInfo, error) {
 }
 
 func (s *Store) readCommit(id string) (commitInfo, error) {
-	typ, body, err := s.odb.read(id)
+	typ, body, err := s.odb.Read(id)
 	if err != nil {
 		return commitInfo{}, err
 	}
@@ -831,7 +756,7 @@ func (s *Store) headAt(id string) (head, error) {
 		return head{}, err
 	}
 	if c.Seq == 0 || c.Seal == "" {
-		return head{}, fmt.Errorf("head %s is not a sealed batch commit; run `git lossless verify` to see where the chain breaks", short(id))
+		return head{}, fmt.Errorf("head %s is not a sealed batch commit; run `git lossless verify` to see where the chain breaks", gitobj.Short(id))
 	}
 	return head{Commit: id, Seq: c.Seq, Seal: c.Seal}, nil
 }
@@ -848,12 +773,12 @@ func (s *Store) readBatch(id string) (seal.Batch, commitInfo, error) {
 		return b, c, err
 	}
 	b.Seq, b.Seal = c.Seq, c.Seal
-	typ, body, err := s.odb.read(c.Tree)
+	typ, body, err := s.odb.Read(c.Tree)
 	if err != nil || typ != "tree" {
-		b.Err = fmt.Errorf("tree %s unreadable: %v", short(c.Tree), err)
+		b.Err = fmt.Errorf("tree %s unreadable: %v", gitobj.Short(c.Tree), err)
 		return b, c, nil
 	}
-	ents, err := parseTree(body)
+	ents, err := gitobj.ParseTree(body)
 	if err != nil {
 		b.Err = err
 		return b, c, nil
@@ -861,22 +786,22 @@ func (s *Store) readBatch(id string) (seal.Batch, commitInfo, error) {
 	b.Blobs = map[string]bool{}
 	var eventsID string
 	for _, e := range ents {
-		switch e.name {
+		switch e.Name {
 		case "events.jsonl":
-			eventsID = e.id
+			eventsID = e.ID
 		case "blobs":
-			_, sub, err := s.odb.read(e.id)
+			_, sub, err := s.odb.Read(e.ID)
 			if err != nil {
 				b.Err = fmt.Errorf("blobs tree unreadable: %v", err)
 				return b, c, nil
 			}
-			subEnts, err := parseTree(sub)
+			subEnts, err := gitobj.ParseTree(sub)
 			if err != nil {
 				b.Err = err
 				return b, c, nil
 			}
 			for _, se := range subEnts {
-				b.Blobs[se.id] = true
+				b.Blobs[se.ID] = true
 			}
 		}
 	}
@@ -884,7 +809,7 @@ func (s *Store) readBatch(id string) (seal.Batch, commitInfo, error) {
 		b.Err = errors.New("batch tree has no events.jsonl")
 		return b, c, nil
 	}
-	_, evBody, err := s.odb.read(eventsID)
+	_, evBody, err := s.odb.Read(eventsID)
 	if err != nil {
 		b.Err = fmt.Errorf("events.jsonl unreadable: %v", err)
 		return b, c, nil
@@ -959,7 +884,7 @@ type WriterInfo struct {
 
 // Writers lists every writer with its head.
 func (s *Store) Writers(ctx context.Context) ([]WriterInfo, error) {
-	refs, err := s.refs.list(RefPrefix)
+	refs, err := s.refs.List(RefPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -986,7 +911,7 @@ func (s *Store) Writers(ctx context.Context) ([]WriterInfo, error) {
 }
 
 // Locks lists lock files under refs/lossless, stale or not.
-func (s *Store) Locks() ([]LockInfo, error) { return s.refs.locks(RefPrefix) }
+func (s *Store) Locks() ([]LockInfo, error) { return s.refs.Locks(RefPrefix) }
 
 // CleanStaleLocks removes the stale ones and returns what it removed.
 func (s *Store) CleanStaleLocks() ([]LockInfo, error) {
@@ -996,7 +921,7 @@ func (s *Store) CleanStaleLocks() ([]LockInfo, error) {
 	}
 	var out []LockInfo
 	for _, l := range ls {
-		if l.Stale && s.refs.removeStale(l.Path) {
+		if l.Stale && s.refs.RemoveStale(l.Path) {
 			out = append(out, l)
 		}
 	}
@@ -1006,10 +931,10 @@ func (s *Store) CleanStaleLocks() ([]LockInfo, error) {
 // Blob returns the bytes of an archived blob.
 func (s *Store) Blob(ctx context.Context, id string) ([]byte, error) {
 	id = strings.ToLower(id)
-	if !isHexID(id) {
+	if !gitobj.IsID(id) {
 		return nil, fmt.Errorf("%q is not a full 40-hex blob id", id)
 	}
-	typ, body, err := s.odb.read(id)
+	typ, body, err := s.odb.Read(id)
 	if err != nil {
 		return nil, err
 	}
@@ -1031,7 +956,7 @@ func (s *Store) Verify(ctx context.Context, writer string, opt seal.Options) (*s
 // from a remote, before the writer's ref is moved to it — against the
 // heads seen before (Options.Checkpoints), as Verify does for the ref.
 func (s *Store) VerifyAt(ctx context.Context, writer, commit string, opt seal.Options) (*seal.Report, error) {
-	if !isHexID(commit) {
+	if !gitobj.IsID(commit) {
 		return nil, fmt.Errorf("verify %s at %q: not a commit id", writer, commit)
 	}
 	return seal.Verify(ctx, sealSource{s: s, head: commit}, writer, opt)
@@ -1048,7 +973,7 @@ func (src sealSource) Batches(ctx context.Context, writer string) ([]seal.Batch,
 	id := src.head
 	var err error
 	if id == "" {
-		if id, err = src.s.refs.read(RefPrefix + writer); err != nil {
+		if id, err = src.s.refs.Read(RefPrefix + writer); err != nil {
 			return nil, err
 		}
 	}
@@ -1057,7 +982,7 @@ func (src sealSource) Batches(ctx context.Context, writer string) ([]seal.Batch,
 }
 
 func (src sealSource) Content(ctx context.Context, blob string) ([]byte, error) {
-	typ, body, err := src.s.odb.read(blob)
+	typ, body, err := src.s.odb.Read(blob)
 	switch {
 	case errors.Is(err, ErrObjectMissing):
 		return nil, fmt.Errorf("%w: %v", seal.ErrMissing, err)

@@ -1,4 +1,4 @@
-package gitstore
+package gitobj
 
 // FastDeflaterForTest exposes the pack encoder to the external test
 // package, whose benchmarks use internal/benchdata (which imports

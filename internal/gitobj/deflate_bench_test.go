@@ -1,4 +1,4 @@
-package gitstore_test
+package gitobj_test
 
 import (
 	"bufio"
@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/internal/benchdata"
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // benchCompress compares the pack encoder with compress/flate at BestSpeed
@@ -25,7 +25,7 @@ func benchCompress(b *testing.B, objs [][]byte) {
 		total += len(o)
 	}
 	b.Run("fast", func(b *testing.B) {
-		e := gitstore.NewFastDeflaterForTest()
+		e := gitobj.NewFastDeflaterForTest()
 		b.SetBytes(int64(total))
 		out := 0
 		var buf []byte
@@ -113,7 +113,7 @@ func BenchmarkDeflateSizes(b *testing.B) {
 	}
 	for _, n := range []int{100, 300, 1 << 10, 4 << 10, 16 << 10, 64 << 10} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			e := gitstore.NewFastDeflaterForTest()
+			e := gitobj.NewFastDeflaterForTest()
 			var buf []byte
 			b.SetBytes(int64(n))
 			for b.Loop() {

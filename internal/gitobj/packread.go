@@ -1,4 +1,4 @@
-package gitstore
+package gitobj
 
 import (
 	"bytes"
@@ -371,12 +371,12 @@ func (p *packFile) open() error {
 			return
 		}
 		p.f, p.size = f, st.Size()
-		p.data = mapFile(f, st.Size())
+		p.data = MapFile(f, st.Size())
 		if p.data != nil {
 			// Unmapped when the packFile is garbage: readAt keeps p
 			// alive while it reads from the mapping, and returns only
 			// copies.
-			runtime.AddCleanup(p, unmapFile, p.data)
+			runtime.AddCleanup(p, UnmapFile, p.data)
 		}
 	})
 	return p.fileErr
