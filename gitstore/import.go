@@ -4,8 +4,6 @@ import (
 	"github.com/git-lossless/git-lossless/internal/gitobj"
 
 	"context"
-	"errors"
-	"fmt"
 )
 
 // DefaultImportBatch is the batch size Import uses when given none.
@@ -70,64 +68,38 @@ func (s *Store) ImportWith(ctx context.Context, writer string, recs []Record, op
 	if err != nil {
 		return ImportResult{}, err
 	}
-	ref := RefPrefix + writer
-	var lk *gitobj.Lock // held across the whole attempt after a lost race
-	defer func() {
-		if lk != nil {
-			lk.Release()
-		}
-	}()
-	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return ImportResult{}, fmt.Errorf("import to %s: %w", writer, err)
-		}
+	var res ImportResult
+	var h, nh head
+	err = s.casRef(ctx, RefPrefix+writer, func(attempt int, cur string) (string, error) {
 		if attempt > 0 {
-			// Another process moved the ref while the first attempt was
-			// being built. Building the batches again is cheap next to the
-			// blobs (already packed), so hold the lock from reading the
-			// head to moving it: this attempt cannot lose the race again
-			// however busy the writer is. Appenders wait meanwhile.
-			if lk, err = s.lockRef(ctx, ref); err != nil {
-				return ImportResult{}, err
-			}
+			// Rebuild the batches on the new head. The blobs are in the
+			// pack just written; only the batch objects go into the next.
+			pk.Reset()
 		}
-		cur, err := s.refs.Read(ref)
-		if err != nil {
-			return ImportResult{}, err
-		}
-		h, err := s.headAt(cur)
-		if err != nil {
-			return ImportResult{}, fmt.Errorf("writer %s: %w", writer, err)
-		}
-		batch := events
-		deduped := 0
-		if hasKeys(events) {
-			stored, err := s.storedKeys(ctx, writer, h, events)
-			if err != nil {
-				return ImportResult{}, err
-			}
-			batch, deduped = dedupe(events, stored)
-		}
-		if batch, err = s.withVault(batch, pk); err != nil {
-			return ImportResult{}, err
+		var batch []Event
+		var deduped int
+		var err error
+		if h, batch, deduped, err = s.newEvents(ctx, writer, cur, events, pk); err != nil {
+			return "", err
 		}
 		if len(batch) == 0 {
 			// Nothing new: blobs already packed stay unreferenced, as with
 			// Append's loose ones, until git gc.
+			res = ImportResult{AppendResult: AppendResult{Deduped: deduped}}
 			if pk.Len() > 0 {
 				if _, err := s.odb.WritePack(pk); err != nil {
-					return ImportResult{}, err
+					return "", err
 				}
 			}
-			return ImportResult{AppendResult: AppendResult{Deduped: deduped}}, nil
+			return "", nil
 		}
-		res := ImportResult{AppendResult: AppendResult{Deduped: deduped, Events: make([]Event, 0, len(batch))}}
-		nh := h
+		res = ImportResult{AppendResult: AppendResult{Deduped: deduped, Events: make([]Event, 0, len(batch))}}
+		nh = h
 		for len(batch) > 0 {
 			n := min(batchSize, len(batch))
 			out, commit, next, err := s.buildBatchTo(pk, writer, nh, batch[:n])
 			if err != nil {
-				return ImportResult{}, err
+				return "", err
 			}
 			for i := range out {
 				out[i].Writer, out[i].Commit = writer, commit
@@ -140,33 +112,16 @@ func (s *Store) ImportWith(ctx context.Context, writer string, recs []Record, op
 		res.Commit = nh.Commit
 		res.Objects = pk.Len()
 		if res.Pack, err = s.odb.WritePack(pk); err != nil {
-			return ImportResult{}, err
+			return "", err
 		}
-		if lk == nil {
-			if lk, err = s.lockRef(ctx, ref); err != nil {
-				return ImportResult{}, err
-			}
-		}
-		err = lk.Commit(cur, nh.Commit) // releases the lock either way
-		lk = nil
-		if errors.Is(err, ErrRefChanged) && attempt == 0 {
-			// Rebuild the batches on the new head. The blobs are in the
-			// pack just written; only the batch objects go into the next.
-			pk.Reset()
-			continue
-		}
-		if err != nil {
-			return ImportResult{}, err
-		}
+		return nh.Commit, nil
+	})
+	if err != nil {
+		return ImportResult{}, err
+	}
+	if res.Commit != "" {
 		s.sawHead(writer, nh)
 		s.indexAppend(writer, h, nh, res.Events)
-		return res, nil
 	}
-}
-
-// lockRef takes ref's lock, waiting at most the store's lock timeout.
-func (s *Store) lockRef(ctx context.Context, ref string) (*gitobj.Lock, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.lockT)
-	defer cancel()
-	return s.refs.Acquire(ctx, ref)
+	return res, nil
 }

@@ -101,14 +101,8 @@ func (s *Store) WriteNote(ctx context.Context, writer, target string, text []byt
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.lockT)
 	defer cancel()
-	for {
-		if err := ctx.Err(); err != nil {
-			return "", fmt.Errorf("write note on %s: %w", ref, err)
-		}
-		cur, err := s.refs.Read(ref)
-		if err != nil {
-			return "", err
-		}
+	var commit string
+	err = s.casRef(ctx, ref, func(_ int, cur string) (string, error) {
 		var oldTree string
 		if cur != "" {
 			c, err := s.readCommit(cur)
@@ -124,29 +118,21 @@ func (s *Store) WriteNote(ctx context.Context, writer, target string, text []byt
 		msg := "Notes added by 'git lossless receipt'\n\nLossless-Note-Writer: " + writer + "\nLossless-Note-Target: " + target + "\n"
 		body, err := gitobj.EncodeSignedCommit(tree, cur, noteIdentity, s.now().Unix(), msg, sign)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("notes commit: %w", err)
 		}
-		commit, err := s.odb.Write("commit", body, &pending)
-		if err != nil {
+		if commit, err = s.odb.Write("commit", body, &pending); err != nil {
 			return "", err
 		}
 		if err := s.odb.Flush(pending); err != nil {
 			return "", err
 		}
 		pending = pending[:0]
-		lk, err := s.refs.Acquire(ctx, ref)
-		if err != nil {
-			return "", err
-		}
-		err = lk.Commit(cur, commit)
-		if errors.Is(err, ErrRefChanged) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
 		return commit, nil
+	})
+	if err != nil {
+		return "", err
 	}
+	return commit, nil
 }
 
 // SplitCommitSignature splits a raw commit into the signed payload and

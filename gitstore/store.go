@@ -174,33 +174,14 @@ func (s *Store) Config() *Config { return s.cfg }
 // Deny returns the deny list in force.
 func (s *Store) Deny() *DenyList { return s.deny }
 
-// ValidWriter checks a writer name: letters, digits, '.', '_', '-', not
-// starting with a punctuation mark, at most 128 bytes, and a valid git ref
-// component (no "..", no ".lock" suffix).
+// ValidWriter checks a writer name against seal.ValidWriter: letters,
+// digits, '.', '_', '-', not starting with a punctuation mark, at most 128
+// bytes, and a valid git ref component (no "..", no ".lock" suffix).
 func ValidWriter(w string) error {
-	if !writerChars(w) || strings.Contains(w, "..") || strings.HasSuffix(w, ".lock") || strings.HasSuffix(w, ".") {
+	if !seal.ValidWriter(w) {
 		return fmt.Errorf("invalid writer name %q: use letters, digits, '.', '_' and '-'", w)
 	}
 	return nil
-}
-
-// writerChars checks the character rule by hand: a regexp with a {0,127}
-// repetition compiles into a program large enough to cost milliseconds at
-// every process start, which every hook pays.
-func writerChars(w string) bool {
-	if len(w) == 0 || len(w) > 128 {
-		return false
-	}
-	for i := 0; i < len(w); i++ {
-		c := w[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case (c == '.' || c == '_' || c == '-') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // WriterName turns any label (a session id, a host:port) into a valid
@@ -278,82 +259,63 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 
 	ctx, cancel := context.WithTimeout(ctx, s.lockT)
 	defer cancel()
-	ref := RefPrefix + writer
-	// The first attempt is optimistic: build on the head as read, take the
-	// lock only to move the ref. A process that lost that race takes the
-	// lock first and builds under it, so under contention every attempt
-	// after the first succeeds instead of writing objects for nothing.
-	var held *gitobj.Lock
-	defer func() {
-		if held != nil {
-			held.Release()
-		}
-	}()
-	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return AppendResult{}, fmt.Errorf("append to %s: %w", writer, err)
-		}
-		if attempt > 0 && held == nil {
-			if held, err = s.refs.Acquire(ctx, ref); err != nil {
-				return AppendResult{}, err
-			}
-		}
-		cur, err := s.refs.Read(ref)
-		if err != nil {
-			return AppendResult{}, err
-		}
-		h, err := s.headAt(cur)
-		if err != nil {
-			return AppendResult{}, fmt.Errorf("writer %s: %w", writer, err)
-		}
-		// 2. Dedupe against everything the writer holds at this head.
-		batch := events
-		deduped := 0
-		if hasKeys(events) {
-			stored, err := s.storedKeys(ctx, writer, h, events)
-			if err != nil {
-				return AppendResult{}, err
-			}
-			batch, deduped = dedupe(events, stored)
-			if len(batch) == 0 {
-				return AppendResult{Deduped: deduped}, nil
-			}
-		}
-		// The values redacted from the spans kept go into one vault event.
-		if batch, err = s.withVault(batch, sink); err != nil {
-			return AppendResult{}, err
+	var res AppendResult
+	var h, newHead head
+	err = s.casRef(ctx, RefPrefix+writer, func(_ int, cur string) (string, error) {
+		// 2. Dedupe against everything the writer holds at this head; the
+		// values redacted from the spans kept go into one vault event.
+		var batch []Event
+		var err error
+		if h, batch, res.Deduped, err = s.newEvents(ctx, writer, cur, events, sink); err != nil || len(batch) == 0 {
+			return "", err
 		}
 		// 3. Chain and commit on this head.
-		out, commit, newHead, err := s.buildBatchTo(sink, writer, h, batch)
-		if err != nil {
-			return AppendResult{}, err
+		if res.Events, res.Commit, newHead, err = s.buildBatchTo(sink, writer, h, batch); err != nil {
+			return "", err
 		}
 		if err := s.odb.Flush(pending); err != nil {
-			return AppendResult{}, err
+			return "", err
 		}
 		pending = pending[:0]
-		// 4. Move the ref under its lock.
-		lk := held
-		held = nil // commit releases it either way
-		if lk == nil {
-			if lk, err = s.refs.Acquire(ctx, ref); err != nil {
-				return AppendResult{}, err
-			}
-		}
-		err = lk.Commit(cur, commit)
-		if errors.Is(err, ErrRefChanged) {
-			continue // another process appended: rebuild on its head
-		}
-		if err != nil {
-			return AppendResult{}, err
-		}
-		s.sawHead(writer, newHead)
-		s.indexAppend(writer, h, newHead, out)
-		for i := range out {
-			out[i].Writer, out[i].Commit = writer, commit
-		}
-		return AppendResult{Commit: commit, Events: out, Deduped: deduped}, nil
+		// 4. casRef moves the ref under its lock.
+		return res.Commit, nil
+	})
+	if err != nil {
+		return AppendResult{}, err
 	}
+	if res.Commit == "" {
+		return AppendResult{Deduped: res.Deduped}, nil
+	}
+	s.sawHead(writer, newHead)
+	s.indexAppend(writer, h, newHead, res.Events)
+	for i := range res.Events {
+		res.Events[i].Writer, res.Events[i].Commit = writer, res.Commit
+	}
+	return res, nil
+}
+
+// newEvents reads the chain state at cur (the writer's head) and returns
+// it with what of events the writer does not hold yet (deduplicated by
+// key, the vault event of their redacted values added) and the number
+// dropped as duplicates. Append and Import both build on it.
+func (s *Store) newEvents(ctx context.Context, writer, cur string, events []Event, sink gitobj.Sink) (head, []Event, int, error) {
+	h, err := s.headAt(cur)
+	if err != nil {
+		return head{}, nil, 0, fmt.Errorf("writer %s: %w", writer, err)
+	}
+	batch := events
+	deduped := 0
+	if hasKeys(events) {
+		stored, err := s.storedKeys(ctx, writer, h, events)
+		if err != nil {
+			return head{}, nil, 0, err
+		}
+		batch, deduped = dedupe(events, stored)
+	}
+	if batch, err = s.withVault(batch, sink); err != nil {
+		return head{}, nil, 0, err
+	}
+	return h, batch, deduped, nil
 }
 
 // prepareRecords turns records into events ready to chain: it validates
