@@ -1,9 +1,9 @@
 package gitstore
 
 import (
-	"github.com/git-lossless/git-lossless/internal/gitobj"
-
 	"context"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // DefaultImportBatch is the batch size Import uses when given none.

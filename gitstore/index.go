@@ -1,8 +1,6 @@
 package gitstore
 
 import (
-	"github.com/git-lossless/git-lossless/internal/gitobj"
-
 	"bytes"
 	"context"
 	"fmt"
@@ -10,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // The index is a derived cache of each writer's event lines, so a reader

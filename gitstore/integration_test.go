@@ -11,8 +11,6 @@ package gitstore
 // such a child into a loop of Store.Append calls (see itChildMain).
 
 import (
-	"github.com/git-lossless/git-lossless/internal/gitobj"
-
 	"bufio"
 	"bytes"
 	"compress/zlib"
@@ -37,6 +35,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 	"github.com/git-lossless/git-lossless/seal"
 )
 

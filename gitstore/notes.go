@@ -26,14 +26,14 @@ package gitstore
 // refs.
 
 import (
-	"github.com/git-lossless/git-lossless/internal/gitobj"
-
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // NotesPrefix is where notes writers live: refs/notes/lossless/<writer>.

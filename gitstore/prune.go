@@ -1,12 +1,12 @@
 package gitstore
 
 import (
-	"github.com/git-lossless/git-lossless/internal/gitobj"
-
 	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // PrunedBlob names one blob a prune record removed.

@@ -1,8 +1,6 @@
 package gitstore
 
 import (
-	"github.com/git-lossless/git-lossless/internal/gitobj"
-
 	"bytes"
 	"context"
 	"fmt"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // Query selects events. Zero fields match everything.

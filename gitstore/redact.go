@@ -26,8 +26,6 @@ package gitstore
 // push, and the push gate says so.
 
 import (
-	"github.com/git-lossless/git-lossless/internal/gitobj"
-
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -41,6 +39,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 	"github.com/git-lossless/git-lossless/secrets"
 )
 

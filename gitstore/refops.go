@@ -8,8 +8,6 @@ package gitstore
 // anchor never touches a ref or an object itself.
 
 import (
-	"github.com/git-lossless/git-lossless/internal/gitobj"
-
 	"bytes"
 	"context"
 	"errors"
@@ -19,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // Ref namespaces of anchors and sync.

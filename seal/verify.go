@@ -1,8 +1,6 @@
 package seal
 
 import (
-	"github.com/git-lossless/git-lossless/internal/gitobj"
-
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // Kind names what a verifier found wrong with an entry. The names are part

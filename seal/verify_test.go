@@ -1,13 +1,13 @@
 package seal
 
 import (
-	"github.com/git-lossless/git-lossless/internal/gitobj"
-
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 type memSource struct {
