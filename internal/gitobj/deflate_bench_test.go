@@ -71,7 +71,7 @@ func BenchmarkDeflate(b *testing.B) {
 // doc are of the repository the 14 MB sweep benchmark writes, kept with
 // the scratch program of hooks' BenchmarkSweep14MB or any sweep:
 //
-//	LOSSLESS_DEFLATE_REPO=/path/to/repo go test -run '^$' -bench DeflateRepo ./gitstore/
+//	LOSSLESS_DEFLATE_REPO=/path/to/repo go test -run '^$' -bench DeflateRepo ./internal/gitobj/
 func BenchmarkDeflateRepo(b *testing.B) {
 	repo := os.Getenv("LOSSLESS_DEFLATE_REPO")
 	if repo == "" {

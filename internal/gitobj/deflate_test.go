@@ -94,7 +94,7 @@ func TestDistCode(t *testing.T) {
 // stale positions), against compress/zlib and inflateFast. Its seeds are
 // in testdata/fuzz/FuzzDeflate; run it with
 //
-//	go test -run '^$' -fuzz FuzzDeflate ./gitstore/
+//	go test -run '^$' -fuzz FuzzDeflate ./internal/gitobj/
 func FuzzDeflate(f *testing.F) {
 	seeds, err := os.ReadDir(filepath.Join("testdata", "fuzz", "FuzzDeflate"))
 	if err != nil || len(seeds) == 0 {

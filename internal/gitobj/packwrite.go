@@ -2,7 +2,6 @@ package gitobj
 
 import (
 	"bufio"
-	"bytes"
 	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
@@ -13,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 )
 
 // PackSink collects objects for one packfile: ids are computed at once (the
@@ -453,62 +454,32 @@ func (db *DB) WritePack(p *PackSink) (string, error) {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
 
-	// The index: fanout, sorted ids, crc32s, offsets (with the 64-bit
-	// table for offsets past 2 GiB), pack sum, own sum.
-	sorted := make([]*packEntry, len(p.ents))
-	copy(sorted, p.ents)
-	sort.Slice(sorted, func(i, j int) bool { return bytes.Compare(sorted[i].id[:], sorted[j].id[:]) < 0 })
+	// The index (version 2), by go-git's idxfile: it sorts the ids and
+	// writes fanout, ids, crc32s, offsets (with the 64-bit table for
+	// offsets past 2 GiB), the pack's sum and its own.
+	ix := new(idxfile.Writer)
+	ix.OnHeader(uint32(len(p.ents)))
+	for _, e := range p.ents {
+		ix.Add(plumbing.Hash(e.id), e.off, e.crc)
+	}
+	if err := ix.OnFooter(plumbing.Hash(packSum)); err != nil {
+		return "", fmt.Errorf("pack index: %w", err)
+	}
+	idx, err := ix.Index()
+	if err != nil {
+		return "", fmt.Errorf("pack index: %w", err)
+	}
 	tmpIdx, err := os.CreateTemp(dir, "tmp_idx_")
 	if err != nil {
 		return "", fmt.Errorf("create pack index: %w", err)
 	}
 	defer os.Remove(tmpIdx.Name())
-	isum := sha1.New()
-	iw := bufio.NewWriterSize(io.MultiWriter(tmpIdx, isum), 1<<20)
-	var u32 [4]byte
-	put32 := func(v uint32) {
-		binary.BigEndian.PutUint32(u32[:], v)
-		iw.Write(u32[:])
-	}
-	iw.Write([]byte{0xff, 't', 'O', 'c'})
-	put32(2)
-	var fan [256]uint32
-	for _, e := range sorted {
-		fan[e.id[0]]++
-	}
-	var acc uint32
-	for i := range fan {
-		acc += fan[i]
-		put32(acc)
-	}
-	for _, e := range sorted {
-		iw.Write(e.id[:])
-	}
-	for _, e := range sorted {
-		put32(e.crc)
-	}
-	var large []uint64
-	for _, e := range sorted {
-		if e.off < 1<<31 {
-			put32(uint32(e.off))
-		} else {
-			put32(1<<31 | uint32(len(large)))
-			large = append(large, e.off)
-		}
-	}
-	for _, o := range large {
-		var u64 [8]byte
-		binary.BigEndian.PutUint64(u64[:], o)
-		iw.Write(u64[:])
-	}
-	iw.Write(packSum[:])
-	if err := iw.Flush(); err != nil {
+	iw := bufio.NewWriterSize(tmpIdx, 1<<20)
+	if _, err := idxfile.NewEncoder(iw).Encode(idx); err != nil {
 		tmpIdx.Close()
 		return "", fmt.Errorf("write pack index: %w", err)
 	}
-	var idxSum [20]byte
-	isum.Sum(idxSum[:0])
-	if _, err := tmpIdx.Write(idxSum[:]); err != nil {
+	if err := iw.Flush(); err != nil {
 		tmpIdx.Close()
 		return "", fmt.Errorf("write pack index: %w", err)
 	}
