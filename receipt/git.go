@@ -3,10 +3,11 @@ package receipt
 import (
 	"context"
 	"fmt"
-	"github.com/git-lossless/git-lossless/internal/gitobj"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // ObjectReader reads git objects by id (gitstore.Store does).
