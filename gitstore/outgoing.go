@@ -158,6 +158,14 @@ func (o *Outgoing) Refs() []RefUpdate {
 // map of ref name to commit id, keeping only refs under the archive's
 // prefixes (ls-remote matches patterns against any tail of a ref name).
 func ParseLsRemote(out []byte) (map[string]string, error) {
+	return parseLsRemote(out, func(ref string) bool {
+		return strings.HasPrefix(ref, RefPrefix) || strings.HasPrefix(ref, NotesPrefix)
+	})
+}
+
+// parseLsRemote parses `git ls-remote` output into ref name → id, peeled
+// "^{}" lines left out, keeping the refs keep accepts (nil: all).
+func parseLsRemote(out []byte, keep func(ref string) bool) (map[string]string, error) {
 	refs := map[string]string{}
 	for n, line := range strings.Split(string(out), "\n") {
 		if line == "" {
@@ -170,7 +178,7 @@ func ParseLsRemote(out []byte) (map[string]string, error) {
 		if strings.HasSuffix(ref, "^{}") {
 			continue
 		}
-		if strings.HasPrefix(ref, RefPrefix) || strings.HasPrefix(ref, NotesPrefix) {
+		if keep == nil || keep(ref) {
 			refs[ref] = id
 		}
 	}

@@ -550,27 +550,9 @@ func (s *Store) LsRemoteRefs(ctx context.Context, r Remote, patterns ...string) 
 			return nil, fmt.Errorf("ls-remote pattern %q must start with refs/", p)
 		}
 	}
-	cmd := s.git(ctx, r, append([]string{"ls-remote", "--", r.URL}, patterns...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("git ls-remote %s: %s", QuotePath(r.URL), gitMessage(errb.Bytes(), err))
+	out, err := s.lsRemote(ctx, r, patterns)
+	if err != nil {
+		return nil, err
 	}
-	refs := map[string]string{}
-	for n, line := range strings.Split(out.String(), "\n") {
-		if line == "" {
-			continue
-		}
-		id, ref, ok := strings.Cut(line, "\t")
-		if !ok || !gitobj.IsID(id) {
-			return nil, fmt.Errorf("ls-remote line %d: not \"<id>\\t<ref>\": %s", n+1, QuotePath(line))
-		}
-		if !strings.HasSuffix(ref, "^{}") {
-			refs[ref] = id
-		}
-	}
-	return refs, nil
+	return parseLsRemote(out, nil)
 }

@@ -112,7 +112,16 @@ func (s *Store) LsRemote(ctx context.Context, r Remote) (map[string]string, erro
 	if err := ValidRemote(r.URL); err != nil {
 		return nil, err
 	}
-	cmd := s.git(ctx, r, append([]string{"ls-remote", "--", r.URL}, PushRefPatterns...)...)
+	out, err := s.lsRemote(ctx, r, PushRefPatterns)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLsRemote(out)
+}
+
+// lsRemote runs `git ls-remote` for patterns and returns its output.
+func (s *Store) lsRemote(ctx context.Context, r Remote, patterns []string) ([]byte, error) {
+	cmd := s.git(ctx, r, append([]string{"ls-remote", "--", r.URL}, patterns...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -121,7 +130,7 @@ func (s *Store) LsRemote(ctx context.Context, r Remote) (map[string]string, erro
 		}
 		return nil, fmt.Errorf("git ls-remote %s: %s", QuotePath(r.URL), gitMessage(errb.Bytes(), err))
 	}
-	return ParseLsRemote(out.Bytes())
+	return out.Bytes(), nil
 }
 
 // PushArgs returns the arguments of git (after "git") that push exactly
