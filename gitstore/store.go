@@ -1,6 +1,15 @@
 // Package gitstore is git-lossless's one store: every writer (hooks, sweep,
-// proxy, MCP, CLI) archives through it, and nothing else touches refs or
+// proxy, MCP, CLI) archives through it, and nothing else writes refs or
 // objects.
+//
+// It owns the event log — append, import, dedupe, query, the index, the
+// deny list, redaction, encryption, prune, notes as receipts' storage,
+// discovery of the archive and the push gate — and builds it on the git
+// object layer, internal/gitobj (objects, packs, refs and their locks, the
+// commit and tree codec), which is the only package that talks to git's
+// files. It may import gitobj, internal/jsonline, seal, secrets and the
+// standard library, with age (and x/crypto's ssh keys through agessh) for
+// encryption and doublestar for the deny list.
 //
 // Archived file versions are real git blobs. Each writer (one Claude Code
 // session, one proxy instance, ...) appends batches of events as commits on
