@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj/gitobjtest"
 )
 
 // packContents are blob contents for the git checks: every encoding the
@@ -21,7 +23,7 @@ import (
 // edges.
 func packContents() [][]byte {
 	var out [][]byte
-	for _, in := range deflateInputs() {
+	for _, in := range gitobjtest.DeflateInputs() {
 		out = append(out, in)
 	}
 	for i := range 40 {

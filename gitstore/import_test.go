@@ -12,20 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-lossless/git-lossless/internal/gitobj/gitobjtest"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
-// sourceText is a small stand-in for internal/testkit/benchdata (which imports
-// this package): distinct, source-like text of 1 to 8 KiB.
-func sourceText(i int) []byte {
-	var b strings.Builder
-	fmt.Fprintf(&b, "// file %d\npackage p%d\n\n", i, i%7)
-	size := 1024 + (i*7919)%(7*1024)
-	for j := 0; b.Len() < size; j++ {
-		fmt.Fprintf(&b, "func f%d_%d(x int) int {\n\treturn x*%d + %d // line %d\n}\n", i, j, j, i, j)
-	}
-	return []byte(b.String()[:size])
-}
+func sourceText(i int) []byte { return gitobjtest.SourceText(i) }
 
 func importRecords(n int, session string) []Record {
 	recs := make([]Record, n)
@@ -278,7 +269,7 @@ func TestPackReaderReadsGitDeltas(t *testing.T) {
 	}
 	s2, _ := OpenDir(dir, Options{})
 	for _, c := range contents {
-		typ, body, err := s2.odb.native.read(BlobID(c))
+		typ, body, err := s2.odb.ReadPackedNative(BlobID(c))
 		if err != nil || typ != "blob" || string(body) != string(c) {
 			t.Fatalf("native read of %s: %s %v", BlobID(c), typ, err)
 		}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // The index is a derived cache of each writer's event lines, so a reader
@@ -30,12 +32,12 @@ func (s *Store) indexPaths(writer string) (jsonl, headFile, lockFile string) {
 
 func (s *Store) readIndexHead(writer string) (indexHead, bool) {
 	_, hf, _ := s.indexPaths(writer)
-	b, err := readFile(hf)
+	b, err := gitobj.ReadFile(hf)
 	if err != nil {
 		return indexHead{}, false
 	}
 	f := strings.Fields(string(b))
-	if len(f) != 4 || !isHexID(f[0]) {
+	if len(f) != 4 || !gitobj.IsID(f[0]) {
 		return indexHead{}, false
 	}
 	seq, err1 := strconv.ParseInt(f[1], 10, 64)
@@ -94,7 +96,7 @@ func (s *Store) writerLines(ctx context.Context, writer string, h head) ([][]byt
 	var fresh [][]byte
 	for _, b := range batches {
 		if b.Err != nil {
-			return nil, fmt.Errorf("writer %s: batch %s: %w", writer, short(b.Commit), b.Err)
+			return nil, fmt.Errorf("writer %s: batch %s: %w", writer, gitobj.Short(b.Commit), b.Err)
 		}
 		fresh = append(fresh, b.Lines...)
 	}
@@ -133,17 +135,17 @@ func (s *Store) indexAppend(writer string, parent, nh head, evs []Event) {
 // leaves at worst unreferenced bytes past the recorded length.
 //
 // The lock is an advisory lock on <writer>.lock, a file that is created
-// once and never removed (tryLockFile): an append then pays one open and
+// once and never removed (gitobj.TryLockFile): an append then pays one open and
 // no create or unlink, and a lock held by a process that died is released
 // by the kernel, so no stale index lock can outlive its holder.
 func (s *Store) indexWrite(writer string, h head, lines [][]byte, on *indexHead) {
 	jf, hf, lf := s.indexPaths(writer)
-	unlock, ok := tryLockFile(lf)
+	unlock, ok := gitobj.TryLockFile(lf)
 	if !ok {
 		if err := os.MkdirAll(filepath.Dir(jf), 0o700); err != nil {
 			return
 		}
-		if unlock, ok = tryLockFile(lf); !ok {
+		if unlock, ok = gitobj.TryLockFile(lf); !ok {
 			return
 		}
 	}
@@ -169,7 +171,7 @@ func (s *Store) indexWrite(writer string, h head, lines [][]byte, on *indexHead)
 		if !ok || cur.Commit != on.Commit {
 			return
 		}
-		f, err := openFile(jf, os.O_WRONLY, 0o600)
+		f, err := gitobj.OpenFile(jf, os.O_WRONLY, 0o600)
 		if err != nil {
 			return
 		}
@@ -186,7 +188,7 @@ func (s *Store) indexWrite(writer string, h head, lines [][]byte, on *indexHead)
 	}
 	tmp := hf + ".tmp"
 	body := fmt.Sprintf("%s %d %s %d\n", h.Commit, h.Seq, h.Seal, length)
-	if err := writeFile(tmp, []byte(body), 0o600); err != nil {
+	if err := gitobj.WriteFile(tmp, []byte(body), 0o600); err != nil {
 		return
 	}
 	os.Rename(tmp, hf)

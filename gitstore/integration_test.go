@@ -35,6 +35,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -236,7 +237,7 @@ func itCheckRefFiles(t testing.TB, gitDir string) {
 		if strings.HasSuffix(d.Name(), ".lock") {
 			return nil // judged separately
 		}
-		if len(b) != 41 || b[40] != '\n' || !isHexID(string(b[:40])) {
+		if len(b) != 41 || b[40] != '\n' || !gitobj.IsID(string(b[:40])) {
 			t.Errorf("malformed ref file %s: %q", p, b)
 			return nil
 		}
@@ -256,7 +257,7 @@ func itCheckRefFiles(t testing.TB, gitDir string) {
 				continue
 			}
 			id, name, ok := strings.Cut(line, " ")
-			if !ok || !isHexID(id) || !strings.HasPrefix(name, RefPrefix) {
+			if !ok || !gitobj.IsID(id) || !strings.HasPrefix(name, RefPrefix) {
 				t.Errorf("malformed packed-refs line %q", line)
 			}
 			onDisk[name] = true
@@ -535,7 +536,7 @@ func TestIntegrationGitRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(s.odb.loosePath(res2.Events[0].Blob)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(s.odb.LoosePath(res2.Events[0].Blob)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("packed blob %s was written loose again (%v)", res2.Events[0].Blob, err)
 	}
 	itFsck(t, repo)
@@ -1354,7 +1355,7 @@ func TestIntegrationLooseObjectFormat(t *testing.T) {
 			return nil
 		}
 		id := strings.ReplaceAll(filepath.ToSlash(rel), "/", "")
-		if !isHexID(id) {
+		if !gitobj.IsID(id) {
 			t.Errorf("stray file in objects: %s", rel)
 			return nil
 		}
@@ -1366,7 +1367,7 @@ func TestIntegrationLooseObjectFormat(t *testing.T) {
 		raw := itInflate(t, p)
 		nul := bytes.IndexByte(raw, 0)
 		typ, _, _ := strings.Cut(string(raw[:nul]), " ")
-		if objectID(typ, raw[nul+1:]) != id {
+		if gitobj.ObjectID(typ, raw[nul+1:]) != id {
 			t.Errorf("object %s does not hash to its name", id)
 		}
 		if got := strings.TrimSpace(itGit(t, repo, "cat-file", "-t", id)); got != typ {

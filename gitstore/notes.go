@@ -31,8 +31,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // NotesPrefix is where notes writers live: refs/notes/lossless/<writer>.
@@ -86,7 +87,7 @@ func (s *Store) WriteNote(ctx context.Context, writer, target string, text []byt
 		return "", err
 	}
 	target = strings.ToLower(target)
-	if !isHexID(target) {
+	if !gitobj.IsID(target) {
 		return "", fmt.Errorf("note target %q is not a full 40-hex object id", target)
 	}
 	if s.loc.Embedded {
@@ -94,20 +95,14 @@ func (s *Store) WriteNote(ctx context.Context, writer, target string, text []byt
 	}
 	ref := NotesPrefix + writer
 	var pending []string
-	blob, err := s.odb.write("blob", text, &pending)
+	blob, err := s.odb.Write("blob", text, &pending)
 	if err != nil {
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.lockT)
 	defer cancel()
-	for {
-		if err := ctx.Err(); err != nil {
-			return "", fmt.Errorf("write note on %s: %w", ref, err)
-		}
-		cur, err := s.refs.read(ref)
-		if err != nil {
-			return "", err
-		}
+	var commit string
+	err = s.casRef(ctx, ref, func(_ int, cur string) (string, error) {
 		var oldTree string
 		if cur != "" {
 			c, err := s.readCommit(cur)
@@ -121,171 +116,101 @@ func (s *Store) WriteNote(ctx context.Context, writer, target string, text []byt
 			return "", fmt.Errorf("notes ref %s: %w", ref, err)
 		}
 		msg := "Notes added by 'git lossless receipt'\n\nLossless-Note-Writer: " + writer + "\nLossless-Note-Target: " + target + "\n"
-		body, err := encodeSignedCommit(tree, cur, s.now().Unix(), msg, sign)
+		body, err := gitobj.EncodeSignedCommit(tree, cur, noteIdentity, s.now().Unix(), msg, sign)
 		if err != nil {
+			return "", fmt.Errorf("notes commit: %w", err)
+		}
+		if commit, err = s.odb.Write("commit", body, &pending); err != nil {
 			return "", err
 		}
-		commit, err := s.odb.write("commit", body, &pending)
-		if err != nil {
-			return "", err
-		}
-		if err := s.odb.flush(pending); err != nil {
+		if err := s.odb.Flush(pending); err != nil {
 			return "", err
 		}
 		pending = pending[:0]
-		lk, err := s.refs.acquire(ctx, ref)
-		if err != nil {
-			return "", err
-		}
-		err = lk.commit(cur, commit)
-		if errors.Is(err, ErrRefChanged) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
 		return commit, nil
-	}
-}
-
-// encodeSignedCommit encodes a commit and, with sign, inserts the gpgsig
-// header after the committer line: continuation lines start with one
-// space, as git writes them.
-func encodeSignedCommit(tree, parent string, unix int64, msg string, sign NoteSigner) ([]byte, error) {
-	var hdr bytes.Buffer
-	hdr.WriteString("tree " + tree + "\n")
-	if parent != "" {
-		hdr.WriteString("parent " + parent + "\n")
-	}
-	stamp := strconv.FormatInt(unix, 10) + " +0000"
-	hdr.WriteString("author " + noteIdentity + " " + stamp + "\n")
-	hdr.WriteString("committer " + noteIdentity + " " + stamp + "\n")
-	payload := append(append(hdr.Bytes()[:hdr.Len():hdr.Len()], '\n'), msg...)
-	if sign == nil {
-		return payload, nil
-	}
-	sig, err := sign(append([]byte(nil), payload...))
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sign notes commit: %w", err)
+		return "", err
 	}
-	sig = strings.TrimRight(strings.ReplaceAll(sig, "\r\n", "\n"), "\n")
-	if !strings.HasPrefix(sig, "-----BEGIN PGP SIGNATURE-----") {
-		return nil, errors.New("sign notes commit: the signer returned no armored PGP signature")
-	}
-	var out bytes.Buffer
-	out.Write(hdr.Bytes())
-	out.WriteString("gpgsig ")
-	out.WriteString(strings.ReplaceAll(sig, "\n", "\n "))
-	out.WriteString("\n\n")
-	out.WriteString(msg)
-	return out.Bytes(), nil
+	return commit, nil
 }
 
-// SplitCommitSignature splits a raw commit into the signed payload (the
-// commit without its gpgsig header) and the armored signature, as `git
-// verify-commit` does. sig is "" when the commit carries no gpgsig header.
+// SplitCommitSignature splits a raw commit into the signed payload and
+// the armored signature ("" when unsigned), as `git verify-commit` does.
 func SplitCommitSignature(body []byte) (payload []byte, sig string) {
-	hdr, msg, ok := bytes.Cut(body, []byte("\n\n"))
-	if !ok {
-		return body, ""
-	}
-	lines := strings.Split(string(hdr), "\n")
-	var keep []string
-	var sigLines []string
-	in := false
-	for _, l := range lines {
-		switch {
-		case in && strings.HasPrefix(l, " "):
-			sigLines = append(sigLines, l[1:])
-			continue
-		case strings.HasPrefix(l, "gpgsig "):
-			in = true
-			sigLines = append(sigLines, strings.TrimPrefix(l, "gpgsig "))
-			continue
-		}
-		in = false
-		keep = append(keep, l)
-	}
-	if sigLines == nil {
-		return body, ""
-	}
-	var p bytes.Buffer
-	p.WriteString(strings.Join(keep, "\n"))
-	p.WriteString("\n\n")
-	p.Write(msg)
-	return p.Bytes(), strings.Join(sigLines, "\n") + "\n"
+	return gitobj.SplitCommitSignature(body)
 }
 
 // notesTreeWith returns the id of oldTree ("" = empty) with target's note
 // set to blob at the top level, any fanned-out entry for target removed.
 func (s *Store) notesTreeWith(oldTree, target, blob string, pending *[]string) (string, error) {
-	var ents []treeEntry
+	var ents []gitobj.TreeEntry
 	if oldTree != "" {
-		typ, body, err := s.odb.read(oldTree)
+		typ, body, err := s.odb.Read(oldTree)
 		if err != nil {
 			return "", err
 		}
 		if typ != "tree" {
-			return "", fmt.Errorf("%s is a %s, not a tree", short(oldTree), typ)
+			return "", fmt.Errorf("%s is a %s, not a tree", gitobj.Short(oldTree), typ)
 		}
-		if ents, err = parseTree(body); err != nil {
+		if ents, err = gitobj.ParseTree(body); err != nil {
 			return "", err
 		}
 	}
-	out := make([]treeEntry, 0, len(ents)+1)
+	out := make([]gitobj.TreeEntry, 0, len(ents)+1)
 	for _, e := range ents {
 		switch {
-		case e.name == target:
+		case e.Name == target:
 			continue // replaced below
-		case e.mode == "40000" && len(e.name) == 2 && isHexPrefix(e.name) && strings.HasPrefix(target, e.name):
-			id, empty, err := s.withoutNote(e.id, target[2:], pending)
+		case e.Mode == "40000" && len(e.Name) == 2 && isHexPrefix(e.Name) && strings.HasPrefix(target, e.Name):
+			id, empty, err := s.withoutNote(e.ID, target[2:], pending)
 			if err != nil {
 				return "", err
 			}
 			if empty {
 				continue
 			}
-			e.id = id
+			e.ID = id
 		}
 		out = append(out, e)
 	}
-	out = append(out, treeEntry{mode: "100644", name: target, id: blob})
-	return s.odb.write("tree", encodeTree(out), pending)
+	out = append(out, gitobj.TreeEntry{Mode: "100644", Name: target, ID: blob})
+	return s.odb.Write("tree", gitobj.EncodeTree(out), pending)
 }
 
 // withoutNote returns the fanout subtree id with the note for rest (the
 // target's remaining hex digits) removed, and whether it became empty.
 func (s *Store) withoutNote(tree, rest string, pending *[]string) (string, bool, error) {
-	typ, body, err := s.odb.read(tree)
+	typ, body, err := s.odb.Read(tree)
 	if err != nil {
 		return "", false, err
 	}
 	if typ != "tree" {
-		return "", false, fmt.Errorf("%s is a %s, not a tree", short(tree), typ)
+		return "", false, fmt.Errorf("%s is a %s, not a tree", gitobj.Short(tree), typ)
 	}
-	ents, err := parseTree(body)
+	ents, err := gitobj.ParseTree(body)
 	if err != nil {
 		return "", false, err
 	}
-	out := make([]treeEntry, 0, len(ents))
+	out := make([]gitobj.TreeEntry, 0, len(ents))
 	changed := false
 	for _, e := range ents {
 		switch {
-		case e.name == rest && e.mode != "40000":
+		case e.Name == rest && e.Mode != "40000":
 			changed = true
 			continue
-		case e.mode == "40000" && len(e.name) == 2 && len(rest) > 2 && isHexPrefix(e.name) && strings.HasPrefix(rest, e.name):
-			id, empty, err := s.withoutNote(e.id, rest[2:], pending)
+		case e.Mode == "40000" && len(e.Name) == 2 && len(rest) > 2 && isHexPrefix(e.Name) && strings.HasPrefix(rest, e.Name):
+			id, empty, err := s.withoutNote(e.ID, rest[2:], pending)
 			if err != nil {
 				return "", false, err
 			}
-			if id != e.id || empty {
+			if id != e.ID || empty {
 				changed = true
 			}
 			if empty {
 				continue
 			}
-			e.id = id
+			e.ID = id
 		}
 		out = append(out, e)
 	}
@@ -295,7 +220,7 @@ func (s *Store) withoutNote(tree, rest string, pending *[]string) (string, bool,
 	if len(out) == 0 {
 		return "", true, nil
 	}
-	id, err := s.odb.write("tree", encodeTree(out), pending)
+	id, err := s.odb.Write("tree", gitobj.EncodeTree(out), pending)
 	return id, false, err
 }
 
@@ -312,7 +237,7 @@ func isHexPrefix(s string) bool {
 // NoteRefs returns every notes writer with its notes commit, sorted by
 // writer name.
 func (s *Store) NoteRefs(ctx context.Context) ([]Note, error) {
-	refs, err := s.refs.list(NotesPrefix)
+	refs, err := s.refs.List(NotesPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -330,14 +255,14 @@ func (s *Store) NotesHead(ctx context.Context, writer string) (NotesCommit, erro
 	if err := ValidWriter(writer); err != nil {
 		return NotesCommit{}, err
 	}
-	id, err := s.refs.read(NotesPrefix + writer)
+	id, err := s.refs.Read(NotesPrefix + writer)
 	if err != nil {
 		return NotesCommit{}, err
 	}
 	if id == "" {
 		return NotesCommit{}, fmt.Errorf("%w: %s%s does not exist", ErrNoNote, NotesPrefix, writer)
 	}
-	typ, body, err := s.odb.read(id)
+	typ, body, err := s.odb.Read(id)
 	if err != nil {
 		return NotesCommit{}, err
 	}
@@ -356,7 +281,7 @@ func (s *Store) NotesHead(ctx context.Context, writer string) (NotesCommit, erro
 // note's bytes. It returns an error wrapping ErrNoNote when there is none.
 func (s *Store) ReadNote(ctx context.Context, writer, target string) (Note, []byte, error) {
 	target = strings.ToLower(target)
-	if !isHexID(target) {
+	if !gitobj.IsID(target) {
 		return Note{}, nil, fmt.Errorf("note target %q is not a full 40-hex object id", target)
 	}
 	head, err := s.NotesHead(ctx, writer)
@@ -368,10 +293,10 @@ func (s *Store) ReadNote(ctx context.Context, writer, target string) (Note, []by
 		return Note{}, nil, err
 	}
 	if !ok {
-		return Note{}, nil, fmt.Errorf("%w for %s on %s%s", ErrNoNote, short(target), NotesPrefix, writer)
+		return Note{}, nil, fmt.Errorf("%w for %s on %s%s", ErrNoNote, gitobj.Short(target), NotesPrefix, writer)
 	}
 	n.Writer, n.Target = writer, target
-	typ, body, err := s.odb.read(n.Blob)
+	typ, body, err := s.odb.Read(n.Blob)
 	if err != nil {
 		return n, nil, err
 	}
@@ -384,25 +309,25 @@ func (s *Store) ReadNote(ctx context.Context, writer, target string) (Note, []by
 // findNote looks for rest (the remaining hex digits of the target) in
 // tree, following fanout directories. prefix is the path so far.
 func (s *Store) findNote(tree, rest, prefix string) (Note, bool, error) {
-	typ, body, err := s.odb.read(tree)
+	typ, body, err := s.odb.Read(tree)
 	if err != nil {
 		return Note{}, false, err
 	}
 	if typ != "tree" {
-		return Note{}, false, fmt.Errorf("%s is a %s, not a tree", short(tree), typ)
+		return Note{}, false, fmt.Errorf("%s is a %s, not a tree", gitobj.Short(tree), typ)
 	}
-	ents, err := parseTree(body)
+	ents, err := gitobj.ParseTree(body)
 	if err != nil {
 		return Note{}, false, err
 	}
 	for _, e := range ents {
-		if e.name == rest && e.mode != "40000" {
-			return Note{Blob: e.id, Path: prefix + e.name}, true, nil
+		if e.Name == rest && e.Mode != "40000" {
+			return Note{Blob: e.ID, Path: prefix + e.Name}, true, nil
 		}
 	}
 	for _, e := range ents {
-		if e.mode == "40000" && len(e.name) == 2 && len(rest) > 2 && strings.HasPrefix(rest, e.name) {
-			if n, ok, err := s.findNote(e.id, rest[2:], prefix+e.name+"/"); err != nil || ok {
+		if e.Mode == "40000" && len(e.Name) == 2 && len(rest) > 2 && strings.HasPrefix(rest, e.Name) {
+			if n, ok, err := s.findNote(e.ID, rest[2:], prefix+e.Name+"/"); err != nil || ok {
 				return n, ok, err
 			}
 		}
@@ -432,26 +357,26 @@ func (s *Store) Notes(ctx context.Context, writer string) ([]Note, error) {
 }
 
 func (s *Store) listNotes(tree, hexSoFar, prefix string, out *[]Note) error {
-	typ, body, err := s.odb.read(tree)
+	typ, body, err := s.odb.Read(tree)
 	if err != nil {
 		return err
 	}
 	if typ != "tree" {
-		return fmt.Errorf("%s is a %s, not a tree", short(tree), typ)
+		return fmt.Errorf("%s is a %s, not a tree", gitobj.Short(tree), typ)
 	}
-	ents, err := parseTree(body)
+	ents, err := gitobj.ParseTree(body)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
-		full := hexSoFar + e.name
+		full := hexSoFar + e.Name
 		switch {
-		case e.mode == "40000" && len(e.name) == 2 && isHexPrefix(e.name) && len(full) < 40:
-			if err := s.listNotes(e.id, full, prefix+e.name+"/", out); err != nil {
+		case e.Mode == "40000" && len(e.Name) == 2 && isHexPrefix(e.Name) && len(full) < 40:
+			if err := s.listNotes(e.ID, full, prefix+e.Name+"/", out); err != nil {
 				return err
 			}
-		case e.mode != "40000" && isHexID(full):
-			*out = append(*out, Note{Target: full, Blob: e.id, Path: prefix + e.name})
+		case e.Mode != "40000" && gitobj.IsID(full):
+			*out = append(*out, Note{Target: full, Blob: e.ID, Path: prefix + e.Name})
 		}
 	}
 	return nil
@@ -461,10 +386,10 @@ func (s *Store) listNotes(tree, hexSoFar, prefix string, out *[]Note) error {
 // read the annotated commit and its trees through it.
 func (s *Store) ReadObject(id string) (typ string, body []byte, err error) {
 	id = strings.ToLower(id)
-	if !isHexID(id) {
+	if !gitobj.IsID(id) {
 		return "", nil, fmt.Errorf("%q is not a full 40-hex object id", id)
 	}
-	return s.odb.read(id)
+	return s.odb.Read(id)
 }
 
 // WriterHead returns one writer's head: commit, entries and the seal of
@@ -475,7 +400,7 @@ func (s *Store) WriterHead(ctx context.Context, writer string) (WriterInfo, erro
 		return WriterInfo{}, err
 	}
 	w := WriterInfo{Name: writer, Ref: RefPrefix + writer}
-	id, err := s.refs.read(w.Ref)
+	id, err := s.refs.Read(w.Ref)
 	if err != nil {
 		return w, err
 	}
@@ -520,7 +445,7 @@ func (s *Store) Select(ctx context.Context, sel Selection) ([]Event, error) {
 	var names []string
 	ids := map[string]string{}
 	if len(sel.Writers) == 0 {
-		refs, err := s.refs.list(RefPrefix)
+		refs, err := s.refs.List(RefPrefix)
 		if err != nil {
 			return nil, err
 		}
@@ -535,7 +460,7 @@ func (s *Store) Select(ctx context.Context, sel Selection) ([]Event, error) {
 			if err := ValidWriter(w); err != nil {
 				return nil, err
 			}
-			id, err := s.refs.read(RefPrefix + w)
+			id, err := s.refs.Read(RefPrefix + w)
 			if err != nil {
 				return nil, err
 			}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // PrunedBlob names one blob a prune record removed.
@@ -46,17 +48,17 @@ func (s *Store) Prune(ctx context.Context, writer string, match func(*Event) boo
 	ref := RefPrefix + writer
 	ctx, cancel := context.WithTimeout(ctx, s.lockT)
 	defer cancel()
-	lk, err := s.refs.acquire(ctx, ref)
+	lk, err := s.refs.Acquire(ctx, ref)
 	if err != nil {
 		return res, err
 	}
 	locked := true
 	defer func() {
 		if locked {
-			lk.release()
+			lk.Release()
 		}
 	}()
-	cur, err := s.refs.read(ref)
+	cur, err := s.refs.Read(ref)
 	if err != nil {
 		return res, err
 	}
@@ -70,7 +72,7 @@ func (s *Store) Prune(ctx context.Context, writer string, match func(*Event) boo
 	prune := map[string]string{} // blob -> sha256
 	for _, b := range batches {
 		if b.Err != nil {
-			return res, fmt.Errorf("writer %s is damaged at %s (%v); run verify first", writer, short(b.Commit), b.Err)
+			return res, fmt.Errorf("writer %s is damaged at %s (%v); run verify first", writer, gitobj.Short(b.Commit), b.Err)
 		}
 		for _, l := range b.Lines {
 			e, err := ParseEvent(l)
@@ -122,45 +124,45 @@ func (s *Store) Prune(ctx context.Context, writer string, match func(*Event) boo
 		if err != nil {
 			return res, err
 		}
-		_, treeBody, err := s.odb.read(c.Tree)
+		_, treeBody, err := s.odb.Read(c.Tree)
 		if err != nil {
 			return res, err
 		}
-		root, err := parseTree(treeBody)
+		root, err := gitobj.ParseTree(treeBody)
 		if err != nil {
 			return res, err
 		}
-		var newRoot []treeEntry
+		var newRoot []gitobj.TreeEntry
 		for _, ent := range root {
-			if ent.name != "blobs" {
+			if ent.Name != "blobs" {
 				newRoot = append(newRoot, ent)
 				continue
 			}
-			var keep []treeEntry
+			var keep []gitobj.TreeEntry
 			for id := range b.Blobs {
 				if _, ok := prune[id]; !ok {
-					keep = append(keep, treeEntry{mode: "100644", name: id, id: id})
+					keep = append(keep, gitobj.TreeEntry{Mode: "100644", Name: id, ID: id})
 				}
 			}
 			if len(keep) == 0 {
 				continue
 			}
-			sub, err := s.odb.write("tree", encodeTree(keep), &pending)
+			sub, err := s.odb.Write("tree", gitobj.EncodeTree(keep), &pending)
 			if err != nil {
 				return res, err
 			}
-			newRoot = append(newRoot, treeEntry{mode: "40000", name: "blobs", id: sub})
+			newRoot = append(newRoot, gitobj.TreeEntry{Mode: "40000", Name: "blobs", ID: sub})
 		}
-		treeID, err := s.odb.write("tree", encodeTree(newRoot), &pending)
+		treeID, err := s.odb.Write("tree", gitobj.EncodeTree(newRoot), &pending)
 		if err != nil {
 			return res, err
 		}
-		_, body, err := s.odb.read(b.Commit)
+		_, body, err := s.odb.Read(b.Commit)
 		if err != nil {
 			return res, err
 		}
 		_, msg, _ := cutMessage(body)
-		id, err := s.odb.write("commit", encodeCommit(treeID, parent, c.Time, msg), &pending)
+		id, err := s.odb.Write("commit", encodeCommit(treeID, parent, c.Time, msg), &pending)
 		if err != nil {
 			return res, err
 		}
@@ -185,11 +187,11 @@ func (s *Store) Prune(ctx context.Context, writer string, match func(*Event) boo
 	if err != nil {
 		return res, err
 	}
-	if err := s.odb.flush(pending); err != nil {
+	if err := s.odb.Flush(pending); err != nil {
 		return res, err
 	}
 	locked = false
-	if err := lk.commit(cur, commit); err != nil {
+	if err := lk.Commit(cur, commit); err != nil {
 		return res, err
 	}
 	s.sawHead(writer, nh)

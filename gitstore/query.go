@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // Query selects events. Zero fields match everything.
@@ -35,7 +37,7 @@ const MainAgent = "main"
 // Events returns the matching events of every writer, merged in time order
 // (ties: writer name, then seq).
 func (s *Store) Events(ctx context.Context, q Query) ([]Event, error) {
-	refs, err := s.refs.list(RefPrefix)
+	refs, err := s.refs.List(RefPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +185,7 @@ func (s *Store) currentIndex(writer, id string) ([]byte, func(), bool) {
 		return nil, nil, false
 	}
 	jf, _, _ := s.indexPaths(writer)
-	f, err := openFile(jf, os.O_RDONLY, 0)
+	f, err := gitobj.OpenFile(jf, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, nil, false
 	}
@@ -194,8 +196,8 @@ func (s *Store) currentIndex(writer, id string) ([]byte, func(), bool) {
 	}
 	release := func() {}
 	var data []byte
-	if m := mapFile(f, ih.Length); m != nil {
-		data, release = m, func() { unmapFile(m) }
+	if m := gitobj.MapFile(f, ih.Length); m != nil {
+		data, release = m, func() { gitobj.UnmapFile(m) }
 	} else {
 		data = make([]byte, ih.Length)
 		if _, err := io.ReadFull(f, data); err != nil {

@@ -39,6 +39,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 	"github.com/git-lossless/git-lossless/secrets"
 )
 
@@ -153,7 +154,7 @@ func setExtra(e *Event, k string, v json.RawMessage) {
 // withVault returns evs followed by the vault event of the secrets their
 // spans had redacted, its blob stored through sink; evs unchanged when
 // none had any (or no vault can be written).
-func (s *Store) withVault(evs []Event, sink objectSink) ([]Event, error) {
+func (s *Store) withVault(evs []Event, sink gitobj.Sink) ([]Event, error) {
 	var all []vaultSecret
 	seen := map[string]bool{}
 	first := -1
@@ -190,7 +191,7 @@ func (s *Store) withVault(evs []Event, sink objectSink) ([]Event, error) {
 		return nil, fmt.Errorf("vault: %w", err)
 	}
 	ct := buf.Bytes()
-	id, err := sink.put("blob", ct)
+	id, err := sink.Put("blob", ct)
 	if err != nil {
 		return nil, err
 	}

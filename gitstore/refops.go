@@ -15,9 +15,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // Ref namespaces of anchors and sync.
@@ -51,7 +52,7 @@ func (s *Store) sawHead(writer string, h head) {
 }
 
 // Ref returns a ref's value, "" when it does not exist.
-func (s *Store) Ref(name string) (string, error) { return s.refs.read(name) }
+func (s *Store) Ref(name string) (string, error) { return s.refs.Read(name) }
 
 // RefsUnder returns every ref under prefix (e.g. AnchorPrefix) with its
 // value, as git resolves them (loose over packed).
@@ -59,7 +60,7 @@ func (s *Store) RefsUnder(prefix string) (map[string]string, error) {
 	if !strings.HasPrefix(prefix, "refs/") || !strings.HasSuffix(prefix, "/") {
 		return nil, fmt.Errorf("ref prefix %q must start with refs/ and end with /", prefix)
 	}
-	return s.refs.list(prefix)
+	return s.refs.List(prefix)
 }
 
 // ownRef reports whether name is a ref SetRef and CommitFiles may write:
@@ -98,16 +99,16 @@ func (s *Store) SetRef(ctx context.Context, name, old, new string) error {
 	if err := ownRef(name); err != nil {
 		return err
 	}
-	if !isHexID(new) || old != "" && !isHexID(old) {
+	if !gitobj.IsID(new) || old != "" && !gitobj.IsID(old) {
 		return fmt.Errorf("set %s: %q -> %q: not object ids", name, old, new)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.lockT)
 	defer cancel()
-	lk, err := s.refs.acquire(ctx, name)
+	lk, err := s.refs.Acquire(ctx, name)
 	if err != nil {
 		return err
 	}
-	return lk.commit(old, new)
+	return lk.Commit(old, new)
 }
 
 // TreeFile is one file of a flat tree written by CommitFiles.
@@ -136,46 +137,37 @@ func (s *Store) CommitFiles(ctx context.Context, ref, parent string, files []Tre
 		return "", fmt.Errorf("commit files: bad identity %q", ident)
 	}
 	var pending []string
-	ents := make([]treeEntry, 0, len(files))
+	ents := make([]gitobj.TreeEntry, 0, len(files))
 	seen := map[string]bool{}
 	for _, f := range files {
 		if f.Name == "" || f.Name == "." || f.Name == ".." || strings.ContainsAny(f.Name, "/\x00") || seen[f.Name] {
 			return "", fmt.Errorf("commit files: bad or repeated file name %q", f.Name)
 		}
 		seen[f.Name] = true
-		id, err := s.odb.write("blob", f.Data, &pending)
+		id, err := s.odb.Write("blob", f.Data, &pending)
 		if err != nil {
 			return "", err
 		}
-		ents = append(ents, treeEntry{mode: "100644", name: f.Name, id: id})
+		ents = append(ents, gitobj.TreeEntry{Mode: "100644", Name: f.Name, ID: id})
 	}
-	tree, err := s.odb.write("tree", encodeTree(ents), &pending)
+	tree, err := s.odb.Write("tree", gitobj.EncodeTree(ents), &pending)
 	if err != nil {
 		return "", err
 	}
-	var b bytes.Buffer
-	b.WriteString("tree " + tree + "\n")
-	if parent != "" {
-		b.WriteString("parent " + parent + "\n")
-	}
-	stamp := strconv.FormatInt(when.Unix(), 10) + " +0000"
-	b.WriteString("author " + ident + " " + stamp + "\n")
-	b.WriteString("committer " + ident + " " + stamp + "\n\n")
-	b.WriteString(msg)
-	commit, err := s.odb.write("commit", b.Bytes(), &pending)
+	commit, err := s.odb.Write("commit", gitobj.EncodeCommit(tree, parent, ident, when.Unix(), msg), &pending)
 	if err != nil {
 		return "", err
 	}
-	if err := s.odb.flush(pending); err != nil {
+	if err := s.odb.Flush(pending); err != nil {
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.lockT)
 	defer cancel()
-	lk, err := s.refs.acquire(ctx, ref)
+	lk, err := s.refs.Acquire(ctx, ref)
 	if err != nil {
 		return "", err
 	}
-	if err := lk.commit(parent, commit); err != nil {
+	if err := lk.Commit(parent, commit); err != nil {
 		return "", err
 	}
 	return commit, nil
@@ -193,44 +185,44 @@ type CommitFilesRead struct {
 // ReadCommitFiles reads commit id and the blobs of its tree's top level.
 func (s *Store) ReadCommitFiles(id string) (CommitFilesRead, error) {
 	out := CommitFilesRead{ID: id, Files: map[string][]byte{}}
-	typ, body, err := s.odb.read(id)
+	typ, body, err := s.odb.Read(id)
 	if err != nil {
 		return out, err
 	}
 	if typ != "commit" {
-		return out, fmt.Errorf("%s is a %s, not a commit", short(id), typ)
+		return out, fmt.Errorf("%s is a %s, not a commit", gitobj.Short(id), typ)
 	}
-	c, err := parseCommit(body)
+	c, err := gitobj.ParseCommit(body)
 	if err != nil {
-		return out, fmt.Errorf("commit %s: %w", short(id), err)
+		return out, fmt.Errorf("commit %s: %w", gitobj.Short(id), err)
 	}
-	out.Parents, out.Time = c.Parents, c.Time
-	if _, msg, ok := bytes.Cut(body, []byte("\n\n")); ok {
-		out.Message = string(msg)
+	out.Parents, out.Message = c.Parents, string(c.Message)
+	if c.HasTime {
+		out.Time = time.Unix(c.Time, 0)
 	}
-	typ, tb, err := s.odb.read(c.Tree)
+	typ, tb, err := s.odb.Read(c.Tree)
 	if err != nil {
-		return out, fmt.Errorf("tree of %s: %w", short(id), err)
+		return out, fmt.Errorf("tree of %s: %w", gitobj.Short(id), err)
 	}
 	if typ != "tree" {
-		return out, fmt.Errorf("tree of %s is a %s", short(id), typ)
+		return out, fmt.Errorf("tree of %s is a %s", gitobj.Short(id), typ)
 	}
-	ents, err := parseTree(tb)
+	ents, err := gitobj.ParseTree(tb)
 	if err != nil {
-		return out, fmt.Errorf("tree of %s: %w", short(id), err)
+		return out, fmt.Errorf("tree of %s: %w", gitobj.Short(id), err)
 	}
 	for _, e := range ents {
-		if e.mode == "40000" {
+		if e.Mode == "40000" {
 			continue
 		}
-		typ, data, err := s.odb.read(e.id)
+		typ, data, err := s.odb.Read(e.ID)
 		if err != nil {
-			return out, fmt.Errorf("%s in %s: %w", e.name, short(id), err)
+			return out, fmt.Errorf("%s in %s: %w", e.Name, gitobj.Short(id), err)
 		}
 		if typ != "blob" {
-			return out, fmt.Errorf("%s in %s is a %s", e.name, short(id), typ)
+			return out, fmt.Errorf("%s in %s is a %s", e.Name, gitobj.Short(id), typ)
 		}
-		out.Files[e.name] = data
+		out.Files[e.Name] = data
 	}
 	return out, nil
 }
@@ -261,30 +253,26 @@ func (s *Store) WriteTag(ctx context.Context, name, target, msg, tagger string, 
 	if tagger == "" {
 		tagger = commitIdent
 	}
-	if typ, _, err := s.odb.read(target); err != nil {
+	if typ, _, err := s.odb.Read(target); err != nil {
 		return "", fmt.Errorf("tag %s: target: %w", name, err)
 	} else if typ != "commit" {
-		return "", fmt.Errorf("tag %s: target %s is a %s, not a commit", name, short(target), typ)
+		return "", fmt.Errorf("tag %s: target %s is a %s, not a commit", name, gitobj.Short(target), typ)
 	}
-	var b bytes.Buffer
-	b.WriteString("object " + target + "\ntype commit\ntag " + name + "\n")
-	b.WriteString("tagger " + tagger + " " + strconv.FormatInt(when.Unix(), 10) + " +0000\n\n")
-	b.WriteString(msg)
 	var pending []string
-	id, err := s.odb.write("tag", b.Bytes(), &pending)
+	id, err := s.odb.Write("tag", gitobj.EncodeTag(target, name, tagger, when.Unix(), msg), &pending)
 	if err != nil {
 		return "", err
 	}
-	if err := s.odb.flush(pending); err != nil {
+	if err := s.odb.Flush(pending); err != nil {
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.lockT)
 	defer cancel()
-	lk, err := s.refs.acquire(ctx, ref)
+	lk, err := s.refs.Acquire(ctx, ref)
 	if err != nil {
 		return "", err
 	}
-	if err := lk.commit("", id); err != nil {
+	if err := lk.Commit("", id); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -293,37 +281,20 @@ func (s *Store) WriteTag(ctx context.Context, name, target, msg, tagger string, 
 // ReadTag reads the annotated tag object id.
 func (s *Store) ReadTag(id string) (Tag, error) {
 	t := Tag{ID: id}
-	typ, body, err := s.odb.read(id)
+	typ, body, err := s.odb.Read(id)
 	if err != nil {
 		return t, err
 	}
 	if typ != "tag" {
-		return t, fmt.Errorf("%s is a %s, not a tag", short(id), typ)
+		return t, fmt.Errorf("%s is a %s, not a tag", gitobj.Short(id), typ)
 	}
-	hdr, msg, _ := bytes.Cut(body, []byte("\n\n"))
-	t.Message = string(msg)
-	for _, line := range strings.Split(string(hdr), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		switch k {
-		case "object":
-			t.Object = v
-		case "type":
-			t.Type = v
-		case "tag":
-			t.Name = v
-		case "tagger":
-			if i := strings.LastIndex(v, "> "); i >= 0 {
-				t.Tagger = v[:i+1]
-				if f := strings.Fields(v[i+2:]); len(f) >= 1 {
-					if sec, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-						t.Time = time.Unix(sec, 0).UTC()
-					}
-				}
-			}
-		}
+	gt, err := gitobj.ParseTag(body)
+	t.Object, t.Type, t.Name, t.Tagger, t.Message = gt.Object, gt.Type, gt.Name, gt.Tagger, gt.Message
+	if gt.Time != 0 {
+		t.Time = time.Unix(gt.Time, 0).UTC()
 	}
-	if !isHexID(t.Object) {
-		return t, fmt.Errorf("tag %s names no object", short(id))
+	if err != nil {
+		return t, fmt.Errorf("tag %s names no object", gitobj.Short(id))
 	}
 	return t, nil
 }
@@ -340,7 +311,7 @@ func (s *Store) IsAncestor(ctx context.Context, anc, desc string, limit int) (bo
 	queue := []string{desc}
 	for n := 0; len(queue) > 0; n++ {
 		if limit > 0 && n >= limit {
-			return false, fmt.Errorf("is %s an ancestor of %s: gave up after %d commits", short(anc), short(desc), limit)
+			return false, fmt.Errorf("is %s an ancestor of %s: gave up after %d commits", gitobj.Short(anc), gitobj.Short(desc), limit)
 		}
 		if n%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -389,7 +360,7 @@ func (s *Store) FastForward(ctx context.Context, ref, old, new string) error {
 	default:
 		return fmt.Errorf("fast-forward: %s is neither a writer nor a notes ref", ref)
 	}
-	if !isHexID(new) || old != "" && !isHexID(old) {
+	if !gitobj.IsID(new) || old != "" && !gitobj.IsID(old) {
 		return fmt.Errorf("fast-forward %s: %q -> %q: not object ids", ref, old, new)
 	}
 	if old != "" {
@@ -398,7 +369,7 @@ func (s *Store) FastForward(ctx context.Context, ref, old, new string) error {
 			return fmt.Errorf("fast-forward %s: %w", ref, err)
 		}
 		if !ok {
-			return fmt.Errorf("fast-forward %s: %s is not in the history of %s", ref, short(old), short(new))
+			return fmt.Errorf("fast-forward %s: %s is not in the history of %s", ref, gitobj.Short(old), gitobj.Short(new))
 		}
 	}
 	var h head
@@ -407,18 +378,18 @@ func (s *Store) FastForward(ctx context.Context, ref, old, new string) error {
 		if h, err = s.headAt(new); err != nil {
 			return fmt.Errorf("fast-forward %s: %w", ref, err)
 		}
-	} else if typ, _, err := s.odb.read(new); err != nil {
+	} else if typ, _, err := s.odb.Read(new); err != nil {
 		return fmt.Errorf("fast-forward %s: %w", ref, err)
 	} else if typ != "commit" {
-		return fmt.Errorf("fast-forward %s: %s is a %s", ref, short(new), typ)
+		return fmt.Errorf("fast-forward %s: %s is a %s", ref, gitobj.Short(new), typ)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.lockT)
 	defer cancel()
-	lk, err := s.refs.acquire(ctx, ref)
+	lk, err := s.refs.Acquire(ctx, ref)
 	if err != nil {
 		return err
 	}
-	if err := lk.commit(old, new); err != nil {
+	if err := lk.Commit(old, new); err != nil {
 		return err
 	}
 	if isWriter {
@@ -502,7 +473,7 @@ func (s *Store) PushRefs(ctx context.Context, r Remote, ups []RefPush, atomic bo
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Dst < sorted[j].Dst })
 	var specs []string
 	for _, u := range sorted {
-		if !isHexID(u.Src) || u.Lease != "" && !isHexID(u.Lease) || validRefName(u.Dst) != nil || !strings.HasPrefix(u.Dst, "refs/") {
+		if !gitobj.IsID(u.Src) || u.Lease != "" && !gitobj.IsID(u.Lease) || validRefName(u.Dst) != nil || !strings.HasPrefix(u.Dst, "refs/") {
 			return nil, fmt.Errorf("push: bad update %s -> %s (lease %q)", u.Src, u.Dst, u.Lease)
 		}
 		if u.Leased {
@@ -579,27 +550,9 @@ func (s *Store) LsRemoteRefs(ctx context.Context, r Remote, patterns ...string) 
 			return nil, fmt.Errorf("ls-remote pattern %q must start with refs/", p)
 		}
 	}
-	cmd := s.git(ctx, r, append([]string{"ls-remote", "--", r.URL}, patterns...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("git ls-remote %s: %s", QuotePath(r.URL), gitMessage(errb.Bytes(), err))
+	out, err := s.lsRemote(ctx, r, patterns)
+	if err != nil {
+		return nil, err
 	}
-	refs := map[string]string{}
-	for n, line := range strings.Split(out.String(), "\n") {
-		if line == "" {
-			continue
-		}
-		id, ref, ok := strings.Cut(line, "\t")
-		if !ok || !isHexID(id) {
-			return nil, fmt.Errorf("ls-remote line %d: not \"<id>\\t<ref>\": %s", n+1, QuotePath(line))
-		}
-		if !strings.HasSuffix(ref, "^{}") {
-			refs[ref] = id
-		}
-	}
-	return refs, nil
+	return parseLsRemote(out, nil)
 }

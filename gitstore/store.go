@@ -1,6 +1,15 @@
 // Package gitstore is git-lossless's one store: every writer (hooks, sweep,
-// proxy, MCP, CLI) archives through it, and nothing else touches refs or
+// proxy, MCP, CLI) archives through it, and nothing else writes refs or
 // objects.
+//
+// It owns the event log — append, import, dedupe, query, the index, the
+// deny list, redaction, encryption, prune, notes as receipts' storage,
+// discovery of the archive and the push gate — and builds it on the git
+// object layer, internal/gitobj (objects, packs, refs and their locks, the
+// commit and tree codec), which is the only package that talks to git's
+// files. It may import gitobj, internal/jsonline, seal, secrets and the
+// standard library, with age (and x/crypto's ssh keys through agessh) for
+// encryption and doublestar for the deny list.
 //
 // Archived file versions are real git blobs. Each writer (one Claude Code
 // session, one proxy instance, ...) appends batches of events as commits on
@@ -20,21 +29,19 @@
 package gitstore
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -80,8 +87,8 @@ type CheckpointSource interface {
 type Store struct {
 	loc   Location
 	cfg   *Config
-	odb   *objectDB
-	refs  *refStore
+	odb   *gitobj.DB
+	refs  *gitobj.Refs
 	deny  *DenyList
 	warn  func(string)
 	now   func() time.Time
@@ -130,8 +137,8 @@ func Open(loc Location, opt Options) (*Store, error) {
 	s := &Store{
 		loc:   loc,
 		cfg:   cfg,
-		odb:   newObjectDB(loc.CommonDir, fsync),
-		refs:  &refStore{gitDir: loc.CommonDir, fsync: fsync, staleAge: opt.StaleLockAge, warn: warn},
+		odb:   gitobj.NewDB(loc.CommonDir, fsync),
+		refs:  gitobj.NewRefs(loc.CommonDir, fsync, opt.StaleLockAge, warn),
 		deny:  deny,
 		warn:  warn,
 		now:   now,
@@ -173,33 +180,14 @@ func (s *Store) Config() *Config { return s.cfg }
 // Deny returns the deny list in force.
 func (s *Store) Deny() *DenyList { return s.deny }
 
-// ValidWriter checks a writer name: letters, digits, '.', '_', '-', not
-// starting with a punctuation mark, at most 128 bytes, and a valid git ref
-// component (no "..", no ".lock" suffix).
+// ValidWriter checks a writer name against seal.ValidWriter: letters,
+// digits, '.', '_', '-', not starting with a punctuation mark, at most 128
+// bytes, and a valid git ref component (no "..", no ".lock" suffix).
 func ValidWriter(w string) error {
-	if !writerChars(w) || strings.Contains(w, "..") || strings.HasSuffix(w, ".lock") || strings.HasSuffix(w, ".") {
+	if !seal.ValidWriter(w) {
 		return fmt.Errorf("invalid writer name %q: use letters, digits, '.', '_' and '-'", w)
 	}
 	return nil
-}
-
-// writerChars checks the character rule by hand: a regexp with a {0,127}
-// repetition compiles into a program large enough to cost milliseconds at
-// every process start, which every hook pays.
-func writerChars(w string) bool {
-	if len(w) == 0 || len(w) > 128 {
-		return false
-	}
-	for i := 0; i < len(w); i++ {
-		c := w[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case (c == '.' || c == '_' || c == '-') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // WriterName turns any label (a session id, a host:port) into a valid
@@ -269,7 +257,7 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 
 	// 1. Blobs: denied paths never reach an object.
 	var pending []string
-	sink := looseSink{s.odb, &pending}
+	sink := gitobj.LooseSink{DB: s.odb, Pending: &pending}
 	events, err := s.prepareRecords(recs, sink)
 	if err != nil {
 		return AppendResult{}, err
@@ -277,110 +265,71 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 
 	ctx, cancel := context.WithTimeout(ctx, s.lockT)
 	defer cancel()
-	ref := RefPrefix + writer
-	// The first attempt is optimistic: build on the head as read, take the
-	// lock only to move the ref. A process that lost that race takes the
-	// lock first and builds under it, so under contention every attempt
-	// after the first succeeds instead of writing objects for nothing.
-	var held *lock
-	defer func() {
-		if held != nil {
-			held.release()
-		}
-	}()
-	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return AppendResult{}, fmt.Errorf("append to %s: %w", writer, err)
-		}
-		if attempt > 0 && held == nil {
-			if held, err = s.refs.acquire(ctx, ref); err != nil {
-				return AppendResult{}, err
-			}
-		}
-		cur, err := s.refs.read(ref)
-		if err != nil {
-			return AppendResult{}, err
-		}
-		h, err := s.headAt(cur)
-		if err != nil {
-			return AppendResult{}, fmt.Errorf("writer %s: %w", writer, err)
-		}
-		// 2. Dedupe against everything the writer holds at this head.
-		batch := events
-		deduped := 0
-		if hasKeys(events) {
-			stored, err := s.storedKeys(ctx, writer, h, events)
-			if err != nil {
-				return AppendResult{}, err
-			}
-			batch, deduped = dedupe(events, stored)
-			if len(batch) == 0 {
-				return AppendResult{Deduped: deduped}, nil
-			}
-		}
-		// The values redacted from the spans kept go into one vault event.
-		if batch, err = s.withVault(batch, sink); err != nil {
-			return AppendResult{}, err
+	var res AppendResult
+	var h, newHead head
+	err = s.casRef(ctx, RefPrefix+writer, func(_ int, cur string) (string, error) {
+		// 2. Dedupe against everything the writer holds at this head; the
+		// values redacted from the spans kept go into one vault event.
+		res = AppendResult{} // a lost race's attempt is not this one's
+		var batch []Event
+		var err error
+		if h, batch, res.Deduped, err = s.newEvents(ctx, writer, cur, events, sink); err != nil || len(batch) == 0 {
+			return "", err
 		}
 		// 3. Chain and commit on this head.
-		out, commit, newHead, err := s.buildBatchTo(sink, writer, h, batch)
-		if err != nil {
-			return AppendResult{}, err
+		if res.Events, res.Commit, newHead, err = s.buildBatchTo(sink, writer, h, batch); err != nil {
+			return "", err
 		}
-		if err := s.odb.flush(pending); err != nil {
-			return AppendResult{}, err
+		if err := s.odb.Flush(pending); err != nil {
+			return "", err
 		}
 		pending = pending[:0]
-		// 4. Move the ref under its lock.
-		lk := held
-		held = nil // commit releases it either way
-		if lk == nil {
-			if lk, err = s.refs.acquire(ctx, ref); err != nil {
-				return AppendResult{}, err
-			}
-		}
-		err = lk.commit(cur, commit)
-		if errors.Is(err, ErrRefChanged) {
-			continue // another process appended: rebuild on its head
-		}
-		if err != nil {
-			return AppendResult{}, err
-		}
-		s.sawHead(writer, newHead)
-		s.indexAppend(writer, h, newHead, out)
-		for i := range out {
-			out[i].Writer, out[i].Commit = writer, commit
-		}
-		return AppendResult{Commit: commit, Events: out, Deduped: deduped}, nil
+		// 4. casRef moves the ref under its lock.
+		return res.Commit, nil
+	})
+	if err != nil {
+		return AppendResult{}, err
 	}
+	if res.Commit == "" {
+		return AppendResult{Deduped: res.Deduped}, nil
+	}
+	s.sawHead(writer, newHead)
+	s.indexAppend(writer, h, newHead, res.Events)
+	for i := range res.Events {
+		res.Events[i].Writer, res.Events[i].Commit = writer, res.Commit
+	}
+	return res, nil
 }
 
-// objectSink receives the objects of an append: looseSink writes each as
-// a loose object (Append), packSink collects them into one packfile
-// (Import). The batch encoding (prepareRecords, buildBatchTo) is shared, so
-// both produce byte-identical objects.
-type objectSink interface {
-	// put stores an object (unless the sink knows it exists) and returns
-	// its id. The sink may keep body until it is finished: callers must not
-	// modify it afterwards.
-	put(typ string, body []byte) (string, error)
-}
-
-// looseSink writes loose objects, collecting the paths still to fsync.
-type looseSink struct {
-	db      *objectDB
-	pending *[]string
-}
-
-func (l looseSink) put(typ string, body []byte) (string, error) {
-	return l.db.write(typ, body, l.pending)
+// newEvents reads the chain state at cur (the writer's head) and returns
+// it with what of events the writer does not hold yet (deduplicated by
+// key, the vault event of their redacted values added) and the number
+// dropped as duplicates. Append and Import both build on it.
+func (s *Store) newEvents(ctx context.Context, writer, cur string, events []Event, sink gitobj.Sink) (head, []Event, int, error) {
+	h, err := s.headAt(cur)
+	if err != nil {
+		return head{}, nil, 0, fmt.Errorf("writer %s: %w", writer, err)
+	}
+	batch := events
+	deduped := 0
+	if hasKeys(events) {
+		stored, err := s.storedKeys(ctx, writer, h, events)
+		if err != nil {
+			return head{}, nil, 0, err
+		}
+		batch, deduped = dedupe(events, stored)
+	}
+	if batch, err = s.withVault(batch, sink); err != nil {
+		return head{}, nil, 0, err
+	}
+	return h, batch, deduped, nil
 }
 
 // prepareRecords turns records into events ready to chain: it validates
 // them, fills defaults, applies the deny list (a denied path never reaches
 // an object: its event is stored with excluded:true and no content) and
 // stores each kept content as a blob through sink.
-func (s *Store) prepareRecords(recs []Record, sink objectSink) ([]Event, error) {
+func (s *Store) prepareRecords(recs []Record, sink gitobj.Sink) ([]Event, error) {
 	redactOn, err := s.redactMode()
 	if err != nil {
 		return nil, err
@@ -450,7 +399,7 @@ func (s *Store) prepareRecords(recs []Record, sink objectSink) ([]Event, error) 
 			if err != nil {
 				return nil, fmt.Errorf("record %d: %w", i, err)
 			}
-			id, err := sink.put("blob", content)
+			id, err := sink.Put("blob", content)
 			if err != nil {
 				return nil, err
 			}
@@ -477,476 +426,6 @@ func (s *Store) repoLabel() string {
 	return s.loc.CommonDir
 }
 
-func hasKeys(evs []Event) bool {
-	for _, e := range evs {
-		if e.Key != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// dedupe drops events whose key is in stored or occurs earlier in evs. It
-// adds the keys it keeps to stored.
-func dedupe(evs []Event, stored map[string]bool) ([]Event, int) {
-	out := make([]Event, 0, len(evs))
-	n := 0
-	for _, e := range evs {
-		if e.Key != "" {
-			if stored[e.Key] {
-				n++
-				continue
-			}
-			stored[e.Key] = true
-		}
-		out = append(out, e)
-	}
-	return out, n
-}
-
-// fewKeys is how many distinct keys storedKeys looks up one by one in the
-// writer's index bytes; above it, one pass collects every stored key.
-const fewKeys = 16
-
-// storedKeys returns which of evs' dedupe keys writer already holds at
-// head h (with more than fewKeys distinct keys: every key it holds). A
-// hook's append carries one or two keys and a writer may hold tens of
-// thousands of lines: each key is then searched for in the mapped index as
-// a byte string (`"key":"<k>"`), which skips every line that does not
-// hold it; a sweep's thousands of keys are checked against one set.
-func (s *Store) storedKeys(ctx context.Context, writer string, h head, evs []Event) (map[string]bool, error) {
-	set := map[string]bool{}
-	if h.Commit == "" {
-		return set, nil
-	}
-	var keys []string
-	seen := map[string]bool{}
-	for _, e := range evs {
-		if e.Key != "" && !seen[e.Key] {
-			seen[e.Key] = true
-			keys = append(keys, e.Key)
-		}
-	}
-	if data, release, ok := s.currentIndex(writer, h.Commit); ok {
-		defer release()
-		if len(keys) <= fewKeys {
-			for _, k := range keys {
-				needle := append([]byte(`"key":`), jsonString(k)...)
-				scanLinesAt(data, needle, func(start int) {
-					if got, ok := lineKey(lineAt(data, start)); ok && got == k {
-						set[k] = true
-					}
-				})
-			}
-			return set, nil
-		}
-		scanLines(data, nil, func(l []byte) {
-			if k, ok := lineKey(l); ok {
-				set[k] = true
-			}
-		})
-		return set, nil
-	}
-	lines, err := s.writerLines(ctx, writer, h)
-	if err != nil {
-		return nil, err
-	}
-	for _, l := range lines {
-		if k, ok := lineKey(l); ok {
-			set[k] = true
-		}
-	}
-	return set, nil
-}
-
-// lineKey extracts a stored line's dedupe key: the top-level "key" member.
-// It scans for the canonical `"key":"` member instead of decoding the
-// line: a sweep checks thousands of keys against thousands of lines, and
-// this keeps that linear. Inside a string a quote is escaped, so a bare
-// `"key":"` is always a member name; it is the event's own unless an
-// object or array opens before it (an unknown field such as
-// {"attestation":{"key":...}}), and only then is the line walked member by
-// member. A key without escapes (a tool_use_id) is taken as it is; one with
-// escapes is unquoted by encoding/json.
-func lineKey(l []byte) (string, bool) {
-	needle := []byte(`"key":"`)
-	i := bytes.Index(l, needle)
-	if i < 0 {
-		return "", false
-	}
-	if len(l) > 0 && bytes.ContainsAny(l[1:i], "{[") {
-		if i = topLevelMember(l, "key"); i < 0 || !bytes.HasPrefix(l[i:], needle) {
-			return "", false
-		}
-	}
-	rest := l[i+len(needle)-1:] // from the opening quote
-	end, escaped := 1, false
-	for end < len(rest) && rest[end] != '"' {
-		if rest[end] == '\\' {
-			end++
-			escaped = true
-		}
-		end++
-	}
-	if end >= len(rest) {
-		return "", false
-	}
-	if !escaped {
-		return string(rest[1:end]), true
-	}
-	var k string
-	if err := json.Unmarshal(rest[:end+1], &k); err != nil {
-		return "", false
-	}
-	return k, true
-}
-
-// topLevelMember returns the offset of the top-level member named name
-// (its opening quote) in the JSON object l, or -1.
-func topLevelMember(l []byte, name string) int {
-	want := `"` + name + `":`
-	depth, inStr := 0, false
-	for i := 0; i < len(l); i++ {
-		c := l[i]
-		switch {
-		case inStr:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inStr = false
-			}
-		case c == '"':
-			if depth == 1 && bytes.HasPrefix(l[i:], []byte(want)) {
-				return i
-			}
-			inStr = true
-		case c == '{' || c == '[':
-			depth++
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return -1
-}
-
-// buildBatch chains evs after h and writes the events blob, trees and
-// commit as loose objects (not yet durable: their paths are added to
-// pending).
-func (s *Store) buildBatch(writer string, h head, evs []Event, pending *[]string) ([]Event, string, head, error) {
-	return s.buildBatchTo(looseSink{s.odb, pending}, writer, h, evs)
-}
-
-// buildBatchTo chains evs after h and stores the batch's events blob, trees
-// and commit through sink. It returns the chained events (Raw set), the
-// commit id and the new head.
-func (s *Store) buildBatchTo(sink objectSink, writer string, h head, evs []Event) ([]Event, string, head, error) {
-	prev := h.Seal
-	if h.Seq == 0 {
-		prev = seal.Genesis(writer)
-	}
-	seq := h.Seq
-	out := make([]Event, len(evs))
-	var body bytes.Buffer
-	blobSet := map[string]bool{}
-	for i, e := range evs {
-		seq++
-		e.Seq, e.Prev = seq, prev
-		line, err := e.Canonical()
-		if err != nil {
-			return nil, "", head{}, fmt.Errorf("encode event: %w", err)
-		}
-		e.Raw = line
-		e.vault = nil // the values stay in the vault, not in what callers get back
-		prev = seal.Hash(line)
-		body.Write(line)
-		body.WriteByte('\n')
-		out[i] = e
-		if e.Blob != "" {
-			blobSet[e.Blob] = true
-		}
-	}
-	eventsID, err := sink.put("blob", body.Bytes())
-	if err != nil {
-		return nil, "", head{}, err
-	}
-	root := []treeEntry{{mode: "100644", name: "events.jsonl", id: eventsID}}
-	if len(blobSet) > 0 {
-		ents := make([]treeEntry, 0, len(blobSet))
-		for id := range blobSet {
-			ents = append(ents, treeEntry{mode: "100644", name: id, id: id})
-		}
-		sub, err := sink.put("tree", encodeTree(ents))
-		if err != nil {
-			return nil, "", head{}, err
-		}
-		root = append(root, treeEntry{mode: "40000", name: "blobs", id: sub})
-	}
-	treeID, err := sink.put("tree", encodeTree(root))
-	if err != nil {
-		return nil, "", head{}, err
-	}
-	nh := head{Seq: seq, Seal: prev}
-	msg := batchMessage(writer, h.Seq+1, seq, prev)
-	commitID, err := sink.put("commit", encodeCommit(treeID, h.Commit, s.now(), msg))
-	if err != nil {
-		return nil, "", head{}, err
-	}
-	nh.Commit = commitID
-	return out, commitID, nh, nil
-}
-
-func batchMessage(writer string, first, last int64, sealHex string) string {
-	n := last - first + 1
-	noun := "events"
-	if n == 1 {
-		noun = "event"
-	}
-	return fmt.Sprintf("lossless: %d %s on %s (%d-%d)\n\nLossless-Format: %d\nLossless-Writer: %s\nLossless-Seq: %d\nLossless-Seal: %s\n",
-		n, noun, writer, first, last, FormatVersion, writer, last, sealHex)
-}
-
-// Identity used for batch commits: the archive is written by the tool, not
-// by the user, and an unchanging identity keeps user names out of it.
-const commitIdent = "git-lossless <git-lossless@localhost>"
-
-func encodeCommit(tree, parent string, t time.Time, msg string) []byte {
-	var b bytes.Buffer
-	b.WriteString("tree " + tree + "\n")
-	if parent != "" {
-		b.WriteString("parent " + parent + "\n")
-	}
-	stamp := strconv.FormatInt(t.Unix(), 10) + " +0000"
-	b.WriteString("author " + commitIdent + " " + stamp + "\n")
-	b.WriteString("committer " + commitIdent + " " + stamp + "\n\n")
-	b.WriteString(msg)
-	return b.Bytes()
-}
-
-type treeEntry struct {
-	mode, name, id string
-}
-
-// encodeTree sorts entries git's way (a tree's name compares as if it
-// ended in '/') and encodes them.
-func encodeTree(ents []treeEntry) []byte {
-	key := func(e treeEntry) string {
-		if e.mode == "40000" {
-			return e.name + "/"
-		}
-		return e.name
-	}
-	sort.Slice(ents, func(i, j int) bool { return key(ents[i]) < key(ents[j]) })
-	var b bytes.Buffer
-	for _, e := range ents {
-		raw, _ := hex.DecodeString(e.id)
-		b.WriteString(e.mode + " " + e.name + "\x00")
-		b.Write(raw)
-	}
-	return b.Bytes()
-}
-
-func parseTree(body []byte) ([]treeEntry, error) {
-	var out []treeEntry
-	for len(body) > 0 {
-		sp := bytes.IndexByte(body, ' ')
-		nul := bytes.IndexByte(body, 0)
-		if sp < 0 || nul < sp || len(body) < nul+21 {
-			return nil, errors.New("malformed tree")
-		}
-		out = append(out, treeEntry{mode: string(body[:sp]), name: string(body[sp+1 : nul]), id: hex.EncodeToString(body[nul+1 : nul+21])})
-		body = body[nul+21:]
-	}
-	return out, nil
-}
-
-// commitInfo is the part of a batch commit the store reads.
-type commitInfo struct {
-	Tree    string
-	Parents []string
-	Seq     int64
-	Seal    string
-	Writer  string
-	Time    time.Time
-}
-
-func parseCommit(body []byte) (commitInfo, error) {
-	var c commitInfo
-	hdr, msg, _ := bytes.Cut(body, []byte("\n\n"))
-	for _, line := range strings.Split(string(hdr), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		switch k {
-		case "tree":
-			c.Tree = v
-		case "parent":
-			c.Parents = append(c.Parents, v)
-		case "committer":
-			if f := strings.Fields(v); len(f) >= 2 {
-				if sec, err := strconv.ParseInt(f[len(f)-2], 10, 64); err == nil {
-					c.Time = time.Unix(sec, 0)
-				}
-			}
-		}
-	}
-	if c.Tree == "" {
-		return c, errors.New("commit has no tree")
-	}
-	for _, line := range strings.Split(string(msg), "\n") {
-		k, v, ok := strings.Cut(line, ": ")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "Lossless-Seq":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err == nil {
-				c.Seq = n
-			}
-		case "Lossless-Seal":
-			c.Seal = v
-		case "Lossless-Writer":
-			c.Writer = v
-		}
-	}
-	return c, nil
-}
-
-func (s *Store) readCommit(id string) (commitInfo, error) {
-	typ, body, err := s.odb.read(id)
-	if err != nil {
-		return commitInfo{}, err
-	}
-	if typ != "commit" {
-		return commitInfo{}, fmt.Errorf("%s is a %s, not a commit", id, typ)
-	}
-	return parseCommit(body)
-}
-
-// headAt returns the chain state at commit id ("" = empty writer).
-func (s *Store) headAt(id string) (head, error) {
-	if id == "" {
-		return head{}, nil
-	}
-	c, err := s.readCommit(id)
-	if err != nil {
-		return head{}, err
-	}
-	if c.Seq == 0 || c.Seal == "" {
-		return head{}, fmt.Errorf("head %s is not a sealed batch commit; run `git lossless verify` to see where the chain breaks", short(id))
-	}
-	return head{Commit: id, Seq: c.Seq, Seal: c.Seal}, nil
-}
-
-// readBatch reads one batch commit.
-func (s *Store) readBatch(id string) (seal.Batch, commitInfo, error) {
-	b := seal.Batch{Commit: id}
-	c, err := s.readCommit(id)
-	if err != nil {
-		if errors.Is(err, ErrObjectMissing) || errors.Is(err, ErrObjectCorrupt) {
-			b.Err = err
-			return b, c, nil
-		}
-		return b, c, err
-	}
-	b.Seq, b.Seal = c.Seq, c.Seal
-	typ, body, err := s.odb.read(c.Tree)
-	if err != nil || typ != "tree" {
-		b.Err = fmt.Errorf("tree %s unreadable: %v", short(c.Tree), err)
-		return b, c, nil
-	}
-	ents, err := parseTree(body)
-	if err != nil {
-		b.Err = err
-		return b, c, nil
-	}
-	b.Blobs = map[string]bool{}
-	var eventsID string
-	for _, e := range ents {
-		switch e.name {
-		case "events.jsonl":
-			eventsID = e.id
-		case "blobs":
-			_, sub, err := s.odb.read(e.id)
-			if err != nil {
-				b.Err = fmt.Errorf("blobs tree unreadable: %v", err)
-				return b, c, nil
-			}
-			subEnts, err := parseTree(sub)
-			if err != nil {
-				b.Err = err
-				return b, c, nil
-			}
-			for _, se := range subEnts {
-				b.Blobs[se.id] = true
-			}
-		}
-	}
-	if eventsID == "" {
-		b.Err = errors.New("batch tree has no events.jsonl")
-		return b, c, nil
-	}
-	_, evBody, err := s.odb.read(eventsID)
-	if err != nil {
-		b.Err = fmt.Errorf("events.jsonl unreadable: %v", err)
-		return b, c, nil
-	}
-	b.Lines = splitLines(evBody)
-	return b, c, nil
-}
-
-func splitLines(body []byte) [][]byte {
-	var out [][]byte
-	for len(body) > 0 {
-		i := bytes.IndexByte(body, '\n')
-		if i < 0 {
-			out = append(out, body)
-			break
-		}
-		if i > 0 {
-			out = append(out, body[:i])
-		}
-		body = body[i+1:]
-	}
-	return out
-}
-
-// walk returns the batches from head back to (not including) stop, oldest
-// first, following first parents. It stops early, returning ok=false, when
-// it passes stopSeq without meeting stop (stop is not an ancestor).
-func (s *Store) walk(ctx context.Context, headID, stop string, stopSeq int64) (batches []seal.Batch, ok bool, err error) {
-	id := headID
-	for id != "" && id != stop {
-		if err := ctx.Err(); err != nil {
-			return nil, false, err
-		}
-		b, c, err := s.readBatch(id)
-		if err != nil {
-			return nil, false, err
-		}
-		// A batch whose tree cannot be read goes on to its parent when
-		// the commit itself was read (an unreadable commit has no
-		// parents): verify then counts the entries before the damage
-		// and names the first entry of the damaged batch.
-		batches = append(batches, b)
-		if stop != "" && c.Seq <= stopSeq {
-			reverse(batches)
-			return batches, false, nil
-		}
-		if len(c.Parents) == 0 {
-			id = ""
-		} else {
-			id = c.Parents[0]
-		}
-	}
-	reverse(batches)
-	return batches, stop == "" || id == stop, nil
-}
-
-func reverse[T any](s []T) {
-	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
-		s[i], s[j] = s[j], s[i]
-	}
-}
-
 // WriterInfo describes one writer's log.
 type WriterInfo struct {
 	Name   string `json:"writer"`
@@ -959,7 +438,7 @@ type WriterInfo struct {
 
 // Writers lists every writer with its head.
 func (s *Store) Writers(ctx context.Context) ([]WriterInfo, error) {
-	refs, err := s.refs.list(RefPrefix)
+	refs, err := s.refs.List(RefPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -986,7 +465,7 @@ func (s *Store) Writers(ctx context.Context) ([]WriterInfo, error) {
 }
 
 // Locks lists lock files under refs/lossless, stale or not.
-func (s *Store) Locks() ([]LockInfo, error) { return s.refs.locks(RefPrefix) }
+func (s *Store) Locks() ([]LockInfo, error) { return s.refs.Locks(RefPrefix) }
 
 // CleanStaleLocks removes the stale ones and returns what it removed.
 func (s *Store) CleanStaleLocks() ([]LockInfo, error) {
@@ -996,7 +475,7 @@ func (s *Store) CleanStaleLocks() ([]LockInfo, error) {
 	}
 	var out []LockInfo
 	for _, l := range ls {
-		if l.Stale && s.refs.removeStale(l.Path) {
+		if l.Stale && s.refs.RemoveStale(l.Path) {
 			out = append(out, l)
 		}
 	}
@@ -1006,10 +485,10 @@ func (s *Store) CleanStaleLocks() ([]LockInfo, error) {
 // Blob returns the bytes of an archived blob.
 func (s *Store) Blob(ctx context.Context, id string) ([]byte, error) {
 	id = strings.ToLower(id)
-	if !isHexID(id) {
+	if !gitobj.IsID(id) {
 		return nil, fmt.Errorf("%q is not a full 40-hex blob id", id)
 	}
-	typ, body, err := s.odb.read(id)
+	typ, body, err := s.odb.Read(id)
 	if err != nil {
 		return nil, err
 	}
@@ -1031,7 +510,7 @@ func (s *Store) Verify(ctx context.Context, writer string, opt seal.Options) (*s
 // from a remote, before the writer's ref is moved to it — against the
 // heads seen before (Options.Checkpoints), as Verify does for the ref.
 func (s *Store) VerifyAt(ctx context.Context, writer, commit string, opt seal.Options) (*seal.Report, error) {
-	if !isHexID(commit) {
+	if !gitobj.IsID(commit) {
 		return nil, fmt.Errorf("verify %s at %q: not a commit id", writer, commit)
 	}
 	return seal.Verify(ctx, sealSource{s: s, head: commit}, writer, opt)
@@ -1048,7 +527,7 @@ func (src sealSource) Batches(ctx context.Context, writer string) ([]seal.Batch,
 	id := src.head
 	var err error
 	if id == "" {
-		if id, err = src.s.refs.read(RefPrefix + writer); err != nil {
+		if id, err = src.s.refs.Read(RefPrefix + writer); err != nil {
 			return nil, err
 		}
 	}
@@ -1057,7 +536,7 @@ func (src sealSource) Batches(ctx context.Context, writer string) ([]seal.Batch,
 }
 
 func (src sealSource) Content(ctx context.Context, blob string) ([]byte, error) {
-	typ, body, err := src.s.odb.read(blob)
+	typ, body, err := src.s.odb.Read(blob)
 	switch {
 	case errors.Is(err, ErrObjectMissing):
 		return nil, fmt.Errorf("%w: %v", seal.ErrMissing, err)

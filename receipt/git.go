@@ -1,17 +1,13 @@
 package receipt
 
 import (
-	"bytes"
 	"context"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // ObjectReader reads git objects by id (gitstore.Store does).
@@ -40,37 +36,18 @@ func ReadCommit(or ObjectReader, id string) (CommitInfo, error) {
 }
 
 func parseCommit(id string, body []byte) (CommitInfo, error) {
-	c := CommitInfo{ID: id}
-	hdr, _, _ := bytes.Cut(body, []byte("\n\n"))
-	haveTime := false
-	for _, line := range strings.Split(string(hdr), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		switch k {
-		case "tree":
-			c.Tree = v
-		case "parent":
-			c.Parents = append(c.Parents, v)
-		case "committer":
-			// "Name <email> 1767323100 +0100": the seconds are UTC already.
-			f := strings.Fields(v)
-			if len(f) >= 2 {
-				if n, err := strconv.ParseInt(f[len(f)-2], 10, 64); err == nil && n >= 0 {
-					c.Committed, haveTime = n, true
-				}
-			}
-		}
+	gc, err := gitobj.ParseCommit(body)
+	if err != nil {
+		return CommitInfo{ID: id}, fmt.Errorf("commit %s: %w", id, err)
 	}
-	if !isHex40(c.Tree) || !haveTime {
-		return c, fmt.Errorf("commit %s: no tree or committer time", id)
+	if !gc.HasTime || gc.Time < 0 {
+		return CommitInfo{ID: id}, fmt.Errorf("commit %s: no tree or committer time", id)
 	}
-	for _, p := range c.Parents {
-		if !isHex40(p) {
-			return c, fmt.Errorf("commit %s: bad parent %q", id, p)
-		}
-	}
-	return c, nil
+	return CommitInfo{ID: id, Tree: gc.Tree, Parents: gc.Parents, Committed: gc.Time}, nil
 }
 
+// treeEnt is a tree entry as the receipt code reads it, parsed by
+// gitobj.ParseTree.
 type treeEnt struct {
 	mode, name, id string
 }
@@ -100,14 +77,13 @@ func (tc *treeCache) read(id string) ([]treeEnt, error) {
 	if typ != "tree" {
 		return nil, fmt.Errorf("%s is a %s, not a tree", id, typ)
 	}
-	for len(body) > 0 {
-		sp := bytes.IndexByte(body, ' ')
-		nul := bytes.IndexByte(body, 0)
-		if sp < 0 || nul < sp || len(body) < nul+21 {
-			return nil, fmt.Errorf("tree %s is malformed", id)
-		}
-		ents = append(ents, treeEnt{mode: string(body[:sp]), name: string(body[sp+1 : nul]), id: hex.EncodeToString(body[nul+1 : nul+21])})
-		body = body[nul+21:]
+	parsed, err := gitobj.ParseTree(body)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s is malformed", id)
+	}
+	ents = make([]treeEnt, len(parsed))
+	for i, e := range parsed {
+		ents[i] = treeEnt{mode: e.Mode, name: e.Name, id: e.ID}
 	}
 	tc.mu.Lock()
 	tc.m[id] = ents
@@ -245,35 +221,10 @@ func diffTrees(tc *treeCache, oldTree, newTree string) ([]Change, error) {
 }
 
 // ErrNoRevision is wrapped when a revision names no commit.
-var ErrNoRevision = errors.New("unknown revision")
+var ErrNoRevision = gitobj.ErrNoRevision
 
-// ResolveRev turns a revision (HEAD, a branch, HEAD~2, a short id...)
-// into a commit id with `git rev-parse` run in dir. A full 40-hex id is
-// taken as it is without running git.
+// ResolveRev turns a revision (HEAD, a branch, HEAD~2, a short id...) of
+// the repository at dir into a commit id (gitobj.ResolveRev).
 func ResolveRev(ctx context.Context, dir, rev string) (string, error) {
-	if rev == "" {
-		rev = "HEAD"
-	}
-	if isHex40(strings.ToLower(rev)) {
-		return strings.ToLower(rev), nil
-	}
-	if strings.HasPrefix(rev, "-") {
-		return "", fmt.Errorf("%w %q", ErrNoRevision, rev)
-	}
-	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return "", fmt.Errorf("%w %q: git rev-parse finds no commit by that name", ErrNoRevision, rev)
-		}
-		return "", fmt.Errorf("resolve %q: %w (is git on PATH?)", rev, err)
-	}
-	id := strings.TrimSpace(string(out))
-	if !isHex40(id) {
-		return "", fmt.Errorf("resolve %q: git rev-parse printed %q", rev, id)
-	}
-	return id, nil
+	return gitobj.ResolveRev(ctx, dir, rev)
 }

@@ -18,10 +18,8 @@
 package seal
 
 import (
-	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
-	"strconv"
 )
 
 // GenesisPrefix is hashed with the writer name to give the first prev, so a
@@ -53,13 +51,4 @@ type Checkpoint struct {
 	// A chain that disagrees with an anchor is an anchor-mismatch, with
 	// the witness a chain-forked.
 	Anchor string
-}
-
-// gitBlobID returns the git object id of data stored as a blob:
-// sha1("blob <len>\x00" + data).
-func gitBlobID(data []byte) string {
-	h := sha1.New()
-	h.Write([]byte("blob " + strconv.Itoa(len(data)) + "\x00"))
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))
 }

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 // Kind names what a verifier found wrong with an entry. The names are part
@@ -488,7 +490,7 @@ func checkBlobs(ctx context.Context, src Source, todo []blobCheck) {
 				default:
 					c.read = true
 					sum := sha256.Sum256(data)
-					if hex.EncodeToString(sum[:]) != c.sha256 || gitBlobID(data) != c.blob {
+					if hex.EncodeToString(sum[:]) != c.sha256 || gitobj.BlobID(data) != c.blob {
 						c.res = string(ContentChanged)
 					}
 				}

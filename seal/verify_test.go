@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
 type memSource struct {
@@ -47,7 +49,7 @@ func TestGenesisAndHashVectors(t *testing.T) {
 	if h := Hash([]byte("hello\n")); h != "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03" {
 		t.Fatalf("hash %s", h)
 	}
-	if id := gitBlobID([]byte("hello\n")); id != "ce013625030ba8dba906f756967f9e9ca394464a" {
+	if id := gitobj.BlobID([]byte("hello\n")); id != "ce013625030ba8dba906f756967f9e9ca394464a" {
 		t.Fatalf("blob id %s", id)
 	}
 }

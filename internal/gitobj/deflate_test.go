@@ -1,69 +1,25 @@
-package gitstore
+package gitobj
 
 import (
 	"bytes"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj/gitobjtest"
 )
 
-// deflateInputs are the round-trip cases: the edges, and data of every
-// kind the matcher treats differently.
+// deflateInputs are gitobjtest.DeflateInputs, whose window and block
+// sizes must be this encoder's.
 func deflateInputs() map[string][]byte {
-	r := rand.New(rand.NewPCG(7, 11))
-	rnd := func(n, alphabet int) []byte {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(r.IntN(alphabet))
-		}
-		return b
+	if storedMax != gitobjtest.StoredMax || fdMaxOffset != gitobjtest.MaxOffset {
+		panic("gitobjtest's sizes are not the encoder's")
 	}
-	var text bytes.Buffer
-	for i := 0; text.Len() < 1<<20; i++ {
-		text.Write(sourceText(i))
-	}
-	in := map[string][]byte{
-		"empty":         {},
-		"nil":           nil,
-		"1 byte":        {'x'},
-		"2 bytes":       {0, 0},
-		"7 bytes":       []byte("abcabca"),
-		"8 bytes":       []byte("abcdabcd"),
-		"9 bytes":       []byte("aaaaaaaaa"),
-		"16 same":       bytes.Repeat([]byte{'z'}, 16),
-		"all same 100k": bytes.Repeat([]byte{0}, 100_000),
-		"all 0xff 70k":  bytes.Repeat([]byte{0xff}, 70_000),
-		"random 1k":     rnd(1<<10, 256),
-		"random 100k":   rnd(100_000, 256), // stored, over two blocks
-		"random 65535":  rnd(storedMax, 256),
-		"random 65536":  rnd(storedMax+1, 256),
-		"4 letters 50k": rnd(50_000, 4),
-		"text 1 MiB":    text.Bytes()[:1<<20],
-		"source 1k":     sourceText(1)[:1024],
-		"period 3":      bytes.Repeat([]byte("abc"), 30_000),
-		"period 258":    bytes.Repeat(rnd(258, 256), 400),
-		"period 32768":  bytes.Repeat(rnd(fdMaxOffset, 256), 3),
-		"period 32769":  bytes.Repeat(rnd(fdMaxOffset+1, 256), 3), // just out of the window
-		"long match 1M": append(append(rnd(1000, 256), bytes.Repeat([]byte("0123456789"), 100_000)...), rnd(1000, 256)...),
-		"match at end":  append(rnd(5000, 256), []byte("hello world, hello world")...),
-		"high literals": rnd(3000, 128),
-		"json-ish":      bytes.Repeat([]byte(`{"type":"text","text":"hello \"world\"\n"},`), 500),
-		"bytes 0..255 x": bytes.Repeat(func() []byte {
-			b := make([]byte, 256)
-			for i := range b {
-				b[i] = byte(i)
-			}
-			return b
-		}(), 300),
-	}
-	for _, n := range []int{1, 3, 4, 5, 8, 15, 16, 17, 31, 33, 255, 257, 511, 513, 4095, 8193} {
-		in[fmt.Sprintf("text %d", n)] = text.Bytes()[n*7 : n*8]
-		in[fmt.Sprintf("random %d", n)] = rnd(n, 256)
-	}
-	return in
+	return gitobjtest.DeflateInputs()
 }
+
+func sourceText(i int) []byte { return gitobjtest.SourceText(i) }
 
 // checkZlib decodes z with compress/zlib and with the store's inflateFast
 // and fails unless both give want.
@@ -138,7 +94,7 @@ func TestDistCode(t *testing.T) {
 // stale positions), against compress/zlib and inflateFast. Its seeds are
 // in testdata/fuzz/FuzzDeflate; run it with
 //
-//	go test -run '^$' -fuzz FuzzDeflate ./gitstore/
+//	go test -run '^$' -fuzz FuzzDeflate ./internal/gitobj/
 func FuzzDeflate(f *testing.F) {
 	seeds, err := os.ReadDir(filepath.Join("testdata", "fuzz", "FuzzDeflate"))
 	if err != nil || len(seeds) == 0 {

@@ -1,8 +1,8 @@
 //go:build !unix
 
-package gitstore
+package gitobj
 
 import "os/exec"
 
 // ownProcessGroup: no process groups here; WaitDelay alone bounds the wait.
-func ownProcessGroup(cmd *exec.Cmd) {}
+func OwnProcessGroup(cmd *exec.Cmd) {}

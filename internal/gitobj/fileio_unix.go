@@ -1,6 +1,6 @@
 //go:build unix
 
-package gitstore
+package gitobj
 
 import (
 	"io"
@@ -19,7 +19,7 @@ import (
 // with os.NewFile gives an ordinary blocking *os.File for one fcntl.
 
 // openFile is os.OpenFile without the poller set-up.
-func openFile(name string, flag int, perm os.FileMode) (*os.File, error) {
+func OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
 	for {
 		fd, err := syscall.Open(name, flag|syscall.O_CLOEXEC, uint32(perm.Perm()))
 		if err == syscall.EINTR {
@@ -33,8 +33,8 @@ func openFile(name string, flag int, perm os.FileMode) (*os.File, error) {
 }
 
 // readFile is os.ReadFile without the poller set-up.
-func readFile(name string) ([]byte, error) {
-	f, err := openFile(name, os.O_RDONLY, 0)
+func ReadFile(name string) ([]byte, error) {
+	f, err := OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -62,10 +62,10 @@ func readFile(name string) ([]byte, error) {
 // createTemp is os.CreateTemp(dir, prefix+"*") without the poller set-up,
 // creating the file with perm (a loose object is born read-only, as git
 // makes it, which spares a chmod per object).
-func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
+func CreateTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
 	for try := 0; ; try++ {
 		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
-		f, err := openFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		f, err := OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if os.IsExist(err) && try < 100 {
 			continue
 		}
@@ -74,8 +74,8 @@ func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
 }
 
 // writeFile is os.WriteFile without the poller set-up.
-func writeFile(name string, data []byte, perm os.FileMode) error {
-	f, err := openFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+func WriteFile(name string, data []byte, perm os.FileMode) error {
+	f, err := OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return err
 	}
@@ -92,8 +92,8 @@ func writeFile(name string, data []byte, perm os.FileMode) error {
 // costs no create or unlink once the file exists and the kernel releases
 // it when its holder dies. ok is false when another process holds it or
 // the file cannot be opened.
-func tryLockFile(path string) (unlock func(), ok bool) {
-	f, err := openFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+func TryLockFile(path string) (unlock func(), ok bool) {
+	f, err := OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, false
 	}

@@ -1,4 +1,4 @@
-package gitstore
+package gitobj
 
 import (
 	"bytes"
@@ -76,7 +76,7 @@ func TestInflateFastMatchesZlib(t *testing.T) {
 	dir := gitInit(t)
 	for i := range 5 {
 		content := sourceText(100 + i)
-		id := objectID("blob", content)
+		id := ObjectID("blob", content)
 		gitHashObject(t, dir, content)
 		raw := readLooseRaw(t, dir, id)
 		body, ok := inflateFast(raw, len(content)+len(fmt.Sprintf("blob %d\x00", len(content))))

@@ -1,4 +1,4 @@
-package gitstore
+package gitobj
 
 import (
 	"bufio"
@@ -25,7 +25,7 @@ var ErrRefChanged = errors.New("ref changed concurrently")
 // ErrLocked is returned when a ref's lock could not be taken in time.
 var ErrLocked = errors.New("ref is locked")
 
-// refStore reads and updates refs under C git's own ref lock, so that it
+// Refs reads and updates refs under C git's own ref lock, so that it
 // interoperates with concurrent git processes:
 //
 //  1. create <ref>.lock exclusively (only one holder at a time), already
@@ -51,11 +51,22 @@ var ErrLocked = errors.New("ref is locked")
 // named <ref>~<pid>-<n>.lock: git ignores names ending in ".lock", and '~'
 // cannot occur in a ref name, so such a file is nobody's lock; one left by
 // a killed process is judged by the pid in its name.
-type refStore struct {
+type Refs struct {
 	gitDir   string // common dir: refs and packed-refs live here
 	fsync    bool
 	staleAge time.Duration
 	warn     func(string)
+}
+
+// NewRefs returns the refs of the repository whose common dir is gitDir.
+// fsync makes every ref update durable before it is visible; staleAge
+// overrides StaleLockAge when not zero; warn receives one-line notices
+// (a stale lock removed, a corrupt ref skipped).
+func NewRefs(gitDir string, fsync bool, staleAge time.Duration, warn func(string)) *Refs {
+	if warn == nil {
+		warn = func(string) {}
+	}
+	return &Refs{gitDir: gitDir, fsync: fsync, staleAge: staleAge, warn: warn}
 }
 
 // StaleLockAge is how old a foreign lock must be before we remove it: far
@@ -74,9 +85,9 @@ var tempRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`~
 
 // writeTemp writes body to a fresh temporary file beside the ref name
 // (fsynced when sync is set) and returns its path.
-func (r *refStore) writeTemp(name string, body []byte, sync bool) (string, error) {
+func (r *Refs) writeTemp(name string, body []byte, sync bool) (string, error) {
 	p := fmt.Sprintf("%s~%d-%d.lock", r.path(name), os.Getpid(), tempSeq.Add(1))
-	f, err := openFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", err
 	}
@@ -94,25 +105,25 @@ func (r *refStore) writeTemp(name string, body []byte, sync bool) (string, error
 	return p, nil
 }
 
-func (r *refStore) path(name string) string {
+func (r *Refs) path(name string) string {
 	return filepath.Join(r.gitDir, filepath.FromSlash(name))
 }
 
 // read returns a ref's value ("" when it does not exist).
-func (r *refStore) read(name string) (string, error) {
-	b, err := readFile(r.path(name))
+func (r *Refs) Read(name string) (string, error) {
+	b, err := ReadFile(r.path(name))
 	switch {
 	case err == nil:
 		v := strings.TrimSpace(string(b))
 		if strings.HasPrefix(v, "ref: ") {
 			return "", fmt.Errorf("ref %s is symbolic", name)
 		}
-		if !isHexID(v) {
+		if !IsID(v) {
 			return "", fmt.Errorf("ref %s is corrupt (%q); remove it or restore it from a backup", name, v)
 		}
 		return v, nil
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR):
-		packed, err := r.packed()
+		packed, err := r.Packed()
 		if err != nil {
 			return "", err
 		}
@@ -122,7 +133,7 @@ func (r *refStore) read(name string) (string, error) {
 	}
 }
 
-func isHexID(s string) bool {
+func IsID(s string) bool {
 	if len(s) != 40 {
 		return false
 	}
@@ -136,7 +147,7 @@ func isHexID(s string) bool {
 }
 
 // packed parses packed-refs (missing file: none).
-func (r *refStore) packed() (map[string]string, error) {
+func (r *Refs) Packed() (map[string]string, error) {
 	b, err := os.ReadFile(filepath.Join(r.gitDir, "packed-refs"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]string{}, nil
@@ -153,7 +164,7 @@ func (r *refStore) packed() (map[string]string, error) {
 			continue
 		}
 		id, name, ok := strings.Cut(line, " ")
-		if ok && isHexID(id) {
+		if ok && IsID(id) {
 			out[name] = id
 		}
 	}
@@ -162,8 +173,8 @@ func (r *refStore) packed() (map[string]string, error) {
 
 // list returns every ref under prefix (e.g. "refs/lossless/"), loose values
 // overriding packed ones, as git resolves them.
-func (r *refStore) list(prefix string) (map[string]string, error) {
-	out, err := r.packed()
+func (r *Refs) List(prefix string) (map[string]string, error) {
+	out, err := r.Packed()
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +201,7 @@ func (r *refStore) list(prefix string) (map[string]string, error) {
 			return err
 		}
 		name := filepath.ToSlash(rel)
-		v, err := r.read(name)
+		v, err := r.Read(name)
 		if err != nil {
 			r.warn(err.Error())
 			return nil
@@ -207,15 +218,15 @@ func (r *refStore) list(prefix string) (map[string]string, error) {
 }
 
 // lock is a held <ref>.lock.
-type lock struct {
-	r    *refStore
+type Lock struct {
+	r    *Refs
 	name string
 	path string
 }
 
 // acquire takes name's lock, waiting (with backoff) while another process
 // holds it, removing it when it is stale, until ctx ends.
-func (r *refStore) acquire(ctx context.Context, name string) (*lock, error) {
+func (r *Refs) Acquire(ctx context.Context, name string) (*Lock, error) {
 	p := r.path(name) + ".lock"
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, fmt.Errorf("create ref dir: %w", err)
@@ -244,13 +255,13 @@ func (r *refStore) acquire(ctx context.Context, name string) (*lock, error) {
 			}
 		}
 		if err == nil {
-			return &lock{r: r, name: name, path: p}, nil
+			return &Lock{r: r, name: name, path: p}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("lock %s: %w", name, err)
 		}
 		if stale, why := r.isStale(p); stale {
-			if r.removeStale(p) {
+			if r.RemoveStale(p) {
 				r.warn(fmt.Sprintf("removed stale lock %s (%s)", p, why))
 			}
 			continue
@@ -268,11 +279,11 @@ func (r *refStore) acquire(ctx context.Context, name string) (*lock, error) {
 
 // isStale judges a lock file left behind: ours with a dead pid, or anyone's
 // older than staleAge.
-func (r *refStore) isStale(p string) (bool, string) { return r.staleAs(p, p) }
+func (r *Refs) isStale(p string) (bool, string) { return r.staleAs(p, p) }
 
 // staleAs judges the file at p as if it had the name name (a lock moved
 // aside is judged as the lock it was).
-func (r *refStore) staleAs(p, name string) (bool, string) {
+func (r *Refs) staleAs(p, name string) (bool, string) {
 	st, err := os.Stat(p)
 	if err != nil {
 		return false, ""
@@ -303,10 +314,10 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// removeStale takes a stale lock out of the way by renaming it to a unique
+// RemoveStale takes a stale lock out of the way by renaming it to a unique
 // name first and checking that what was renamed is still stale, so that two
 // cleaners racing never delete a lock someone took in between.
-func (r *refStore) removeStale(p string) bool {
+func (r *Refs) RemoveStale(p string) bool {
 	// The aside name ends in ".lock" so that, should we die before removing
 	// it, git never takes it for a ref (a name such as x.lock.stale-1 would
 	// be a broken ref to git: fsck fails).
@@ -329,14 +340,14 @@ func (r *refStore) removeStale(p string) bool {
 // commit compares name's current value with old ("" = must not exist),
 // then moves it to new: write a temporary file, fsync, rename it over the
 // ref while the lock is held. The lock is released either way.
-func (l *lock) commit(old, new string) error {
-	defer l.release()
-	cur, err := l.r.read(l.name)
+func (l *Lock) Commit(old, new string) error {
+	defer l.Release()
+	cur, err := l.r.Read(l.name)
 	if err != nil {
 		return err
 	}
 	if cur != old {
-		return fmt.Errorf("%w: %s is %s, expected %s", ErrRefChanged, l.name, short(cur), short(old))
+		return fmt.Errorf("%w: %s is %s, expected %s", ErrRefChanged, l.name, Short(cur), Short(old))
 	}
 	tmp, err := l.r.writeTemp(l.name, []byte(new+"\n"), l.r.fsync)
 	if err != nil {
@@ -349,11 +360,11 @@ func (l *lock) commit(old, new string) error {
 	return nil
 }
 
-func (l *lock) release() {
+func (l *Lock) Release() {
 	os.Remove(l.path)
 }
 
-func short(id string) string {
+func Short(id string) string {
 	if id == "" {
 		return "(none)"
 	}
@@ -372,7 +383,7 @@ type LockInfo struct {
 }
 
 // locks lists lock files under prefix, judging each.
-func (r *refStore) locks(prefix string) ([]LockInfo, error) {
+func (r *Refs) Locks(prefix string) ([]LockInfo, error) {
 	var out []LockInfo
 	err := filepath.WalkDir(r.path(prefix), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

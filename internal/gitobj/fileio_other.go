@@ -1,19 +1,19 @@
 //go:build !unix
 
-package gitstore
+package gitobj
 
 import (
 	"os"
 	"time"
 )
 
-func openFile(name string, flag int, perm os.FileMode) (*os.File, error) {
+func OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
 	return os.OpenFile(name, flag, perm)
 }
 
-func readFile(name string) ([]byte, error) { return os.ReadFile(name) }
+func ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
 
-func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
+func CreateTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
 	f, err := os.CreateTemp(dir, prefix+"*")
 	if err == nil {
 		if err = f.Chmod(perm); err != nil {
@@ -24,14 +24,14 @@ func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
 	return f, err
 }
 
-func writeFile(name string, data []byte, perm os.FileMode) error {
+func WriteFile(name string, data []byte, perm os.FileMode) error {
 	return os.WriteFile(name, data, perm)
 }
 
 // tryLockFile takes an exclusive lock by creating the file at path (there
 // is no flock here), removing a lock older than StaleLockAge first, without
 // waiting. unlock removes the file.
-func tryLockFile(path string) (unlock func(), ok bool) {
+func TryLockFile(path string) (unlock func(), ok bool) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if st, serr := os.Stat(path); serr == nil && time.Since(st.ModTime()) > StaleLockAge {

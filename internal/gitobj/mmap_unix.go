@@ -1,6 +1,6 @@
 //go:build unix
 
-package gitstore
+package gitobj
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 
 // mapFile maps a pack read-only (nil when it cannot): reading an object
 // is then a slice of memory, not a system call and a copy.
-func mapFile(f *os.File, size int64) []byte {
+func MapFile(f *os.File, size int64) []byte {
 	if size <= 0 || int64(int(size)) != size {
 		return nil
 	}
@@ -20,4 +20,4 @@ func mapFile(f *os.File, size int64) []byte {
 	return b
 }
 
-func unmapFile(b []byte) { syscall.Munmap(b) }
+func UnmapFile(b []byte) { syscall.Munmap(b) }

@@ -1,4 +1,4 @@
-package gitstore_test
+package gitobj_test
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/gitobj"
 	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 )
 
@@ -25,7 +25,7 @@ func benchCompress(b *testing.B, objs [][]byte) {
 		total += len(o)
 	}
 	b.Run("fast", func(b *testing.B) {
-		e := gitstore.NewFastDeflaterForTest()
+		e := gitobj.NewFastDeflaterForTest()
 		b.SetBytes(int64(total))
 		out := 0
 		var buf []byte
@@ -71,7 +71,7 @@ func BenchmarkDeflate(b *testing.B) {
 // doc are of the repository the 14 MB sweep benchmark writes, kept with
 // the scratch program of hooks' BenchmarkSweep14MB or any sweep:
 //
-//	LOSSLESS_DEFLATE_REPO=/path/to/repo go test -run '^$' -bench DeflateRepo ./gitstore/
+//	LOSSLESS_DEFLATE_REPO=/path/to/repo go test -run '^$' -bench DeflateRepo ./internal/gitobj/
 func BenchmarkDeflateRepo(b *testing.B) {
 	repo := os.Getenv("LOSSLESS_DEFLATE_REPO")
 	if repo == "" {
@@ -113,7 +113,7 @@ func BenchmarkDeflateSizes(b *testing.B) {
 	}
 	for _, n := range []int{100, 300, 1 << 10, 4 << 10, 16 << 10, 64 << 10} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			e := gitstore.NewFastDeflaterForTest()
+			e := gitobj.NewFastDeflaterForTest()
 			var buf []byte
 			b.SetBytes(int64(n))
 			for b.Loop() {

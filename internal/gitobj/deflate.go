@@ -1,4 +1,4 @@
-package gitstore
+package gitobj
 
 import (
 	"encoding/binary"

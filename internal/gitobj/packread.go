@@ -1,4 +1,4 @@
-package gitstore
+package gitobj
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
 // packReader reads packed objects itself: version 2 pack indexes, whole
@@ -371,12 +373,12 @@ func (p *packFile) open() error {
 			return
 		}
 		p.f, p.size = f, st.Size()
-		p.data = mapFile(f, st.Size())
+		p.data = MapFile(f, st.Size())
 		if p.data != nil {
 			// Unmapped when the packFile is garbage: readAt keeps p
 			// alive while it reads from the mapping, and returns only
 			// copies.
-			runtime.AddCleanup(p, unmapFile, p.data)
+			runtime.AddCleanup(p, UnmapFile, p.data)
 		}
 	})
 	return p.fileErr
@@ -493,7 +495,7 @@ func (r *packReader) readAt(p *packFile, off uint64, depth int) (byte, []byte, e
 		}
 		var delta []byte
 		if delta, err = inflateExact(buf[i:], size); err == nil {
-			out, err = applyDelta(base, delta)
+			out, err = packfile.PatchDelta(base, delta)
 		}
 		typ = bt
 	default:
@@ -552,78 +554,6 @@ func inflateExactSlow(data []byte, size uint64) ([]byte, error) {
 	zlibReaders.Put(zr)
 	if err != nil {
 		return nil, fmt.Errorf("inflate: %w", err)
-	}
-	return out, nil
-}
-
-// applyDelta applies a git delta to base.
-func applyDelta(base, delta []byte) ([]byte, error) {
-	bad := errors.New("malformed delta")
-	varint := func() (uint64, bool) {
-		var v uint64
-		for shift := 0; shift < 64; shift += 7 {
-			if len(delta) == 0 {
-				return 0, false
-			}
-			c := delta[0]
-			delta = delta[1:]
-			v |= uint64(c&0x7f) << shift
-			if c&0x80 == 0 {
-				return v, true
-			}
-		}
-		return 0, false
-	}
-	srcSize, ok1 := varint()
-	dstSize, ok2 := varint()
-	if !ok1 || !ok2 || srcSize != uint64(len(base)) || dstSize > 1<<40 {
-		return nil, bad
-	}
-	out := make([]byte, 0, dstSize)
-	for len(delta) > 0 {
-		op := delta[0]
-		delta = delta[1:]
-		switch {
-		case op&0x80 != 0:
-			var off, n uint64
-			for k := 0; k < 4; k++ {
-				if op&(1<<k) != 0 {
-					if len(delta) == 0 {
-						return nil, bad
-					}
-					off |= uint64(delta[0]) << (8 * k)
-					delta = delta[1:]
-				}
-			}
-			for k := 0; k < 3; k++ {
-				if op&(0x10<<k) != 0 {
-					if len(delta) == 0 {
-						return nil, bad
-					}
-					n |= uint64(delta[0]) << (8 * k)
-					delta = delta[1:]
-				}
-			}
-			if n == 0 {
-				n = 0x10000
-			}
-			if off+n > uint64(len(base)) || uint64(len(out))+n > dstSize {
-				return nil, bad
-			}
-			out = append(out, base[off:off+n]...)
-		case op != 0:
-			n := int(op)
-			if n > len(delta) || uint64(len(out)+n) > dstSize {
-				return nil, bad
-			}
-			out = append(out, delta[:n]...)
-			delta = delta[n:]
-		default:
-			return nil, bad
-		}
-	}
-	if uint64(len(out)) != dstSize {
-		return nil, bad
 	}
 	return out, nil
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package gitstore
+package gitobj
 
 import (
 	"os/exec"
@@ -12,7 +12,7 @@ import (
 // helpers (git-receive-pack for a path remote, ssh, git-remote-http)
 // that would keep the pipes open, and the command, waiting, after git
 // itself died.
-func ownProcessGroup(cmd *exec.Cmd) {
+func OwnProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {

@@ -1,0 +1,280 @@
+package gitstore
+
+// Batch commits: how a batch of events is chained, encoded as a tree and a
+// commit, and read back.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
+	"github.com/git-lossless/git-lossless/seal"
+)
+
+// buildBatch chains evs after h and writes the events blob, trees and
+// commit as loose objects (not yet durable: their paths are added to
+// pending).
+func (s *Store) buildBatch(writer string, h head, evs []Event, pending *[]string) ([]Event, string, head, error) {
+	return s.buildBatchTo(gitobj.LooseSink{DB: s.odb, Pending: pending}, writer, h, evs)
+}
+
+// buildBatchTo chains evs after h and stores the batch's events blob, trees
+// and commit through sink. It returns the chained events (Raw set), the
+// commit id and the new head.
+func (s *Store) buildBatchTo(sink gitobj.Sink, writer string, h head, evs []Event) ([]Event, string, head, error) {
+	prev := h.Seal
+	if h.Seq == 0 {
+		prev = seal.Genesis(writer)
+	}
+	seq := h.Seq
+	out := make([]Event, len(evs))
+	var body bytes.Buffer
+	blobSet := map[string]bool{}
+	for i, e := range evs {
+		seq++
+		e.Seq, e.Prev = seq, prev
+		line, err := e.Canonical()
+		if err != nil {
+			return nil, "", head{}, fmt.Errorf("encode event: %w", err)
+		}
+		e.Raw = line
+		e.vault = nil // the values stay in the vault, not in what callers get back
+		prev = seal.Hash(line)
+		body.Write(line)
+		body.WriteByte('\n')
+		out[i] = e
+		if e.Blob != "" {
+			blobSet[e.Blob] = true
+		}
+	}
+	eventsID, err := sink.Put("blob", body.Bytes())
+	if err != nil {
+		return nil, "", head{}, err
+	}
+	root := []gitobj.TreeEntry{{Mode: "100644", Name: "events.jsonl", ID: eventsID}}
+	if len(blobSet) > 0 {
+		ents := make([]gitobj.TreeEntry, 0, len(blobSet))
+		for id := range blobSet {
+			ents = append(ents, gitobj.TreeEntry{Mode: "100644", Name: id, ID: id})
+		}
+		sub, err := sink.Put("tree", gitobj.EncodeTree(ents))
+		if err != nil {
+			return nil, "", head{}, err
+		}
+		root = append(root, gitobj.TreeEntry{Mode: "40000", Name: "blobs", ID: sub})
+	}
+	treeID, err := sink.Put("tree", gitobj.EncodeTree(root))
+	if err != nil {
+		return nil, "", head{}, err
+	}
+	nh := head{Seq: seq, Seal: prev}
+	msg := batchMessage(writer, h.Seq+1, seq, prev)
+	commitID, err := sink.Put("commit", encodeCommit(treeID, h.Commit, s.now(), msg))
+	if err != nil {
+		return nil, "", head{}, err
+	}
+	nh.Commit = commitID
+	return out, commitID, nh, nil
+}
+
+func batchMessage(writer string, first, last int64, sealHex string) string {
+	n := last - first + 1
+	noun := "events"
+	if n == 1 {
+		noun = "event"
+	}
+	return fmt.Sprintf("lossless: %d %s on %s (%d-%d)\n\nLossless-Format: %d\nLossless-Writer: %s\nLossless-Seq: %d\nLossless-Seal: %s\n",
+		n, noun, writer, first, last, FormatVersion, writer, last, sealHex)
+}
+
+// Identity used for batch commits: the archive is written by the tool, not
+// by the user, and an unchanging identity keeps user names out of it.
+const commitIdent = "git-lossless <git-lossless@localhost>"
+
+func encodeCommit(tree, parent string, t time.Time, msg string) []byte {
+	return gitobj.EncodeCommit(tree, parent, commitIdent, t.Unix(), msg)
+}
+
+// commitInfo is the part of a batch commit the store reads: the commit's
+// tree, parents and time, and the trailers of its message.
+type commitInfo struct {
+	Tree    string
+	Parents []string
+	Seq     int64
+	Seal    string
+	Writer  string
+	Time    time.Time
+}
+
+// parseCommit parses a commit (gitobj.ParseCommit) and the Lossless-*
+// trailers of its message.
+func parseCommit(body []byte) (commitInfo, error) {
+	gc, err := gitobj.ParseCommit(body)
+	c := commitInfo{Tree: gc.Tree, Parents: gc.Parents}
+	if gc.HasTime {
+		c.Time = time.Unix(gc.Time, 0)
+	}
+	if err != nil {
+		return c, err
+	}
+	for _, line := range strings.Split(string(gc.Message), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "Lossless-Seq":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err == nil {
+				c.Seq = n
+			}
+		case "Lossless-Seal":
+			c.Seal = v
+		case "Lossless-Writer":
+			c.Writer = v
+		}
+	}
+	return c, nil
+}
+
+func (s *Store) readCommit(id string) (commitInfo, error) {
+	typ, body, err := s.odb.Read(id)
+	if err != nil {
+		return commitInfo{}, err
+	}
+	if typ != "commit" {
+		return commitInfo{}, fmt.Errorf("%s is a %s, not a commit", id, typ)
+	}
+	return parseCommit(body)
+}
+
+// headAt returns the chain state at commit id ("" = empty writer).
+func (s *Store) headAt(id string) (head, error) {
+	if id == "" {
+		return head{}, nil
+	}
+	c, err := s.readCommit(id)
+	if err != nil {
+		return head{}, err
+	}
+	if c.Seq == 0 || c.Seal == "" {
+		return head{}, fmt.Errorf("head %s is not a sealed batch commit; run `git lossless verify` to see where the chain breaks", gitobj.Short(id))
+	}
+	return head{Commit: id, Seq: c.Seq, Seal: c.Seal}, nil
+}
+
+// readBatch reads one batch commit.
+func (s *Store) readBatch(id string) (seal.Batch, commitInfo, error) {
+	b := seal.Batch{Commit: id}
+	c, err := s.readCommit(id)
+	if err != nil {
+		if errors.Is(err, ErrObjectMissing) || errors.Is(err, ErrObjectCorrupt) {
+			b.Err = err
+			return b, c, nil
+		}
+		return b, c, err
+	}
+	b.Seq, b.Seal = c.Seq, c.Seal
+	typ, body, err := s.odb.Read(c.Tree)
+	if err != nil || typ != "tree" {
+		b.Err = fmt.Errorf("tree %s unreadable: %v", gitobj.Short(c.Tree), err)
+		return b, c, nil
+	}
+	ents, err := gitobj.ParseTree(body)
+	if err != nil {
+		b.Err = err
+		return b, c, nil
+	}
+	b.Blobs = map[string]bool{}
+	var eventsID string
+	for _, e := range ents {
+		switch e.Name {
+		case "events.jsonl":
+			eventsID = e.ID
+		case "blobs":
+			_, sub, err := s.odb.Read(e.ID)
+			if err != nil {
+				b.Err = fmt.Errorf("blobs tree unreadable: %v", err)
+				return b, c, nil
+			}
+			subEnts, err := gitobj.ParseTree(sub)
+			if err != nil {
+				b.Err = err
+				return b, c, nil
+			}
+			for _, se := range subEnts {
+				b.Blobs[se.ID] = true
+			}
+		}
+	}
+	if eventsID == "" {
+		b.Err = errors.New("batch tree has no events.jsonl")
+		return b, c, nil
+	}
+	_, evBody, err := s.odb.Read(eventsID)
+	if err != nil {
+		b.Err = fmt.Errorf("events.jsonl unreadable: %v", err)
+		return b, c, nil
+	}
+	b.Lines = splitLines(evBody)
+	return b, c, nil
+}
+
+func splitLines(body []byte) [][]byte {
+	var out [][]byte
+	for len(body) > 0 {
+		i := bytes.IndexByte(body, '\n')
+		if i < 0 {
+			out = append(out, body)
+			break
+		}
+		if i > 0 {
+			out = append(out, body[:i])
+		}
+		body = body[i+1:]
+	}
+	return out
+}
+
+// walk returns the batches from head back to (not including) stop, oldest
+// first, following first parents. It stops early, returning ok=false, when
+// it passes stopSeq without meeting stop (stop is not an ancestor).
+func (s *Store) walk(ctx context.Context, headID, stop string, stopSeq int64) (batches []seal.Batch, ok bool, err error) {
+	id := headID
+	for id != "" && id != stop {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		b, c, err := s.readBatch(id)
+		if err != nil {
+			return nil, false, err
+		}
+		// A batch whose tree cannot be read goes on to its parent when
+		// the commit itself was read (an unreadable commit has no
+		// parents): verify then counts the entries before the damage
+		// and names the first entry of the damaged batch.
+		batches = append(batches, b)
+		if stop != "" && c.Seq <= stopSeq {
+			reverse(batches)
+			return batches, false, nil
+		}
+		if len(c.Parents) == 0 {
+			id = ""
+		} else {
+			id = c.Parents[0]
+		}
+	}
+	reverse(batches)
+	return batches, stop == "" || id == stop, nil
+}
+
+func reverse[T any](s []T) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+}

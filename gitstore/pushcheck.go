@@ -1,0 +1,578 @@
+package gitstore
+
+// The push gate's check: what a push may not send (secrets, ignored
+// files, non-fast-forward updates), under a policy. See outgoing.go.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/git-lossless/git-lossless/internal/gitobj"
+	"github.com/git-lossless/git-lossless/secrets"
+)
+
+// ProblemKind says why an outgoing item is held back.
+type ProblemKind string
+
+const (
+	// ProblemSecret: the content holds a secret (the scanner finds one, or
+	// the file version was marked at write). Allowed by AllowSecrets.
+	ProblemSecret ProblemKind = "secret"
+	// ProblemIgnored: git ignores the file's path. Allowed by AllowIgnored.
+	ProblemIgnored ProblemKind = "ignored"
+	// ProblemOutside: the path is outside the repository (another
+	// directory, another repository, the .git directory): git would never
+	// commit it. Allowed by AllowIgnored.
+	ProblemOutside ProblemKind = "outside"
+	// ProblemIgnoreUnknown: the ignore rules cannot be read (the
+	// repository is not on this machine any more, or git check-ignore
+	// failed there). Allowed by AllowIgnored.
+	ProblemIgnoreUnknown ProblemKind = "ignore-unknown"
+	// ProblemNonFastForward: the update discards the remote's history of
+	// the ref. Allowed by Force.
+	ProblemNonFastForward ProblemKind = "non-fast-forward"
+	// ProblemUnreadable: the plan or the content could not be read (a
+	// damaged archive): never allowed; `git lossless verify` says more.
+	ProblemUnreadable ProblemKind = "unreadable"
+)
+
+// SecretFinding is one secret the scanner found, without its value.
+type SecretFinding struct {
+	Kind   string `json:"kind"`
+	Masked string `json:"masked"` // secrets.Mask of the value
+	Line   int    `json:"line"`   // 1-based line of the content it starts on
+}
+
+// PushProblem is one reason a push holds something back. It never holds a
+// secret's value.
+type PushProblem struct {
+	Kind     ProblemKind     `json:"kind"`
+	Ref      string          `json:"ref"`
+	Writer   string          `json:"writer"` // the writer or notes name
+	Seq      int64           `json:"seq,omitempty"`
+	Op       string          `json:"op,omitempty"`
+	Content  ContentKind     `json:"content,omitempty"`
+	Path     string          `json:"path,omitempty"` // raw: print it with QuotePath
+	Blob     string          `json:"blob,omitempty"`
+	Reason   string          `json:"reason"` // a sentence, already safe to print
+	Findings []SecretFinding `json:"findings,omitempty"`
+	// Rule is the ignore rule that matched: "<source>:<line>:<pattern>".
+	Rule    string `json:"rule,omitempty"`
+	Allowed bool   `json:"allowed"` // the policy lets it through
+}
+
+// String is the problem on one line, the path quoted when it needs to be.
+func (p PushProblem) String() string {
+	var b strings.Builder
+	b.WriteString(p.Writer)
+	if p.Seq > 0 {
+		fmt.Fprintf(&b, "#%d", p.Seq)
+	}
+	if p.Op != "" {
+		b.WriteString(" " + p.Op)
+	}
+	if p.Path != "" {
+		b.WriteString(" " + QuotePath(p.Path))
+	} else if p.Blob != "" && p.Seq == 0 {
+		b.WriteString(" blob " + p.Blob)
+	}
+	b.WriteString(": " + p.Reason)
+	return b.String()
+}
+
+// QuotePath returns s as it is when it is only printable ASCII other than
+// space, `"` and `\`, else Go's quoted form: control characters, newlines
+// and invalid UTF-8 never reach a terminal raw.
+func QuotePath(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			if utf8.ValidString(s) {
+				return strconv.QuoteToGraphic(s)
+			}
+			return strconv.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+// Refused returns the problems the policy does not allow.
+func Refused(ps []PushProblem) []PushProblem {
+	var out []PushProblem
+	for _, p := range ps {
+		if !p.Allowed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// IgnoreRule is the rule that makes git ignore a path.
+type IgnoreRule struct {
+	Source  string // the file the rule is in (.gitignore, .git/info/exclude, core.excludesFile)
+	Line    int
+	Pattern string
+}
+
+func (r IgnoreRule) String() string {
+	return fmt.Sprintf("%s:%d:%s", r.Source, r.Line, r.Pattern)
+}
+
+// IgnoreChecker says which paths git ignores in a work tree.
+type IgnoreChecker interface {
+	// CheckIgnore returns the paths of rels (slash-separated, relative to
+	// the top of workTree) that git ignores there, each with its rule.
+	CheckIgnore(ctx context.Context, workTree string, rels []string) (map[string]IgnoreRule, error)
+}
+
+// GitCheckIgnore is the IgnoreChecker of the real git: one `git
+// check-ignore -v --stdin -z` process per call, run in the work tree, so
+// nested .gitignore files, .git/info/exclude and core.excludesFile apply
+// as git applies them, and a tracked file is not ignored.
+type GitCheckIgnore struct{}
+
+// CheckIgnore implements IgnoreChecker.
+func (GitCheckIgnore) CheckIgnore(ctx context.Context, workTree string, rels []string) (map[string]IgnoreRule, error) {
+	var in bytes.Buffer
+	for _, r := range rels {
+		// "./" keeps a path that starts with ':' from being read as
+		// pathspec magic; check-ignore echoes the path as given.
+		in.WriteString("./" + r)
+		in.WriteByte(0)
+	}
+	cmd := exec.CommandContext(ctx, "git", "check-ignore", "-v", "--stdin", "-z")
+	cmd.Dir = workTree
+	cmd.Env = gitEnv()
+	cmd.Stdin = &in
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) { // 1: nothing ignored
+		return nil, fmt.Errorf("git check-ignore: %s", gitMessage(errb.Bytes(), err))
+	}
+	f := bytes.Split(out.Bytes(), []byte{0})
+	res := map[string]IgnoreRule{}
+	for i := 0; i+3 < len(f); i += 4 {
+		pat := string(f[i+2])
+		if strings.HasPrefix(pat, "!") {
+			continue // a negated pattern matched: not ignored
+		}
+		line, _ := strconv.Atoi(string(f[i+1]))
+		p := strings.TrimPrefix(string(f[i+3]), "./")
+		res[p] = IgnoreRule{Source: string(f[i]), Line: line, Pattern: pat}
+	}
+	return res, nil
+}
+
+// PushPolicy says what a push may send anyway.
+type PushPolicy struct {
+	AllowSecrets bool // content holding secrets (flag --allow-secrets, git config lossless.push.allowSecrets)
+	AllowIgnored bool // ignored, outside or unknown paths (--allow-ignored, lossless.push.allowIgnored)
+	Force        bool // non-fast-forward updates (--force)
+
+	// Ignore checks ignore rules; nil is GitCheckIgnore.
+	Ignore IgnoreChecker
+	// Scan finds secrets; nil is secrets.Scan.
+	Scan func([]byte) []secrets.Finding
+}
+
+// PushPolicyFromConfig reads lossless.push.allowSecrets and
+// lossless.push.allowIgnored (git booleans; unset is false).
+func PushPolicyFromConfig(c *Config) (PushPolicy, error) {
+	var p PushPolicy
+	for _, kv := range []struct {
+		key string
+		dst *bool
+	}{{"lossless.push.allowSecrets", &p.AllowSecrets}, {"lossless.push.allowIgnored", &p.AllowIgnored}} {
+		if len(c.GetAll(kv.key)) == 0 {
+			continue
+		}
+		v := c.Get(kv.key)
+		b, err := parseBool(v)
+		if v == "" {
+			b, err = true, nil // `[lossless "push"] allowSecrets` alone is true, as in git
+		}
+		if err != nil {
+			return p, fmt.Errorf("git config %s: %w", kv.key, err)
+		}
+		*kv.dst = b
+	}
+	return p, nil
+}
+
+// ageHeader starts every age file (binary format); content marked
+// "enc":"age" without it is scanned like plaintext.
+const ageHeader = "age-encryption.org/v1\n"
+
+// Check checks everything o sends against the policy and returns every
+// problem found, allowed ones included (Allowed set); Refused keeps the
+// ones that stop the push. Each content blob is read and scanned once,
+// ignore rules are read with one IgnoreChecker call per work tree.
+func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, error) {
+	scan := p.Scan
+	if scan == nil {
+		scan = secrets.Scan
+	}
+	ign := p.Ignore
+	if ign == nil {
+		ign = GitCheckIgnore{}
+	}
+	var probs []PushProblem
+	for _, u := range o.Refs() {
+		if u.Err != "" {
+			probs = append(probs, PushProblem{Kind: ProblemUnreadable, Ref: u.Ref, Writer: u.Name,
+				Reason: "cannot be read: " + u.Err})
+		}
+		if u.NonFastForward {
+			why := "the remote's " + u.Ref + " is not an ancestor of this one (rewritten here, by prune or redact)"
+			if u.RemoteMissing {
+				why = "the remote's " + u.Ref + " holds history this machine does not have (fetch it first)"
+			}
+			probs = append(probs, PushProblem{Kind: ProblemNonFastForward, Ref: u.Ref, Writer: u.Name,
+				Reason: "non-fast-forward: " + why + "; pushing discards the remote's history of it", Allowed: p.Force})
+		}
+	}
+
+	// Secrets: scan each distinct blob that is not age ciphertext once.
+	type scanned struct {
+		findings  []SecretFinding
+		encrypted bool // really age ciphertext
+		err       error
+	}
+	results := map[string]*scanned{}
+	var order []string
+	for _, it := range o.Items {
+		if _, ok := results[it.Blob]; !ok {
+			results[it.Blob] = &scanned{}
+			order = append(order, it.Blob)
+		}
+	}
+	encOnly := map[string]bool{} // every event naming it says "enc":"age"
+	for _, it := range o.Items {
+		v, ok := encOnly[it.Blob]
+		encOnly[it.Blob] = (v || !ok) && it.Encrypted
+	}
+	if err := parallel(ctx, len(order), func(i int) {
+		id := order[i]
+		r := results[id]
+		typ, body, err := o.s.odb.Read(id)
+		if err == nil && typ != "blob" {
+			err = fmt.Errorf("%s is a %s, not a blob", gitobj.Short(id), typ)
+		}
+		if err != nil {
+			r.err = err
+			return
+		}
+		if encOnly[id] && bytes.HasPrefix(body, []byte(ageHeader)) {
+			r.encrypted = true
+			return
+		}
+		for _, f := range scan(body) {
+			if f.Start < 0 || f.End > len(body) || f.Start >= f.End {
+				continue
+			}
+			r.findings = append(r.findings, SecretFinding{Kind: f.Kind, Masked: secrets.Mask(body[f.Start:f.End]),
+				Line: 1 + bytes.Count(body[:f.Start], []byte{'\n'})})
+		}
+	}); err != nil {
+		return nil, err
+	}
+
+	// Ignore rules: resolve each file path to the work tree that holds it,
+	// then ask once per work tree.
+	res := newPathResolver()
+	type pending struct {
+		item int
+		rel  string
+	}
+	byTree := map[string][]pending{}
+	verdict := make([]*PushProblem, len(o.Items)) // the path problem of item i
+	for i, it := range o.Items {
+		r := results[it.Blob]
+		base := PushProblem{Ref: RefPrefix + it.Writer, Writer: it.Writer, Seq: it.Seq, Op: it.Op, Content: it.Kind, Path: it.Path, Blob: it.Blob}
+		if r.err != nil {
+			pp := base
+			pp.Kind, pp.Reason = ProblemUnreadable, fmt.Sprintf("content %s cannot be read: %v (run `git lossless verify %s`)", gitobj.Short(it.Blob), r.err, it.Writer)
+			probs = append(probs, pp)
+			continue
+		}
+		if it.Encrypted && !r.encrypted {
+			// Marked encrypted, but not age ciphertext: scanned as it is.
+			it.Encrypted = false
+		}
+		if len(r.findings) > 0 || (it.Kind == ContentFile && it.Marked > 0) {
+			pp := base
+			pp.Kind, pp.Allowed, pp.Findings = ProblemSecret, p.AllowSecrets, r.findings
+			pp.Reason = secretReason(it, r.findings)
+			probs = append(probs, pp)
+		}
+		if it.Encrypted || it.Path == "" || it.Kind == ContentVault || it.Kind == ContentUnnamed {
+			continue
+		}
+		wt, rel, kind, why := res.resolve(it.Repo, it.Path, o.s.loc.WorkTree)
+		if kind != "" {
+			pp := base
+			pp.Kind, pp.Reason, pp.Allowed = kind, why, p.AllowIgnored
+			verdict[i] = &pp
+			continue
+		}
+		byTree[wt] = append(byTree[wt], pending{i, rel})
+	}
+	for _, wt := range sortedKeysP(byTree) {
+		ps := byTree[wt]
+		seen := map[string]bool{}
+		var rels []string
+		for _, q := range ps {
+			if !seen[q.rel] {
+				seen[q.rel] = true
+				rels = append(rels, q.rel)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ignored, err := ign.CheckIgnore(ctx, wt, rels)
+		for _, q := range ps {
+			it := o.Items[q.item]
+			pp := PushProblem{Ref: RefPrefix + it.Writer, Writer: it.Writer, Seq: it.Seq, Op: it.Op, Content: it.Kind,
+				Path: it.Path, Blob: it.Blob, Allowed: p.AllowIgnored}
+			if err != nil {
+				pp.Kind, pp.Reason = ProblemIgnoreUnknown, "ignore rules unknown: "+err.Error()+" in "+QuotePath(wt)
+				verdict[q.item] = &pp
+				continue
+			}
+			if rule, ok := ignored[q.rel]; ok {
+				pp.Kind, pp.Rule = ProblemIgnored, rule.String()
+				pp.Reason = "git ignores it (" + QuotePath(rule.Source) + ":" + strconv.Itoa(rule.Line) + ": " + QuotePath(rule.Pattern) + ")"
+				verdict[q.item] = &pp
+			}
+		}
+	}
+	for _, v := range verdict {
+		if v != nil {
+			probs = append(probs, *v)
+		}
+	}
+	sortProblems(probs)
+	return probs, nil
+}
+
+func sortedKeysP[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var problemOrder = map[ProblemKind]int{ProblemUnreadable: 0, ProblemNonFastForward: 1, ProblemSecret: 2,
+	ProblemIgnored: 3, ProblemOutside: 4, ProblemIgnoreUnknown: 5}
+
+func sortProblems(ps []PushProblem) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, b := &ps[i], &ps[j]
+		if a.Kind != b.Kind {
+			return problemOrder[a.Kind] < problemOrder[b.Kind]
+		}
+		if a.Ref != b.Ref {
+			return a.Ref < b.Ref
+		}
+		return a.Seq < b.Seq
+	})
+}
+
+func secretReason(it OutgoingItem, fs []SecretFinding) string {
+	what := "content"
+	switch it.Kind {
+	case ContentSpan:
+		what = "span"
+	case ContentFile:
+		what = "file version"
+	}
+	if len(fs) == 0 {
+		return fmt.Sprintf("%s marked at write as holding %d secret(s)", what, it.Marked)
+	}
+	var parts []string
+	for i, f := range fs {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("%d more", len(fs)-3))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (line %d)", f.Kind, f.Masked, f.Line))
+	}
+	return fmt.Sprintf("%s holds %d secret(s): %s", what, len(fs), strings.Join(parts, ", "))
+}
+
+// parallel runs fn(0..n-1) on a few goroutines; it returns the context's
+// error when it was cancelled.
+func parallel(ctx context.Context, n int, fn func(int)) error {
+	workers := min(runtime.GOMAXPROCS(0), 8, n)
+	if workers <= 1 {
+		for i := range n {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			fn(i)
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	var err error
+	for i := range n {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return err
+}
+
+// pathResolver finds, for a recorded path, the work tree whose ignore
+// rules apply: the innermost work tree on disk that holds the file (with
+// symlinks resolved), so a file in a submodule or nested repository is
+// checked there, and one outside every work tree, or in another
+// repository than the one it was recorded in, is outside.
+type pathResolver struct {
+	real  map[string]string // directory → its real path ("" when it does not resolve)
+	home  map[string]string // real directory → innermost work tree holding it ("" for none)
+	exist map[string]bool   // repository directories that exist
+}
+
+func newPathResolver() *pathResolver {
+	return &pathResolver{real: map[string]string{}, home: map[string]string{}, exist: map[string]bool{}}
+}
+
+// resolve returns the work tree and the path relative to it to check, or a
+// problem kind and its reason.
+func (r *pathResolver) resolve(repo, p, storeWT string) (wt, rel string, kind ProblemKind, why string) {
+	if repo == "" {
+		repo = storeWT
+	}
+	abs := filepath.FromSlash(p)
+	if !filepath.IsAbs(abs) {
+		if repo == "" {
+			return "", "", ProblemIgnoreUnknown, "ignore rules unknown: the event names no repository for this relative path"
+		}
+		abs = filepath.Join(repo, abs)
+	}
+	abs = filepath.Clean(abs)
+	if repo != "" && !r.dirExists(repo) {
+		return "", "", ProblemIgnoreUnknown, "ignore rules unknown: its repository " + QuotePath(repo) + " is not on this machine"
+	}
+	realRepo := ""
+	if repo != "" {
+		realRepo = r.realDir(repo)
+		if r.homeOf(realRepo) != realRepo {
+			return "", "", ProblemIgnoreUnknown, "ignore rules unknown: its repository " + QuotePath(repo) + " is not a work tree on this machine"
+		}
+	}
+	realFile := filepath.Join(r.realDir(filepath.Dir(abs)), filepath.Base(abs))
+	home := r.homeOf(filepath.Dir(realFile))
+	switch {
+	case home == "" && realRepo == "":
+		return "", "", ProblemOutside, "outside any repository: git would never commit it"
+	case home == "":
+		return "", "", ProblemOutside, "outside the repository " + QuotePath(repo) + ": git would never commit it"
+	case realRepo == "" || !within(realRepo, home):
+		// In another repository than the one it was recorded in (or
+		// recorded with none): not this repository's file.
+		return "", "", ProblemOutside, "outside the repository it was recorded in (it is in " + QuotePath(home) + ")"
+	}
+	rp, err := filepath.Rel(home, realFile)
+	if err != nil {
+		return "", "", ProblemOutside, "outside the repository: " + err.Error()
+	}
+	rp = filepath.ToSlash(rp)
+	if rp == "." || rp == ".." || strings.HasPrefix(rp, "../") || path.Clean(rp) != rp {
+		return "", "", ProblemOutside, "outside the repository " + QuotePath(home) + ": git would never commit it"
+	}
+	for _, c := range strings.Split(rp, "/") {
+		if strings.EqualFold(c, ".git") {
+			return "", "", ProblemOutside, "inside the .git directory: git never commits it"
+		}
+	}
+	return home, rp, "", ""
+}
+
+func (r *pathResolver) dirExists(d string) bool {
+	v, ok := r.exist[d]
+	if !ok {
+		st, err := os.Stat(d)
+		v = err == nil && st.IsDir()
+		r.exist[d] = v
+	}
+	return v
+}
+
+// within reports whether dir is root or inside it.
+func within(root, dir string) bool {
+	if root == dir {
+		return true
+	}
+	rel, err := filepath.Rel(root, dir)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// realDir returns d with symlinks resolved; a directory that does not
+// exist (a file deleted since) resolves through its deepest existing
+// ancestor, as no symlink can hide in what does not exist.
+func (r *pathResolver) realDir(d string) string {
+	if v, ok := r.real[d]; ok {
+		return v
+	}
+	v, err := filepath.EvalSymlinks(d)
+	if err != nil {
+		parent := filepath.Dir(d)
+		if parent == d {
+			v = d
+		} else {
+			v = filepath.Join(r.realDir(parent), filepath.Base(d))
+		}
+	}
+	r.real[d] = v
+	return v
+}
+
+// homeOf returns the innermost directory at or above real dir d that is
+// the top of a work tree (holds a .git entry), "" for none.
+func (r *pathResolver) homeOf(d string) string {
+	if v, ok := r.home[d]; ok {
+		return v
+	}
+	v := ""
+	if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+		v = d
+	} else if parent := filepath.Dir(d); parent != d {
+		v = r.homeOf(parent)
+	}
+	r.home[d] = v
+	return v
+}
