@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/git-lossless/git-lossless/internal/benchdata"
 )
@@ -817,4 +818,59 @@ func (g *tgen) run() {
 	if g.compacts == 0 && g.err == nil {
 		g.compact() // every generated transcript has one
 	}
+}
+
+// tjQuote encodes s as a JSON string (a private copy of
+// jsonscan.AppendQuote: the generator is test support and keeps its own).
+func tjQuote(s string) []byte {
+	const hexd = "0123456789abcdef"
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < 0x80 {
+			i++
+			continue
+		}
+		if c < 0x80 {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, "\uFFFD"...)
+			i++
+			start = i
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexd[r&0xf])
+			i += size
+			start = i
+		default:
+			i += size
+		}
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
