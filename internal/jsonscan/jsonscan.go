@@ -334,11 +334,21 @@ func skipString(b []byte, i int, c Check) (int, bool) {
 			if k < 0 {
 				return q + 1, true
 			}
-			n, ok := escapeLen(b, pos+k)
-			if !ok {
+			k += pos
+			if k+1 >= len(b) {
 				return len(b), false
 			}
-			pos += k + n
+			switch b[k+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				pos = k + 2
+			case 'u':
+				if k+6 > len(b) || !hex4(b[k+2:k+6]) {
+					return len(b), false
+				}
+				pos = k + 6
+			default:
+				return len(b), false
+			}
 		}
 	}
 	for j := i + 1; j < len(b); j++ {
@@ -426,17 +436,18 @@ func Unquote(raw []byte) ([]byte, bool) {
 	out := make([]byte, len(s))
 	w := 0
 	for r := 0; r < len(s); {
-		c := s[r]
-		if c != '\\' {
-			out[w] = c
-			w++
-			r++
-			continue
+		// Copy the run up to the next escape in one go.
+		k := bytes.IndexByte(s[r:], '\\')
+		if k < 0 {
+			w += copy(out[w:], s[r:])
+			break
 		}
-		n, ok := escapeLen(s, r)
-		if !ok {
+		w += copy(out[w:], s[r:r+k])
+		r += k
+		if r+1 >= len(s) {
 			return nil, false
 		}
+		n := 2
 		switch e := s[r+1]; e {
 		case 'n':
 			out[w] = '\n'
@@ -449,6 +460,10 @@ func Unquote(raw []byte) ([]byte, bool) {
 		case 'f':
 			out[w] = '\f'
 		case 'u':
+			if r+6 > len(s) || !hex4(s[r+2:r+6]) {
+				return nil, false
+			}
+			n = 6
 			ru := hexVal(s[r+2 : r+6])
 			if utf16.IsSurrogate(ru) {
 				r2 := rune(-1)
@@ -468,8 +483,10 @@ func Unquote(raw []byte) ([]byte, bool) {
 			w += utf8.EncodeRune(out[w:], ru)
 			r += n
 			continue
-		default: // '"', '\\', '/'
+		case '"', '\\', '/':
 			out[w] = e
+		default:
+			return nil, false
 		}
 		w++
 		r += n
