@@ -22,7 +22,6 @@ import (
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
 	"github.com/git-lossless/git-lossless/secrets"
-
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 )
 

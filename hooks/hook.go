@@ -17,7 +17,6 @@ import (
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
-
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 )
 

@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
 

@@ -54,7 +54,6 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
