@@ -21,8 +21,8 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
-	"github.com/git-lossless/git-lossless/secrets"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
+	"github.com/git-lossless/git-lossless/secrets"
 )
 
 // Limits of the facts block: the block shares the SessionStart budget with
