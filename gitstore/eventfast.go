@@ -1,82 +1,27 @@
 package gitstore
 
 import (
-	"bytes"
 	"strconv"
 	"time"
 
-	"github.com/git-lossless/git-lossless/internal/jsonline"
+	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
 
-// parseEventFast decodes a line in the form writers produce (a flat object
-// of known keys, no white space, strings without escapes, integers, true)
-// in one pass, without encoding/json. It returns ok=false for anything
-// else (unknown keys, escapes, nulls, odd numbers, invalid JSON), and the
-// caller decodes that with encoding/json; for every line it accepts, the
-// result is the one encoding/json gives.
+// parseEventFast decodes a line in the form writers produce (jsonscan's
+// plain form: a flat object of known keys, no white space, strings without
+// escapes, integers, booleans) in one pass, without encoding/json. It
+// returns ok=false for anything else (unknown keys, escapes, nulls, odd
+// numbers, invalid JSON), and the caller decodes that with encoding/json;
+// for every line it accepts, the result is the one encoding/json gives.
 func parseEventFast(line []byte) (e Event, ok bool) {
-	b := line
-	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
-		return e, false
-	}
-	b = b[1 : len(b)-1]
-	if len(b) == 0 {
-		return e, true
-	}
-	for {
-		// "key":
-		if len(b) < 3 || b[0] != '"' {
-			return e, false
-		}
-		end := bytes.IndexByte(b[1:], '"')
-		if end < 0 {
-			return e, false
-		}
-		key := b[1 : 1+end]
-		b = b[2+end:]
-		if len(b) == 0 || b[0] != ':' {
-			return e, false
-		}
-		b = b[1:]
-		if len(b) == 0 {
-			return e, false
-		}
-		// value
-		var raw []byte
-		quoted := false
-		switch c := b[0]; {
-		case c == '"':
-			quoted = true
-			n := jsonline.PlainStringLen(b[1:])
-			if n < 0 {
-				return e, false
-			}
-			raw = b[1 : 1+n]
-			b = b[2+n:]
-		case c == '-' || c >= '0' && c <= '9' || c == 't' || c == 'f':
-			n := 0
-			for n < len(b) && b[n] != ',' {
-				n++
-			}
-			raw = b[:n]
-			b = b[n:]
-		default:
-			return e, false
-		}
-		if !setField(&e, key, raw, quoted) {
-			return e, false
-		}
-		if len(b) == 0 {
-			return e, true
-		}
-		if b[0] != ',' {
-			return e, false
-		}
-		b = b[1:]
-	}
+	ok = jsonscan.Plain(line, func(key, raw []byte, quoted bool) bool {
+		return setField(&e, key, raw, quoted)
+	})
+	return e, ok
 }
 
-// setField decodes one value into e; quoted says raw was a string's body.
+// setField decodes one value into e; quoted says raw was a string's body,
+// else raw is an integer, true or false (jsonscan.Plain checked).
 func setField(e *Event, key, raw []byte, quoted bool) bool {
 	str := func(p *string) bool {
 		if !quoted {
@@ -86,7 +31,7 @@ func setField(e *Event, key, raw []byte, quoted bool) bool {
 		return true
 	}
 	num := func(p *int64) bool {
-		if quoted || !jsonline.IsInt(raw) {
+		if quoted || raw[0] == 't' || raw[0] == 'f' {
 			return false
 		}
 		v, err := strconv.ParseInt(string(raw), 10, 64)

@@ -1,5 +1,6 @@
 // Package hooks is git-lossless's Claude Code adapter: the hook entry
-// point (`git lossless hook <event>`), the transcript parser and sweep, and
+// point (`git lossless hook <event>`), the sweep of transcripts (their
+// format is package hooks/transcript), and
 // install/uninstall/doctor (the hooks, and the registration of the MCP
 // server). Everything it records goes through gitstore.
 //

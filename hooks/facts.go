@@ -21,6 +21,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
+	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/secrets"
 )
 
@@ -183,7 +184,7 @@ func ReadSessionFacts(ctx context.Context, st *gitstore.Store, session, agent st
 			r.tool = e.Tool
 		}
 		if r.isError {
-			r.text = errorLine(tjContentText(sp.Content))
+			r.text = errorLine(transcript.ContentText(sp.Content))
 			if r.path == "" && !factsFileTools[r.tool] {
 				errTools[r.tool] = true
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
 	"github.com/git-lossless/git-lossless/hooks/settings"
+	"github.com/git-lossless/git-lossless/hooks/transcript"
 )
 
 // Env is what a hook run touches of the outside world.
@@ -654,7 +655,7 @@ func extraString(e gitstore.Event, k string) string {
 }
 
 // seenEvidence is evidence read from the transcript's unswept tail.
-func seenEvidence(x *FileSeen, epoch string) guard.Evidence {
+func seenEvidence(x *transcript.FileSeen, epoch string) guard.Evidence {
 	ev := guard.Evidence{TS: x.TS, Op: x.Op, Transcript: true, Epoch: epoch}
 	if x.HasContent {
 		ev.Partial = x.View != "" && x.View != "full"

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
 
 // Evidence of what a model saw is keyed by the file, not by the spelling
@@ -102,9 +103,9 @@ func realPathExtra(path, real string) (string, json.RawMessage, bool) {
 		return "", nil, false
 	}
 	if utf8.ValidString(real) {
-		return "real_path", tjQuote(real), true
+		return "real_path", jsonscan.Quote(real), true
 	}
-	return "real_path64", tjQuote(base64.StdEncoding.EncodeToString([]byte(real))), true
+	return "real_path64", jsonscan.Quote(base64.StdEncoding.EncodeToString([]byte(real))), true
 }
 
 // realPathOf is the file an archived event is about: its real_path, else

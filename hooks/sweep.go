@@ -54,6 +54,8 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/transcript"
+	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
 
 // SweepOptions tunes a sweep. The zero value is what hooks use.
@@ -113,16 +115,16 @@ const cursorPrefix = 4096
 
 // sweepCursor is a transcript's cursor file.
 type sweepCursor struct {
-	Version   int              `json:"v"`
-	Path      string           `json:"path"`
-	Offset    int64            `json:"offset"`
-	Dev       uint64           `json:"dev"`
-	Ino       uint64           `json:"ino"`
-	Size      int64            `json:"size"`
-	PrefixLen int64            `json:"prefix_len"`
-	Prefix    string           `json:"prefix_sha256"`
-	Session   string           `json:"session,omitempty"`
-	Pending   []PendingToolUse `json:"pending,omitempty"`
+	Version   int                         `json:"v"`
+	Path      string                      `json:"path"`
+	Offset    int64                       `json:"offset"`
+	Dev       uint64                      `json:"dev"`
+	Ino       uint64                      `json:"ino"`
+	Size      int64                       `json:"size"`
+	PrefixLen int64                       `json:"prefix_len"`
+	Prefix    string                      `json:"prefix_sha256"`
+	Session   string                      `json:"session,omitempty"`
+	Pending   []transcript.PendingToolUse `json:"pending,omitempty"`
 	// Epochs maps each context of the transcript (its agent id, "" for
 	// the main context) to its last compaction boundary before Offset.
 	// The guard reads a context's current boundary from here and from the
@@ -335,11 +337,11 @@ func (t *transcriptAt) close() { t.f.Close() }
 func (t *transcriptAt) upToDate() bool { return !t.fresh && t.fi.Size() == t.cur.Offset }
 
 // parser returns a parser positioned at the cursor, with its pending calls.
-func (t *transcriptAt) parser() (*TranscriptParser, error) {
+func (t *transcriptAt) parser() (*transcript.Parser, error) {
 	if _, err := t.f.Seek(t.cur.Offset, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", t.abs, err)
 	}
-	p := NewTranscriptParser(t.f, t.cur.Offset)
+	p := transcript.NewParser(t.f, t.cur.Offset)
 	p.SetPending(t.cur.Pending)
 	return p, nil
 }
@@ -347,8 +349,8 @@ func (t *transcriptAt) parser() (*TranscriptParser, error) {
 // tailItem is one item of a transcript's unswept tail, with the context's
 // compaction epoch in effect at its line.
 type tailItem struct {
-	seen     *FileSeen        // evidence for the file asked about, or
-	boundary *CompactBoundary // a compaction boundary of the context
+	seen     *transcript.FileSeen        // evidence for the file asked about, or
+	boundary *transcript.CompactBoundary // a compaction boundary of the context
 	epoch    string
 }
 
@@ -385,12 +387,12 @@ func (t *transcriptAt) scanTail(ctx context.Context, agent string, file func(pat
 				continue
 			}
 			switch x := it.(type) {
-			case *CompactBoundary:
+			case *transcript.CompactBoundary:
 				if x.Key != "" {
 					epoch = x.Key
 					out = append(out, tailItem{boundary: x, epoch: epoch})
 				}
-			case *FileSeen:
+			case *transcript.FileSeen:
 				if x.Key != "" && x.Path != "" && file(x.Path) {
 					out = append(out, tailItem{seen: x, epoch: epoch})
 				}
@@ -569,7 +571,7 @@ func (b *sweepBatch) add(writer string, r gitstore.Record) {
 }
 
 // addLine turns a line's items into records, as hooks/doc.go specifies.
-func (b *sweepBatch) addLine(tl *TranscriptLine) {
+func (b *sweepBatch) addLine(tl *transcript.Line) {
 	if len(tl.Items) == 0 {
 		return
 	}
@@ -587,7 +589,7 @@ func (b *sweepBatch) addLine(tl *TranscriptLine) {
 	writer := gitstore.WriterName("cc-", session)
 	var uuidJSON json.RawMessage
 	if tl.UUID != "" {
-		uuidJSON = tjQuote(tl.UUID)
+		uuidJSON = jsonscan.Quote(tl.UUID)
 	}
 	for _, it := range tl.Items {
 		m := it.Meta()
@@ -605,7 +607,7 @@ func (b *sweepBatch) addLine(tl *TranscriptLine) {
 			}
 		}
 		switch x := it.(type) {
-		case *FileSeen:
+		case *transcript.FileSeen:
 			r.Op, r.Tool, r.Key = x.Op, x.Tool, x.Key
 			if x.HasContent {
 				r.View = x.View
@@ -620,18 +622,18 @@ func (b *sweepBatch) addLine(tl *TranscriptLine) {
 				}
 			}
 			if ep := b.epochs[m.Agent]; ep.Key != "" {
-				extra["epoch"] = tjQuote(ep.Key)
+				extra["epoch"] = jsonscan.Quote(ep.Key)
 			}
-		case *CompactBoundary:
+		case *transcript.CompactBoundary:
 			r.Op, r.Key = "compact", x.Key
 			if x.Trigger != "" {
-				extra["trigger"] = tjQuote(x.Trigger)
+				extra["trigger"] = jsonscan.Quote(x.Trigger)
 			}
 			if x.Key != "" {
 				b.epochs[m.Agent] = cursorEpoch{Key: x.Key, TS: m.TS}
 			}
 		default:
-			content := SpanJSON(it)
+			content := transcript.SpanJSON(it)
 			if content == nil {
 				continue
 			}
@@ -639,17 +641,17 @@ func (b *sweepBatch) addLine(tl *TranscriptLine) {
 			// Conversation text is encrypted like the proxy's spans when
 			// lossless.encrypt is on; the store redacts secrets first.
 			r.Content, r.HasContent, r.Encrypt = content, true, true
-			extra["kind"] = tjQuote(SpanKind(it))
+			extra["kind"] = jsonscan.Quote(transcript.SpanKind(it))
 			switch x := it.(type) {
-			case *TextSpan:
+			case *transcript.TextSpan:
 				r.Key = x.Key
-			case *ToolUse:
+			case *transcript.ToolUse:
 				r.Key, r.Tool = x.SpanKey, x.Name
 				setPath(x.Path) // the deny list applies to what a span holds
-			case *ToolResult:
+			case *transcript.ToolResult:
 				r.Key, r.Tool = x.SpanKey, x.Tool
 				setPath(x.Path)
-			case *CompactSummary:
+			case *transcript.CompactSummary:
 				r.Key = x.Key
 			}
 		}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
 
 // Backend kinds.
@@ -166,34 +168,11 @@ func countMember(b []byte, key string) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	v := findMember(b, ms, key)
-	i := skipWS(v, 0)
-	if i >= len(v) || v[i] != '[' {
+	n := 0
+	if jsonscan.Elems(findMember(b, ms, key), func([]byte) bool { n++; return true }) != jsonscan.OK {
 		return 0, false
 	}
-	i = skipWS(v, i+1)
-	if i < len(v) && v[i] == ']' {
-		return 0, true
-	}
-	n := 0
-	for {
-		e, ok := skipValue(v, i)
-		if !ok {
-			return 0, false
-		}
-		n++
-		i = skipWS(v, e)
-		if i >= len(v) {
-			return 0, false
-		}
-		if v[i] == ']' {
-			return n, true
-		}
-		if v[i] != ',' {
-			return 0, false
-		}
-		i++
-	}
+	return n, true
 }
 
 // Kind returns the backend kind, detecting it on first use: llama.cpp

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
 
 // dialect is the wire format of a compactable route.
@@ -100,17 +102,18 @@ func parseRequest(body []byte, d dialect) *request {
 	if !found {
 		return nil
 	}
-	mv := body[r.msgsAt.start:r.msgsAt.end]
-	els, ok := scanArray(mv)
-	if !ok {
+	var raws [][]byte
+	ok = true
+	st := jsonscan.Elems(body[r.msgsAt.start:r.msgsAt.end], func(raw []byte) bool {
+		ok = raw[0] == '{'
+		raws = append(raws, raw)
+		return ok
+	})
+	if !ok || st != jsonscan.OK {
 		return nil
 	}
-	r.msgs = make([]message, len(els))
-	for i, e := range els {
-		raw := mv[e[0]:e[1]]
-		if len(raw) == 0 || raw[0] != '{' {
-			return nil
-		}
+	r.msgs = make([]message, len(raws))
+	for i, raw := range raws {
 		r.msgs[i] = message{raw: raw, chars: contentChars(raw)}
 	}
 	return r
@@ -131,7 +134,7 @@ func contentChars(raw []byte) int {
 			i++
 			continue
 		}
-		j, ok := skipString(raw, i)
+		j, ok := jsonscan.Skip(raw, i, jsonscan.Quotes)
 		if !ok {
 			break
 		}
@@ -206,7 +209,8 @@ func (m *message) classify(d dialect) bool {
 		m.results = true
 	}
 	if tc := findMember(m.raw, ms, "tool_calls"); tc != nil {
-		if els, ok := scanArray(tc); ok && len(els) > 0 {
+		// The request's scan checked the array: one element is enough.
+		if jsonscan.Elems(tc, func([]byte) bool { return false }) == jsonscan.Stopped {
 			m.calls = true
 		}
 	}
@@ -215,12 +219,10 @@ func (m *message) classify(d dialect) bool {
 	}
 	content := findMember(m.raw, ms, "content")
 	if len(content) > 0 && content[0] == '[' && (bytes.Contains(content, []byte("tool_use")) || bytes.Contains(content, []byte("tool_result"))) {
-		els, _ := scanArray(content)
-		for _, e := range els {
-			el := content[e[0]:e[1]]
+		jsonscan.Elems(content, func(el []byte) bool {
 			bm, ok := scanObject(el)
 			if !ok {
-				continue
+				return true
 			}
 			switch stringValue(findMember(el, bm, "type")) {
 			case "tool_use", "server_tool_use":
@@ -228,7 +230,8 @@ func (m *message) classify(d dialect) bool {
 			case "tool_result":
 				m.results = true
 			}
-		}
+			return true
+		})
 	}
 	m.classified = true
 	return true

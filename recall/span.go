@@ -186,7 +186,7 @@ func splitLines(s string) []string {
 	return lines
 }
 
-// renderClaude renders a Claude Code span document (hooks.SpanJSON).
+// renderClaude renders a Claude Code span document (transcript.SpanJSON in hooks/transcript).
 func renderClaude(data []byte) ([]string, bool) {
 	var doc struct {
 		Kind    string          `json:"kind"`

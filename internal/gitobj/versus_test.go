@@ -22,8 +22,8 @@ import (
 	kzlib "github.com/klauspost/compress/zlib"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 	"github.com/git-lossless/git-lossless/internal/gitobj"
+	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 )
 
 // The benchmarks here weigh this package's own code against go-git and

@@ -1,4 +1,4 @@
-package hooks
+package transcript
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func FuzzParseLine(f *testing.F) {
 
 func trFuzzParseLine(t *testing.T, data []byte) {
 	{
-		p := NewTranscriptParser(bytes.NewReader(data), 0)
+		p := NewParser(bytes.NewReader(data), 0)
 		var end int64
 		for {
 			tl, err := p.Next()
