@@ -7,7 +7,7 @@
 // discovery of the archive and the push gate — and builds it on the git
 // object layer, internal/gitobj (objects, packs, refs and their locks, the
 // commit and tree codec), which is the only package that talks to git's
-// files. It may import gitobj, internal/jsonline, seal, secrets and the
+// files. It may import gitobj, internal/jsonscan, seal, secrets and the
 // standard library, with age (and x/crypto's ssh keys through agessh) for
 // encryption and doublestar for the deny list.
 //

@@ -1,8 +1,11 @@
 // Package hooks is git-lossless's Claude Code adapter: the hook entry
 // point (`git lossless hook <event>`), the sweep of transcripts (their
-// format is package hooks/transcript), and
-// install/uninstall/doctor (the hooks, and the registration of the MCP
-// server). Everything it records goes through gitstore.
+// format is package hooks/transcript), restore, the facts handed back
+// after a compaction, and doctor. Install and uninstall (the settings
+// editor and the MCP registration) are package hooks/settings. It may
+// import gitstore, guard, seal, secrets, anchor (to open a store with
+// the witness), internal/jsonscan and its two subpackages; everything it records goes
+// through gitstore.
 //
 // # What is recorded, and how it is named
 //

@@ -6,7 +6,7 @@ import (
 )
 
 // FastDeflaterForTest exposes the pack encoder to the external test
-// package, whose benchmarks use internal/benchdata (which imports
+// package, whose benchmarks use internal/testkit/benchdata (which imports
 // gitstore).
 type FastDeflaterForTest struct{ e fastDeflater }
 

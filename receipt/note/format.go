@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/git-lossless/git-lossless/seal"
 )
 
 // Header is the first line of every version 1 receipt. A later format
@@ -440,21 +442,8 @@ func canonicalUint(s string) bool {
 	return true
 }
 
-func validWriterName(w string) bool {
-	if len(w) == 0 || len(w) > 128 || strings.Contains(w, "..") || strings.HasSuffix(w, ".lock") || strings.HasSuffix(w, ".") {
-		return false
-	}
-	for i := 0; i < len(w); i++ {
-		c := w[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case (c == '.' || c == '_' || c == '-') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// validWriterName is the store's one writer-name rule (seal.ValidWriter).
+func validWriterName(w string) bool { return seal.ValidWriter(w) }
 
 // validNote: printable UTF-8, no leading or trailing space, no tabs.
 func validNote(n string) bool {

@@ -17,7 +17,7 @@ const (
 	MaxOffset = 32768
 )
 
-// SourceText is a small stand-in for internal/benchdata (which imports
+// SourceText is a small stand-in for internal/testkit/benchdata (which imports
 // gitstore, and so cannot serve gitstore's tests): distinct, source-like text of 1 to 8 KiB.
 func SourceText(i int) []byte {
 	var b strings.Builder
