@@ -14,6 +14,9 @@
 //   - internal/gitobj is the only package that imports go-git (anything
 //     under github.com/go-git/), in its code or its tests: the git object
 //     layer has one door.
+//   - No production file is longer than MaxLines lines (fixtures under
+//     internal/testkit and tests excepted): a file that grows past it
+//     holds more than one concept and is split by concept.
 //
 // It imports the standard library only, and nothing imports it.
 package layoutcheck
@@ -164,4 +167,31 @@ func OnlyGitobjImportsGoGit(pkgs []Package) []string {
 	}
 	slices.Sort(bad)
 	return bad
+}
+
+// MaxLines is the longest a production Go file may be.
+const MaxLines = 800
+
+// LongFiles returns one message per production file of pkgs (GoFiles and
+// CgoFiles outside internal/testkit) longer than MaxLines; lines says how
+// long a file is (by its path).
+func LongFiles(pkgs []Package, lines func(path string) (int, error)) []string {
+	var out []string
+	for _, p := range pkgs {
+		if under(p.ImportPath, Testkit) {
+			continue
+		}
+		for _, f := range append(slices.Clone(p.GoFiles), p.CgoFiles...) {
+			name := path.Join(p.Dir, f)
+			n, err := lines(name)
+			if err != nil {
+				out = append(out, fmt.Sprintf("%s: %v", name, err))
+				continue
+			}
+			if n > MaxLines {
+				out = append(out, fmt.Sprintf("%s is %d lines; split it by concept below %d", name, n, MaxLines))
+			}
+		}
+	}
+	return out
 }

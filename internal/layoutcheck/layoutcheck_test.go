@@ -5,6 +5,7 @@ import (
 	"context"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -113,8 +114,39 @@ func TestProductionDoesNotImportTestkit(t *testing.T) {
 	}
 }
 
-// TestOnlyGitobjImportsGoGit fails until the git object layer has moved
-// into internal/gitobj: until then gitstore imports go-git itself.
+// countLines counts the newlines of a file.
+func countLines(name string) (int, error) {
+	b, err := os.ReadFile(name)
+	return bytes.Count(b, []byte("\n")), err
+}
+
+// TestNoLongFiles: every production file is at most MaxLines lines; the
+// check fails on a made-up listing whose file is one line too long.
+func TestNoLongFiles(t *testing.T) {
+	pkgs := goList(t.Context(), t, "linux")
+	if _, ok := find(pkgs, Module+"/gitstore"); !ok {
+		t.Fatalf("go list did not list %s/gitstore", Module)
+	}
+	for _, msg := range LongFiles(pkgs, countLines) {
+		t.Error(msg)
+	}
+	fake := []Package{{ImportPath: Module + "/x", Dir: "/d", GoFiles: []string{"a.go", "b.go"}}, {ImportPath: Testkit + "/gen", Dir: "/t", GoFiles: []string{"big.go"}}}
+	got := LongFiles(fake, func(name string) (int, error) {
+		switch name {
+		case "/d/a.go":
+			return MaxLines, nil
+		case "/d/b.go":
+			return MaxLines + 1, nil
+		}
+		return 5 * MaxLines, nil
+	})
+	if want := "/d/b.go is 801 lines; split it by concept below 800"; len(got) != 1 || got[0] != want {
+		t.Errorf("LongFiles on a fake listing: %q, want [%q]", got, want)
+	}
+}
+
+// TestOnlyGitobjImportsGoGit: no package but internal/gitobj imports
+// go-git, in its code or its tests.
 func TestOnlyGitobjImportsGoGit(t *testing.T) {
 	for _, goos := range platforms {
 		t.Run(goos, func(t *testing.T) {
