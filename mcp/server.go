@@ -157,6 +157,19 @@ func (s *Server) absInRepo(p string) (abs, rel string, err error) {
 	if filepath.IsAbs(rel) {
 		return "", "", fmt.Errorf("%s is outside the repository %s", p, wt)
 	}
+	// The name is inside; what it names must be too. A symlink in the
+	// work tree (or a symlinked directory on the way) pointing outside it
+	// would otherwise hand the model, and the archive, any file the user
+	// can read. Resolved here, once, for every tool that takes a path.
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		root := wt
+		if r, err := filepath.EvalSymlinks(wt); err == nil {
+			root = r
+		}
+		if r, err := filepath.Rel(root, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			return "", "", fmt.Errorf("%s resolves outside the repository %s (a symlink)", p, wt)
+		}
+	}
 	return abs, rel, nil
 }
 

@@ -276,3 +276,44 @@ func TestPageAndLineRange(t *testing.T) {
 		t.Errorf("lineRange 3-99: %d %d %v", a, b, err)
 	}
 }
+
+// TestReadFileHostilePaths: a model (or a prompt injected into what it
+// read) tries to reach files read_file must not give it: an absolute
+// path outside the repository, a symlink in the repository pointing
+// outside it, a symlink giving a deny-listed file an innocent name, a
+// path through a symlinked directory. Each is a tool error, none of the
+// content reaches the output, and nothing is recorded in the archive.
+func TestReadFileHostilePaths(t *testing.T) {
+	f := newFixture(t)
+	outside := filepath.Join(t.TempDir(), "outside-secret.txt")
+	const marker = "OUTSIDE-CONTENT-7d1f"
+	if err := os.WriteFile(outside, []byte(marker+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, ".env"), []byte("TOKEN="+marker+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{
+		"innocent.txt": outside,
+		"config.txt":   filepath.Join(f.dir, ".env"),
+		"linkdir":      filepath.Dir(outside),
+	} {
+		if err := os.Symlink(target, filepath.Join(f.dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := f.st.Events(context.Background(), gitstore.Query{Session: f.session, Source: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{outside, "innocent.txt", "config.txt", filepath.Join("linkdir", filepath.Base(outside)), "sub/../../" + filepath.Base(outside)} {
+		out, bad := f.call("read_file", map[string]any{"path": p, "session": f.session})
+		if !bad || strings.Contains(out, marker) {
+			t.Errorf("read_file %q: error %v, output:\n%s", p, bad, out)
+		}
+	}
+	after, err := f.st.Events(context.Background(), gitstore.Query{Session: f.session, Source: "mcp"})
+	if err != nil || len(after) != len(before) {
+		t.Errorf("hostile reads recorded: %d events before, %d after (%v)", len(before), len(after), err)
+	}
+}
