@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
 )
 
 // Unsupported says why go-git cannot write this repository safely, or "".
@@ -15,31 +13,29 @@ func Unsupported(commonDir string) string {
 	if err != nil {
 		return "has an unreadable config (" + err.Error() + ")"
 	}
-	core := cfg.Section("core")
-	if v := core.Option("repositoryformatversion"); v != "" && v != "0" && v != "1" {
+	if v := cfg.Get("core.repositoryformatversion"); v != "" && v != "0" && v != "1" {
 		return "uses repository format version " + v + ", which go-git does not support"
 	}
-	ext := cfg.Section("extensions")
-	if v := strings.ToLower(ext.Option("refstorage")); v != "" && v != "files" {
+	if v := strings.ToLower(cfg.Get("extensions.refstorage")); v != "" && v != "files" {
 		return "uses " + v + " ref storage, which go-git cannot read or write (go-git #1827)"
 	}
-	if v := strings.ToLower(ext.Option("objectformat")); v != "" && v != "sha1" {
+	if v := strings.ToLower(cfg.Get("extensions.objectformat")); v != "" && v != "sha1" {
 		return "uses the " + v + " object format, which go-git v5 cannot write safely"
 	}
 	return ""
 }
 
-func readConfigFile(p string) (*gitconfig.Config, error) {
-	f, err := os.Open(p)
+// readConfigFile parses one config file (see ParseConfig).
+func readConfigFile(p string) (*Config, error) {
+	b, err := os.ReadFile(p)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	cfg := gitconfig.New()
-	if err := gitconfig.NewDecoder(f).Decode(cfg); err != nil {
+	c := &Config{values: map[string][]string{}}
+	if err := parseConfig(b, c.add); err != nil {
 		return nil, fmt.Errorf("parse %s: %w", p, err)
 	}
-	return cfg, nil
+	return c, nil
 }
 
 // IsBare reports whether the git directory d's own config says
@@ -49,7 +45,7 @@ func IsBare(d string) bool {
 	if err != nil {
 		return false
 	}
-	return cfg.Section("core").Option("bare") == "true"
+	return cfg.Get("core.bare") == "true"
 }
 
 // Config holds the git configuration the store reads: system, global and
@@ -57,6 +53,14 @@ func IsBare(d string) bool {
 // accumulating (git's own rule for `git config --get-all`).
 type Config struct {
 	values map[string][]string // "section.key" or "section.sub.key", lower-case section and key
+	order  []string            // keys in first-seen order
+}
+
+func (c *Config) add(key, value string) {
+	if _, ok := c.values[key]; !ok {
+		c.order = append(c.order, key)
+	}
+	c.values[key] = append(c.values[key], value)
 }
 
 // LoadConfig reads the configuration that applies to a repository whose
@@ -86,22 +90,18 @@ func LoadConfig(commonDir string) *Config {
 		files = append(files, filepath.Join(commonDir, "config"))
 	}
 	for _, f := range files {
-		cfg, err := readConfigFile(f)
+		b, err := os.ReadFile(f)
 		if err != nil {
 			continue
 		}
-		for _, s := range cfg.Sections {
-			sec := strings.ToLower(s.Name)
-			for _, o := range s.Options {
-				k := sec + "." + strings.ToLower(o.Key)
-				c.values[k] = append(c.values[k], o.Value)
-			}
-			for _, sub := range s.Subsections {
-				for _, o := range sub.Options {
-					k := sec + "." + sub.Name + "." + strings.ToLower(o.Key)
-					c.values[k] = append(c.values[k], o.Value)
-				}
-			}
+		// A file git would reject is skipped whole, as before; git itself
+		// would refuse to run, which is not ours to do for the user.
+		one := &Config{values: map[string][]string{}}
+		if parseConfig(b, one.add) != nil {
+			continue
+		}
+		for _, k := range one.order {
+			c.values[k] = append(c.values[k], one.values[k]...)
 		}
 	}
 	return c

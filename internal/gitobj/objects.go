@@ -13,12 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"time"
-
-	"github.com/go-git/go-billy/v5/osfs"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // ErrObjectMissing is returned when an object is in neither the loose
@@ -33,23 +27,13 @@ var ErrObjectCorrupt = errors.New("object corrupt")
 // never does), and reads loose objects itself, so that a fresh process that
 // only needs the writer's head commit never loads a pack index. Packed
 // objects are read by packReader (packread.go), which loads an index on
-// first need; what it cannot read (index version 1) goes through go-git's
-// filesystem storage, which is not safe for concurrent use and so sits
-// behind a mutex.
+// first need and reads packs from any number of goroutines at once.
 type DB struct {
 	dir   string // <common dir>/objects
 	fsync bool
 
-	mu        sync.Mutex
-	gg        *filesystem.ObjectStorage
-	sto       *filesystem.Storage
-	packStamp time.Time // objects/pack's mtime when gg was opened
-
-	packsOnce sync.Once
-	packs     bool
-
-	// native reads packs without go-git (and without db.mu); go-git is
-	// asked only for what it cannot read (see packReader).
+	// native reads packs (versions 1 and 2 of the index, whole and
+	// delta entries).
 	native *packReader
 }
 
@@ -241,93 +225,17 @@ func inflateLoose(raw []byte) (string, []byte, error) {
 	return hdr[:sp], data[nul+1:], nil
 }
 
-// storage returns go-git's view of the packs, opened afresh when the pack
-// directory changed since (an outside git gc or repack added or removed
-// packs). A stale view (go-git #2242) fails reads of objects it knows from
-// a deleted pack ("packfile not found"), misses objects of new packs, and
-// answers "present" for objects gc deleted, which would make write skip an
-// object that no longer exists.
-func (db *DB) storage() *filesystem.ObjectStorage {
-	var stamp time.Time
-	if st, err := os.Stat(filepath.Join(db.dir, "pack")); err == nil {
-		stamp = st.ModTime()
-	}
-	if db.gg == nil || !stamp.Equal(db.packStamp) {
-		db.sto = filesystem.NewStorageWithOptions(osfs.New(filepath.Dir(db.dir)),
-			cache.NewObjectLRU(16*cache.MiByte), filesystem.Options{})
-		db.gg = &db.sto.ObjectStorage
-		db.packStamp = stamp
-	}
-	return db.gg
-}
-
 // HasPacked reports whether a pack holds id. It loads pack indexes, so it
-// is only asked after the cheap loose check failed.
+// is only asked after the cheap loose check failed. A pack whose index
+// cannot be read counts as absent, as it does for git: the worst outcome
+// is a loose copy of an object that pack also holds.
 func (db *DB) HasPacked(id string) bool {
-	if found, known := db.native.has(id); known {
-		return found
-	}
-	if !db.hasPacks() {
-		return false
-	}
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	return db.storage().HasEncodedObject(plumbing.NewHash(id)) == nil
-}
-
-// hasPacks is a cheap directory check that spares repositories without
-// packs (the common case for a young archive) from go-git entirely.
-// The answer is cached for the process. A stale "no" (an outside gc packed
-// the repository since) only makes write store a loose copy of an object a
-// pack already holds, which is harmless; reads never consult it.
-func (db *DB) hasPacks() bool {
-	db.packsOnce.Do(func() {
-		ents, err := os.ReadDir(filepath.Join(db.dir, "pack"))
-		if err != nil {
-			return
-		}
-		for _, e := range ents {
-			if filepath.Ext(e.Name()) == ".pack" {
-				db.packs = true
-				return
-			}
-		}
-	})
-	return db.packs
+	found, _ := db.native.has(id)
+	return found
 }
 
 func (db *DB) readPacked(id string) (string, []byte, error) {
-	if typ, body, err := db.native.read(id); !errors.Is(err, errPackUnsupported) {
-		return typ, body, err
-	}
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	h := plumbing.NewHash(id)
-	obj, err := db.storage().EncodedObject(plumbing.AnyObject, h)
-	if err != nil {
-		// An outside repack (git gc) may have replaced the packs this
-		// handle knows (go-git #2242) within the pack directory's mtime
-		// resolution: look again with a fresh handle. A stale handle
-		// reports "packfile not found", not ErrObjectNotFound.
-		db.gg, db.sto = nil, nil
-		obj, err = db.storage().EncodedObject(plumbing.AnyObject, h)
-	}
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return "", nil, fmt.Errorf("object %s: %w", id, ErrObjectMissing)
-	}
-	if err != nil {
-		return "", nil, fmt.Errorf("object %s: %w: %v", id, ErrObjectCorrupt, err)
-	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return "", nil, fmt.Errorf("object %s: %w: %v", id, ErrObjectCorrupt, err)
-	}
-	defer rd.Close()
-	body, err := io.ReadAll(rd)
-	if err != nil {
-		return "", nil, fmt.Errorf("object %s: %w: %v", id, ErrObjectCorrupt, err)
-	}
-	return obj.Type().String(), body, nil
+	return db.native.read(id)
 }
 
 // ReadPackedNative reads id from the packs with the native reader alone,
@@ -337,12 +245,7 @@ func (db *DB) ReadPackedNative(id string) (string, []byte, error) {
 	return db.native.read(id)
 }
 
-// Reset drops go-git's cached view of the packs (after we wrote one).
+// Reset forgets the pack listing (after we wrote a pack).
 func (db *DB) Reset() {
 	db.native.invalidate()
-	db.mu.Lock()
-	db.gg, db.sto = nil, nil
-	db.packsOnce = sync.Once{}
-	db.packs = false
-	db.mu.Unlock()
 }

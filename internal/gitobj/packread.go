@@ -28,8 +28,10 @@ import (
 // need), a lookup is a binary search, a read is one pread and one inflate,
 // and any number of goroutines read at once.
 //
-// It answers "can't tell" (errPackUnsupported) for what it does not
-// handle (index version 1, malformed files); the caller then asks go-git.
+// It reads every index git writes (versions 1 and 2). A pack whose index
+// is malformed or unreadable is skipped, as git skips it; a lookup that
+// found nothing while some index could not be read says which
+// (errPackUnsupported wraps that error).
 type packReader struct {
 	dir   string // objects/pack
 	mu    sync.Mutex
@@ -38,8 +40,19 @@ type packReader struct {
 	cache baseCache
 }
 
-// errPackUnsupported means the native reader cannot answer.
-var errPackUnsupported = errors.New("pack not readable natively")
+// skipped describes the packs whose index could not be read (nil when
+// every index was read): the reason an object is missing may be there.
+func (r *packReader) skipped() error {
+	var errs []error
+	if l := r.list.Load(); l != nil {
+		for _, p := range l.packs {
+			if err := p.load(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
 
 type packList struct {
 	stamp time.Time // the pack directory's mtime when it was listed
@@ -200,8 +213,8 @@ func (r *packReader) has(id string) (found, known bool) {
 	return false, known
 }
 
-// read returns a packed object's type and body: ErrObjectMissing when no
-// pack holds it, errPackUnsupported when it cannot tell.
+// read returns a packed object's type and body, or ErrObjectMissing when
+// no readable pack holds it (naming the packs that could not be read).
 func (r *packReader) read(id string) (string, []byte, error) {
 	var raw [20]byte
 	if _, err := hex.Decode(raw[:], []byte(id)); err != nil {
@@ -210,7 +223,7 @@ func (r *packReader) read(id string) (string, []byte, error) {
 	for attempt := 0; attempt < 2; attempt++ {
 		p, off, ok := r.find(raw, listAlways)
 		if !ok {
-			return "", nil, errPackUnsupported
+			return "", nil, fmt.Errorf("object %s: %w (packs skipped: %v)", id, ErrObjectMissing, r.skipped())
 		}
 		if p == nil {
 			return "", nil, fmt.Errorf("object %s: %w", id, ErrObjectMissing)
@@ -289,7 +302,12 @@ func typeName(t byte) string {
 	return "unknown"
 }
 
-// load reads the pack's index (version 2) into memory.
+// load reads the pack's index into memory. Version 2 is used as it is;
+// version 1 (what git wrote before 1.5.2, and still writes with
+// pack.indexVersion=1) is rewritten once into the version 2 layout, so
+// that lookups have one shape. A malformed index is an error naming the
+// file: git skips such a pack with a warning, and so do lookups here (see
+// packReader.find).
 func (p *packFile) load() error {
 	p.idxOnce.Do(func() {
 		b, err := os.ReadFile(p.base + ".idx")
@@ -297,20 +315,61 @@ func (p *packFile) load() error {
 			p.idxErr = err
 			return
 		}
-		if len(b) < 8+1024+40 || !bytes.Equal(b[:4], []byte{0xff, 't', 'O', 'c'}) || binary.BigEndian.Uint32(b[4:]) != 2 {
-			p.idxErr = errPackUnsupported
+		if len(b) >= 4 && !bytes.Equal(b[:4], []byte{0xff, 't', 'O', 'c'}) {
+			b, err = idxV1ToV2(b)
+			if err != nil {
+				p.idxErr = fmt.Errorf("%s.idx: %w", filepath.Base(p.base), err)
+				return
+			}
+		}
+		if len(b) < 8+1024+40 || binary.BigEndian.Uint32(b[4:]) != 2 {
+			p.idxErr = fmt.Errorf("%s.idx: %w", filepath.Base(p.base), errIndexMalformed)
 			return
 		}
 		n := int(binary.BigEndian.Uint32(b[8+255*4:]))
 		min := 8 + 1024 + n*28 + 40
 		if len(b) < min || (len(b)-min)%8 != 0 {
-			p.idxErr = errPackUnsupported
+			p.idxErr = fmt.Errorf("%s.idx: %w", filepath.Base(p.base), errIndexMalformed)
 			return
 		}
 		p.idx, p.n = b, n
 		p.idxOK.Store(true)
 	})
 	return p.idxErr
+}
+
+// errIndexMalformed is a pack index of a version or size we do not know.
+var errIndexMalformed = errors.New("pack index malformed or of an unknown version")
+
+// idxV1ToV2 rewrites a version 1 pack index (a fan-out table, then n
+// entries of a 4-byte offset and a 20-byte id, then the pack's and the
+// index's checksums) into the version 2 layout (header, fan-out, ids,
+// CRCs, offsets, checksums). Version 1 has no CRCs; they are left zero,
+// and nothing here reads them.
+func idxV1ToV2(v1 []byte) ([]byte, error) {
+	if len(v1) < 1024+40 {
+		return nil, errIndexMalformed
+	}
+	n := int(binary.BigEndian.Uint32(v1[255*4:]))
+	if len(v1) != 1024+n*24+40 {
+		return nil, errIndexMalformed
+	}
+	v2 := make([]byte, 8+1024+n*28+40)
+	copy(v2, []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2})
+	copy(v2[8:], v1[:1024])
+	names := v2[8+1024:]
+	offs := v2[8+1024+n*24:]
+	ent := v1[1024:]
+	for i := 0; i < n; i++ {
+		e := ent[i*24:]
+		if e[0]&0x80 != 0 {
+			return nil, errIndexMalformed // would read as a large offset
+		}
+		copy(names[i*20:], e[4:24])
+		copy(offs[i*4:], e[:4])
+	}
+	copy(v2[len(v2)-40:], v1[len(v1)-40:])
+	return v2, nil
 }
 
 func (p *packFile) lookup(id [20]byte) (uint64, bool, error) {
@@ -484,7 +543,7 @@ func (r *packReader) readAt(p *packFile, off uint64, depth int) (byte, []byte, e
 			bp, boff, ok := r.find(bid, listAlways)
 			switch {
 			case !ok:
-				return 0, nil, errPackUnsupported
+				return 0, nil, fmt.Errorf("delta base %x not found (packs skipped: %v)", bid, r.skipped())
 			case bp == nil:
 				return 0, nil, fmt.Errorf("delta base %x missing", bid)
 			}
