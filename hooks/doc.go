@@ -1,11 +1,15 @@
 // Package hooks is git-lossless's Claude Code adapter: the hook entry
-// point (`git lossless hook <event>`), the sweep of transcripts (their
-// format is package hooks/transcript), restore, the facts handed back
-// after a compaction, and doctor. Install and uninstall (the settings
-// editor and the MCP registration) are package hooks/settings. It may
-// import gitstore, guard, seal, secrets, anchor (to open a store with
-// the witness), internal/jsonscan and its two subpackages; everything it records goes
-// through gitstore.
+// point and its command line (`git lossless hook <event>`, and the same in
+// cmd/git-lossless-hook), the sweep of transcripts (their format is
+// package hooks/transcript), restore, and the facts handed back after a
+// compaction. Install and uninstall (the settings editor and the MCP
+// registration) are package hooks/settings; the doctor is hooks/doctor,
+// kept out of this package because it links the MCP SDK, which every hook
+// process would otherwise initialise. It may import gitstore, guard,
+// seal, secrets, anchor (to open a store with the witness),
+// internal/jsonscan, hooks/settings and hooks/transcript; everything it
+// records goes through gitstore. What the hook program may not link is a
+// rule of internal/layoutcheck.
 //
 // # What is recorded, and how it is named
 //

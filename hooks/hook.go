@@ -63,7 +63,7 @@ func Run(ctx context.Context, event string, e Env) (code int) {
 			if h.p.ToolName != "" {
 				label += " " + guard.Printable(h.p.ToolName)
 			}
-			fmt.Fprintf(e.Stderr, "git-lossless: %s: %s (ignored)\n", label, logLine(strings.Join(problems, "; ")))
+			fmt.Fprintf(e.Stderr, "git-lossless: %s: %s (ignored)\n", label, LogLine(strings.Join(problems, "; ")))
 		}
 		code = 0
 	}()
@@ -116,13 +116,13 @@ func errText(err error) string {
 	return strings.TrimSpace(err.Error())
 }
 
-// logLine makes the text of a hook's one stderr line printable: every
+// LogLine makes the text of a hook's one stderr line printable: every
 // control character (newlines included: see errText), byte of invalid
 // UTF-8 or non-printable rune is escaped the way strconv.Quote escapes it
 // (\n, \x00, \x1b, \u202e). Our own messages quote the paths and client
 // text they name already; this also covers what wrapped errors of other
 // packages repeat raw (an *os.PathError names its path as it was given).
-func logLine(s string) string {
+func LogLine(s string) string {
 	s = strings.TrimSpace(s)
 	var b strings.Builder
 	for i := 0; i < len(s); {

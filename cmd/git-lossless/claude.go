@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/doctor"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
@@ -163,7 +163,7 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 
 		var bin settings.HookBinary
 		if verb == "install" || *command != "" {
-			bin, err = settings.ResolveBinary(settings.BinaryOptions{Override: *command, Dir: e.dir, Getenv: getenv})
+			bin, err = settings.ResolveBinary(ctx, settings.BinaryOptions{Override: *command, Dir: e.dir, Getenv: getenv, Version: version})
 			if err != nil {
 				return err
 			}
@@ -182,7 +182,7 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 			}
 			return err
 		}
-		plan, err := planFn(path, bin.Path)
+		plan, err := planFn(path, bin.Hook)
 		if err != nil {
 			return refused(err)
 		}
@@ -218,7 +218,7 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 			fmt.Fprintf(e.stdout, "mcp config: %s\n", mwhere)
 		}
 		if verb == "install" {
-			fmt.Fprintf(e.stdout, "hook program: %s\n", bin.Path)
+			fmt.Fprintf(e.stdout, "hook program: %s\n", bin.Hook)
 		}
 		var changed []*settings.Plan
 		if !plan.Changed() {
@@ -340,11 +340,11 @@ a FAIL, as everywhere.`,
 				if getenv == nil {
 					getenv = os.Getenv
 				}
-				checks := hooks.Doctor(ctx, hooks.DoctorOptions{Dir: e.dir, Getenv: getenv, Version: version})
+				checks := doctor.Run(ctx, doctor.Options{Dir: e.dir, Getenv: getenv, Version: version})
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				_, _, nfail := hooks.CountChecks(checks)
+				_, _, nfail := doctor.Count(checks)
 				if *asJSON {
 					b, err := json.MarshalIndent(checks, "", "  ")
 					if err != nil {
@@ -363,15 +363,15 @@ a FAIL, as everywhere.`,
 	}
 }
 
-func printDoctor(w io.Writer, checks []hooks.DoctorCheck) {
+func printDoctor(w io.Writer, checks []doctor.Check) {
 	var b strings.Builder
 	for _, c := range checks {
 		fmt.Fprintf(&b, "%-4s  %s: %s\n", c.Status, c.Check, c.Detail)
-		if c.Status != hooks.DoctorOK && c.Fix != "" {
+		if c.Status != doctor.OK && c.Fix != "" {
 			fmt.Fprintf(&b, "  fix: %s\n", c.Fix)
 		}
 	}
-	ok, warn, fail := hooks.CountChecks(checks)
+	ok, warn, fail := doctor.Count(checks)
 	fmt.Fprintf(&b, "%d ok, %d warn, %d fail\n", ok, warn, fail)
 	io.WriteString(w, b.String())
 }

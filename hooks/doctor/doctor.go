@@ -1,12 +1,18 @@
-package hooks
-
-// Doctor: a read-only health check of everything between Claude Code and
-// the archive, each problem paired with the command that fixes it. It
-// writes nothing: not the settings, not the locks, not the archive (the
-// registered MCP server it starts is only asked for its tools; an
-// embedded archive that does not exist yet is reported, not created; the
-// one exception is gitstore.Discover creating it when a repository is
-// found but unusable, which any command run there does too).
+// Package doctor is `git lossless doctor`: a read-only health check of
+// everything between Claude Code and the archive, each problem paired
+// with the command that fixes it. It writes nothing: not the settings,
+// not the locks, not the archive (the registered MCP server it starts is
+// only asked for its tools; an embedded archive that does not exist yet
+// is reported, not created; the one exception is gitstore.Discover
+// creating it when a repository is found but unusable, which any command
+// run there does too).
+//
+// It is a package of its own, not part of hooks, because it links the MCP
+// SDK (to list the registered server's tools), whose initialisation every
+// hook process would otherwise pay. It may import hooks, hooks/settings,
+// anchor, gitstore, seal and the MCP SDK; only cmd/git-lossless imports
+// it.
+package doctor
 
 import (
 	"context"
@@ -14,7 +20,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -31,13 +36,13 @@ import (
 // now (records are lost or cannot be trusted); WARN means it works but
 // less than it should.
 const (
-	DoctorOK   = "OK"
-	DoctorWarn = "WARN"
-	DoctorFail = "FAIL"
+	OK   = "OK"
+	Warn = "WARN"
+	Fail = "FAIL"
 )
 
-// DoctorCheck is one line of the doctor's report.
-type DoctorCheck struct {
+// Check is one line of the doctor's report.
+type Check struct {
 	Check  string `json:"check"`
 	Status string `json:"status"`
 	Detail string `json:"detail"`
@@ -45,9 +50,9 @@ type DoctorCheck struct {
 	Fix string `json:"fix"`
 }
 
-// DoctorOptions are the doctor's inputs. Zero values use the process's
+// Options are the doctor's inputs. Zero values use the process's
 // own, so the CLI passes its environment and tests pass theirs.
-type DoctorOptions struct {
+type Options struct {
 	// Dir is the directory whose archive is checked (the CLI's -C).
 	Dir string
 	// Getenv supplies PATH, HOME, CLAUDE_CONFIG_DIR and LOSSLESS_GUARD.
@@ -71,12 +76,12 @@ type DoctorOptions struct {
 }
 
 // CountChecks tallies a report.
-func CountChecks(cs []DoctorCheck) (ok, warn, fail int) {
+func Count(cs []Check) (ok, warn, fail int) {
 	for _, c := range cs {
 		switch c.Status {
-		case DoctorOK:
+		case OK:
 			ok++
-		case DoctorWarn:
+		case Warn:
 			warn++
 		default:
 			fail++
@@ -94,7 +99,7 @@ func CountChecks(cs []DoctorCheck) (ok, warn, fail int) {
 // anchor line per remote never anchored to, the pre-push hook check when
 // lossless.anchorOnPush is off and the hook is not installed, the hook
 // program check when no settings name a program.
-func Doctor(ctx context.Context, opt DoctorOptions) []DoctorCheck {
+func Run(ctx context.Context, opt Options) []Check {
 	if opt.Getenv == nil {
 		opt.Getenv = os.Getenv
 	}
@@ -104,17 +109,17 @@ func Doctor(ctx context.Context, opt DoctorOptions) []DoctorCheck {
 		}
 	}
 	if opt.VersionOf == nil {
-		opt.VersionOf = doctorRunVersion
+		opt.VersionOf = settings.RunVersion
 	}
 	if opt.Dir == "" {
 		opt.Dir, _ = os.Getwd()
 	}
-	var out []DoctorCheck
+	var out []Check
 	out = append(out, checkSelfOnPath(ctx, opt), checkGitOnPath(opt))
 	out = append(out, checkArchive(ctx, opt)...)
 	hookChecks, doctorInspected := checkSettings(opt)
 	out = append(out, hookChecks...)
-	if c, ok := checkHookPrograms(opt, doctorInspected); ok {
+	if c, ok := checkHookPrograms(ctx, opt, doctorInspected); ok {
 		out = append(out, c)
 	}
 	out = append(out, checkMCPServer(ctx, opt, doctorInspected))
@@ -122,33 +127,22 @@ func Doctor(ctx context.Context, opt DoctorOptions) []DoctorCheck {
 	return out
 }
 
-func okCheck(check, detail string) DoctorCheck { return DoctorCheck{check, DoctorOK, detail, ""} }
+func okCheck(check, detail string) Check { return Check{check, OK, detail, ""} }
 
-func warnCheck(check, detail, fix string) DoctorCheck {
-	return DoctorCheck{check, DoctorWarn, detail, fix}
+func warnCheck(check, detail, fix string) Check {
+	return Check{check, Warn, detail, fix}
 }
 
-func failCheck(check, detail, fix string) DoctorCheck {
-	return DoctorCheck{check, DoctorFail, detail, fix}
+func failCheck(check, detail, fix string) Check {
+	return Check{check, Fail, detail, fix}
 }
 
-const doctorGoInstall = "go install github.com/git-lossless/git-lossless/cmd/git-lossless@latest"
-
-func doctorRunVersion(ctx context.Context, path string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	b, err := exec.CommandContext(ctx, path, "--version").Output()
-	if err != nil {
-		return "", err
-	}
-	s := strings.TrimSpace(string(b))
-	return strings.TrimPrefix(s, "git-lossless version "), nil
-}
+const doctorGoInstall = "go install github.com/git-lossless/git-lossless/cmd/...@latest"
 
 // checkSelfOnPath: `git lossless` finds git-lossless through PATH, so a
 // missing or older copy there means the commands a user types run
 // something else than what is being checked.
-func checkSelfOnPath(ctx context.Context, opt DoctorOptions) DoctorCheck {
+func checkSelfOnPath(ctx context.Context, opt Options) Check {
 	const name = "git-lossless on PATH"
 	p, found := settings.LookPath("git-lossless", opt.Getenv("PATH"))
 	if !found {
@@ -170,7 +164,7 @@ func checkSelfOnPath(ctx context.Context, opt DoctorOptions) DoctorCheck {
 	return okCheck(name, fmt.Sprintf("%s (version %s, the same as this program at %s)", p, v, opt.Executable))
 }
 
-func checkGitOnPath(opt DoctorOptions) DoctorCheck {
+func checkGitOnPath(opt Options) Check {
 	const name = "git on PATH"
 	if p, found := settings.LookPath("git", opt.Getenv("PATH")); found {
 		return okCheck(name, p)
@@ -181,7 +175,7 @@ func checkGitOnPath(opt DoctorOptions) DoctorCheck {
 
 // checkArchive locates the archive for opt.Dir, opens it and runs the
 // quick verify (chains only) over every writer.
-func checkArchive(ctx context.Context, opt DoctorOptions) []DoctorCheck {
+func checkArchive(ctx context.Context, opt Options) []Check {
 	const (
 		where    = "archive location"
 		readable = "archive readable"
@@ -194,21 +188,21 @@ func checkArchive(ctx context.Context, opt DoctorOptions) []DoctorCheck {
 	case err == nil:
 		loc, err = gitstore.Discover(opt.Dir)
 		if err != nil {
-			return []DoctorCheck{failCheck(where, err.Error(), "check that "+opt.Dir+" and its repository are readable")}
+			return []Check{failCheck(where, err.Error(), "check that "+opt.Dir+" and its repository are readable")}
 		}
 	case errors.Is(err, gitstore.ErrNoRepository):
 		dir, err := gitstore.EmbeddedDir()
 		if err != nil {
-			return []DoctorCheck{failCheck(where, err.Error(), "set HOME or XDG_DATA_HOME")}
+			return []Check{failCheck(where, err.Error(), "set HOME or XDG_DATA_HOME")}
 		}
 		if _, err := os.Stat(filepath.Join(dir, "objects")); errors.Is(err, fs.ErrNotExist) {
-			return []DoctorCheck{okCheck(where, fmt.Sprintf("no repository at %s: the embedded archive %s is used (not created yet: nothing recorded here so far)", opt.Dir, dir))}
+			return []Check{okCheck(where, fmt.Sprintf("no repository at %s: the embedded archive %s is used (not created yet: nothing recorded here so far)", opt.Dir, dir))}
 		}
 		loc = gitstore.Location{GitDir: dir, CommonDir: dir, Embedded: true}
 	default:
-		return []DoctorCheck{failCheck(where, err.Error(), "check that "+opt.Dir+" is readable, or unset GIT_DIR")}
+		return []Check{failCheck(where, err.Error(), "check that "+opt.Dir+" is readable, or unset GIT_DIR")}
 	}
-	var out []DoctorCheck
+	var out []Check
 	switch {
 	case loc.Fallback != "":
 		out = append(out, warnCheck(where, loc.Fallback,
@@ -312,13 +306,13 @@ const doctorAnchorFix = "`git lossless anchor push` anchors now; to anchor on ev
 // of its history here would not be caught by anyone else). A check that
 // cannot run (unreadable anchor state, git failing) is a FAIL, as
 // everywhere in the doctor.
-func checkAnchors(ctx context.Context, opt DoctorOptions, st *gitstore.Store, ws []gitstore.WriterInfo) []DoctorCheck {
+func checkAnchors(ctx context.Context, opt Options, st *gitstore.Store, ws []gitstore.WriterInfo) []Check {
 	const covered = "anchored writers"
 	now := time.Now()
 	if opt.Now != nil {
 		now = opt.Now()
 	}
-	var out []DoctorCheck
+	var out []Check
 	recs, err := anchor.ReadRecords(st)
 	if err != nil {
 		return append(out, failCheck(covered, "read this machine's anchor records: "+err.Error(),
@@ -441,7 +435,7 @@ func checkAnchors(ctx context.Context, opt DoctorOptions, st *gitstore.Store, ws
 // checkPrePush checks the pre-push hook when git config
 // lossless.anchorOnPush asks for it (the line is left out when anchoring
 // on push is off and our hook is not there: nothing was asked for).
-func checkPrePush(ctx context.Context, opt DoctorOptions) (DoctorCheck, bool) {
+func checkPrePush(ctx context.Context, opt Options) (Check, bool) {
 	const name = "anchor on push"
 	const install = "git lossless install git-hooks --apply"
 	on, err := anchor.AnchorOnPush(ctx, opt.Dir)
@@ -451,14 +445,14 @@ func checkPrePush(ctx context.Context, opt DoctorOptions) (DoctorCheck, bool) {
 	dir, hooksPath, err := anchor.HooksDir(ctx, opt.Dir)
 	if err != nil {
 		if !on {
-			return DoctorCheck{}, false
+			return Check{}, false
 		}
 		return failCheck(name, err.Error(), "check that git runs in "+opt.Dir), true
 	}
 	hs, err := anchor.InspectPrePush(dir)
 	if err != nil {
 		if !on {
-			return DoctorCheck{}, false
+			return Check{}, false
 		}
 		return failCheck(name, err.Error(), "make "+dir+" readable"), true
 	}
@@ -468,7 +462,7 @@ func checkPrePush(ctx context.Context, opt DoctorOptions) (DoctorCheck, bool) {
 	}
 	switch {
 	case !on && !hs.Ours:
-		return DoctorCheck{}, false
+		return Check{}, false
 	case !on:
 		return okCheck(name, fmt.Sprintf("the pre-push hook is installed in %s, but git config lossless.anchorOnPush is not true: pushes do not anchor", where)), true
 	case !hs.Exists:
@@ -543,7 +537,7 @@ func doctorInstallFix(scope settings.Scope) string {
 // checkSettings reports our hooks in the user and the project settings.
 // Claude Code merges both, so hooks in one of them are enough: the other
 // is then OK with a note, and only when neither has them do both warn.
-func checkSettings(opt DoctorOptions) ([]DoctorCheck, []doctorInspected) {
+func checkSettings(opt Options) ([]Check, []doctorInspected) {
 	paths := map[settings.Scope]string{settings.ScopeUser: opt.UserSettings, settings.ScopeProject: opt.ProjectSettings}
 	var ins []doctorInspected
 	for _, scope := range []settings.Scope{settings.ScopeUser, settings.ScopeProject} {
@@ -560,7 +554,7 @@ func checkSettings(opt DoctorOptions) ([]DoctorCheck, []doctorInspected) {
 	for _, in := range ins {
 		complete[in.scope] = in.err == nil && in.hooks.Any() && in.hooks.Complete()
 	}
-	var out []DoctorCheck
+	var out []Check
 	for i, in := range ins {
 		name := "claude-code hooks (" + string(in.scope) + " settings)"
 		other := ins[1-i]
@@ -607,7 +601,7 @@ func sameSettingsFile(a, b string) bool {
 // checkHookPrograms checks that every program our hooks run exists and is
 // executable: otherwise every hook fails (Claude Code carries on, so
 // nothing would be recorded and nobody would notice).
-func checkHookPrograms(opt DoctorOptions, ins []doctorInspected) (DoctorCheck, bool) {
+func checkHookPrograms(ctx context.Context, opt Options, ins []doctorInspected) (Check, bool) {
 	const name = "hook program"
 	type use struct {
 		prog   string
@@ -630,9 +624,9 @@ func checkHookPrograms(opt DoctorOptions, ins []doctorInspected) (DoctorCheck, b
 		}
 	}
 	if len(progs) == 0 {
-		return DoctorCheck{}, false
+		return Check{}, false
 	}
-	var bad, temp, good []string
+	var bad, temp, good, stale []string
 	fixScopes := map[settings.Scope]bool{}
 	for _, u := range progs {
 		p := u.prog
@@ -659,6 +653,11 @@ func checkHookPrograms(opt DoctorOptions, ins []doctorInspected) (DoctorCheck, b
 			temp = append(temp, p)
 			continue
 		default:
+			// A git-lossless-hook left from an older install beside a
+			// newer git-lossless runs old code on every tool call.
+			if v, err := opt.VersionOf(ctx, p); err == nil && opt.Version != "" && v != opt.Version {
+				stale = append(stale, fmt.Sprintf("%s is version %s, this program %s", p, v, opt.Version))
+			}
 			good = append(good, p)
 			continue
 		}
@@ -678,11 +677,14 @@ func checkHookPrograms(opt DoctorOptions, ins []doctorInspected) (DoctorCheck, b
 		return failCheck(name, strings.Join(bad, "; ")+": every hook fails and nothing is recorded", fix), true
 	case len(temp) > 0:
 		return warnCheck(name, strings.Join(temp, "; ")+" is a temporary `go run`/`go test` build and will disappear", "install git-lossless (`"+doctorGoInstall+"`) and run `git lossless install claude-code --apply` with it"), true
+	case len(stale) > 0:
+		return warnCheck(name, strings.Join(stale, "; ")+": the hooks run other code than the commands you type",
+			"install both programs of one version (`"+doctorGoInstall+"`) and run `git lossless install claude-code --apply`"), true
 	}
 	return okCheck(name, strings.Join(good, "; ")+" executable"), true
 }
 
-func checkGuard(opt DoctorOptions, ins []doctorInspected) DoctorCheck {
+func checkGuard(opt Options, ins []doctorInspected) Check {
 	const name = "edit guard"
 	if opt.Getenv("LOSSLESS_GUARD") == "off" {
 		return warnCheck(name, "LOSSLESS_GUARD=off in this environment: sessions started from it edit unguarded", "unset LOSSLESS_GUARD")

@@ -1,4 +1,4 @@
-package hooks
+package doctor
 
 import (
 	"context"
@@ -99,13 +99,13 @@ func instUnsetenv(t *testing.T, keys ...string) {
 	}
 }
 
-func (f *doctorFixture) opts() DoctorOptions {
-	return DoctorOptions{
+func (f *doctorFixture) opts() Options {
+	return Options{
 		Dir:        f.repo,
 		Getenv:     func(k string) string { return f.env[k] },
 		Executable: f.bin,
 		Version:    "test",
-		VersionOf:  doctorRunVersion,
+		VersionOf:  settings.RunVersion,
 	}
 }
 
@@ -124,20 +124,20 @@ func (f *doctorFixture) install(t *testing.T, path, bin string) {
 	}
 }
 
-func checksByName(t *testing.T, cs []DoctorCheck) map[string]DoctorCheck {
+func checksByName(t *testing.T, cs []Check) map[string]Check {
 	t.Helper()
-	m := map[string]DoctorCheck{}
+	m := map[string]Check{}
 	for _, c := range cs {
 		if _, dup := m[c.Check]; dup {
 			t.Errorf("check %q twice", c.Check)
 		}
 		m[c.Check] = c
 		switch c.Status {
-		case DoctorOK:
+		case OK:
 			if c.Fix != "" {
 				t.Errorf("%s: OK with a fix %q", c.Check, c.Fix)
 			}
-		case DoctorWarn, DoctorFail:
+		case Warn, Fail:
 			if c.Fix == "" {
 				t.Errorf("%s: %s without a fix", c.Check, c.Status)
 			}
@@ -151,7 +151,7 @@ func checksByName(t *testing.T, cs []DoctorCheck) map[string]DoctorCheck {
 	return m
 }
 
-func wantStatus(t *testing.T, m map[string]DoctorCheck, check, status, detail string) DoctorCheck {
+func wantStatus(t *testing.T, m map[string]Check, check, status, detail string) Check {
 	t.Helper()
 	c, ok := m[check]
 	if !ok {
@@ -165,36 +165,36 @@ func wantStatus(t *testing.T, m map[string]DoctorCheck, check, status, detail st
 
 func TestDoctorHealthyRepoWarnsAboutMissingHooks(t *testing.T) {
 	f := newDoctorFixture(t)
-	cs := Doctor(context.Background(), f.opts())
+	cs := Run(context.Background(), f.opts())
 	m := checksByName(t, cs)
-	wantStatus(t, m, "git-lossless on PATH", DoctorOK, "this program")
-	wantStatus(t, m, "git on PATH", DoctorOK, "git")
-	wantStatus(t, m, "archive location", DoctorOK, "repository")
-	wantStatus(t, m, "archive readable", DoctorOK, "1 writer, 1 entry")
-	wantStatus(t, m, "seal chains", DoctorOK, "1 writer")
-	wantStatus(t, m, "ref locks", DoctorOK, "none")
-	u := wantStatus(t, m, "claude-code hooks (user settings)", DoctorWarn, "not installed")
+	wantStatus(t, m, "git-lossless on PATH", OK, "this program")
+	wantStatus(t, m, "git on PATH", OK, "git")
+	wantStatus(t, m, "archive location", OK, "repository")
+	wantStatus(t, m, "archive readable", OK, "1 writer, 1 entry")
+	wantStatus(t, m, "seal chains", OK, "1 writer")
+	wantStatus(t, m, "ref locks", OK, "none")
+	u := wantStatus(t, m, "claude-code hooks (user settings)", Warn, "not installed")
 	if u.Fix != "git lossless install claude-code --apply" {
 		t.Errorf("user fix %q", u.Fix)
 	}
-	p := wantStatus(t, m, "claude-code hooks (project settings)", DoctorWarn, "not installed")
+	p := wantStatus(t, m, "claude-code hooks (project settings)", Warn, "not installed")
 	if p.Fix != "git lossless install claude-code --scope project --apply" {
 		t.Errorf("project fix %q", p.Fix)
 	}
 	if _, ok := m["hook program"]; ok {
 		t.Error("hook program checked with no hooks installed")
 	}
-	wantStatus(t, m, "edit guard", DoctorOK, "on")
+	wantStatus(t, m, "edit guard", OK, "on")
 	// Never anchored: a warning (anchoring is opt-in), not a failure.
-	wantStatus(t, m, "anchored writers", DoctorWarn, "never anchored")
+	wantStatus(t, m, "anchored writers", Warn, "never anchored")
 	if _, ok := m["anchor on push"]; ok {
 		t.Error("the pre-push hook checked with lossless.anchorOnPush unset")
 	}
-	mc := wantStatus(t, m, "mcp server", DoctorWarn, "not registered")
+	mc := wantStatus(t, m, "mcp server", Warn, "not registered")
 	if mc.Fix != "git lossless install claude-code --apply" {
 		t.Errorf("mcp fix %q", mc.Fix)
 	}
-	if ok, warn, fail := CountChecks(cs); ok != 7 || warn != 4 || fail != 0 {
+	if ok, warn, fail := Count(cs); ok != 7 || warn != 4 || fail != 0 {
 		t.Errorf("counts %d %d %d", ok, warn, fail)
 	}
 }
@@ -204,21 +204,21 @@ func TestDoctorAllOKWhenInstalled(t *testing.T) {
 	f.install(t, f.userSettings(), f.bin)
 	f.registerMCP(t, f.userMCPConfig(), doctorMCPHelper(t, f.base), map[string]string{doctorMCPHelperEnv: "serve"})
 	f.anchor(t, time.Now())
-	cs := Doctor(context.Background(), f.opts())
+	cs := Run(context.Background(), f.opts())
 	m := checksByName(t, cs)
-	wantStatus(t, m, "claude-code hooks (user settings)", DoctorOK, "installed in "+f.userSettings())
-	wantStatus(t, m, "claude-code hooks (project settings)", DoctorOK, "cover")
-	wantStatus(t, m, "hook program", DoctorOK, f.bin)
-	wantStatus(t, m, "mcp server", DoctorOK, "2 tools (alpha, beta)")
-	if _, warn, fail := CountChecks(cs); warn != 0 || fail != 0 {
+	wantStatus(t, m, "claude-code hooks (user settings)", OK, "installed in "+f.userSettings())
+	wantStatus(t, m, "claude-code hooks (project settings)", OK, "cover")
+	wantStatus(t, m, "hook program", OK, f.bin)
+	wantStatus(t, m, "mcp server", OK, "2 tools (alpha, beta)")
+	if _, warn, fail := Count(cs); warn != 0 || fail != 0 {
 		t.Errorf("not all OK: %+v", cs)
 	}
 	// Installed only in the project: also fine.
 	os.Remove(f.userSettings())
 	f.install(t, filepath.Join(f.repo, ".claude", "settings.json"), f.bin)
-	m = checksByName(t, Doctor(context.Background(), f.opts()))
-	wantStatus(t, m, "claude-code hooks (user settings)", DoctorOK, "cover")
-	wantStatus(t, m, "claude-code hooks (project settings)", DoctorOK, "installed")
+	m = checksByName(t, Run(context.Background(), f.opts()))
+	wantStatus(t, m, "claude-code hooks (user settings)", OK, "cover")
+	wantStatus(t, m, "claude-code hooks (project settings)", OK, "installed")
 }
 
 func TestDoctorStaleLockWarns(t *testing.T) {
@@ -227,16 +227,16 @@ func TestDoctorStaleLockWarns(t *testing.T) {
 	instWriteFile(t, lock, "left by a crash\n", 0o644)
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(lock, old, old)
-	cs := Doctor(context.Background(), f.opts())
+	cs := Run(context.Background(), f.opts())
 	m := checksByName(t, cs)
-	c := wantStatus(t, m, "ref locks", DoctorWarn, lock)
+	c := wantStatus(t, m, "ref locks", Warn, lock)
 	if c.Fix != "git lossless locks --clean" {
 		t.Errorf("fix %q", c.Fix)
 	}
 	if _, err := os.Stat(lock); err != nil {
 		t.Error("doctor removed the lock; it must change nothing")
 	}
-	if _, _, fail := CountChecks(cs); fail != 0 {
+	if _, _, fail := Count(cs); fail != 0 {
 		t.Errorf("a stale lock is a warning, not a failure: %+v", cs)
 	}
 }
@@ -248,16 +248,16 @@ func TestDoctorBrokenChainFails(t *testing.T) {
 	refs := filepath.Join(f.repo, ".git", "refs", "lossless")
 	head := instReadFile(t, filepath.Join(refs, "w1"))
 	instWriteFile(t, filepath.Join(refs, "w2"), string(head), 0o644)
-	cs := Doctor(context.Background(), f.opts())
+	cs := Run(context.Background(), f.opts())
 	m := checksByName(t, cs)
-	c := wantStatus(t, m, "seal chains", DoctorFail, "w2: ")
+	c := wantStatus(t, m, "seal chains", Fail, "w2: ")
 	if !strings.Contains(c.Fix, "git lossless verify") {
 		t.Errorf("fix %q", c.Fix)
 	}
 	if strings.Contains(c.Detail, "w1:") {
 		t.Errorf("the intact writer reported: %s", c.Detail)
 	}
-	if _, _, fail := CountChecks(cs); fail != 1 {
+	if _, _, fail := Count(cs); fail != 1 {
 		t.Errorf("fail count: %+v", cs)
 	}
 }
@@ -266,19 +266,19 @@ func TestDoctorSettingsProblems(t *testing.T) {
 	t.Run("malformed", func(t *testing.T) {
 		f := newDoctorFixture(t)
 		instWriteFile(t, f.userSettings(), "{\n  \"hooks\": {\n", 0o600)
-		m := checksByName(t, Doctor(context.Background(), f.opts()))
-		c := wantStatus(t, m, "claude-code hooks (user settings)", DoctorFail, f.userSettings()+":3:1: invalid JSON")
+		m := checksByName(t, Run(context.Background(), f.opts()))
+		c := wantStatus(t, m, "claude-code hooks (user settings)", Fail, f.userSettings()+":3:1: invalid JSON")
 		if !strings.Contains(c.Fix, "fix the JSON") {
 			t.Errorf("fix %q", c.Fix)
 		}
-		wantStatus(t, m, "claude-code hooks (project settings)", DoctorWarn, "not installed")
+		wantStatus(t, m, "claude-code hooks (project settings)", Warn, "not installed")
 	})
 	t.Run("missing program", func(t *testing.T) {
 		f := newDoctorFixture(t)
 		gone := filepath.Join(f.base, "gone", "git-lossless")
 		f.install(t, f.userSettings(), gone)
-		m := checksByName(t, Doctor(context.Background(), f.opts()))
-		c := wantStatus(t, m, "hook program", DoctorFail, gone)
+		m := checksByName(t, Run(context.Background(), f.opts()))
+		c := wantStatus(t, m, "hook program", Fail, gone)
 		if !strings.Contains(c.Fix, "git lossless install claude-code --apply") {
 			t.Errorf("fix %q", c.Fix)
 		}
@@ -288,8 +288,8 @@ func TestDoctorSettingsProblems(t *testing.T) {
 		plain := filepath.Join(f.base, "plain", "git-lossless")
 		instWriteFile(t, plain, "#!/bin/sh\n", 0o644)
 		f.install(t, filepath.Join(f.repo, ".claude", "settings.json"), plain)
-		m := checksByName(t, Doctor(context.Background(), f.opts()))
-		c := wantStatus(t, m, "hook program", DoctorFail, "not executable")
+		m := checksByName(t, Run(context.Background(), f.opts()))
+		c := wantStatus(t, m, "hook program", Fail, "not executable")
 		if !strings.Contains(c.Fix, "--scope project") {
 			t.Errorf("fix %q", c.Fix)
 		}
@@ -297,19 +297,19 @@ func TestDoctorSettingsProblems(t *testing.T) {
 	t.Run("outdated", func(t *testing.T) {
 		f := newDoctorFixture(t)
 		instWriteFile(t, f.userSettings(), `{"hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "`+f.bin+` hook pre-tool-use", "timeout": 5}]}]}}`, 0o600)
-		m := checksByName(t, Doctor(context.Background(), f.opts()))
-		c := wantStatus(t, m, "claude-code hooks (user settings)", DoctorWarn, "outdated PreToolUse")
+		m := checksByName(t, Run(context.Background(), f.opts()))
+		c := wantStatus(t, m, "claude-code hooks (user settings)", Warn, "outdated PreToolUse")
 		if !strings.Contains(c.Detail, "missing SessionStart") {
 			t.Errorf("detail %q", c.Detail)
 		}
-		wantStatus(t, m, "claude-code hooks (project settings)", DoctorWarn, "not installed")
-		wantStatus(t, m, "hook program", DoctorOK, f.bin)
+		wantStatus(t, m, "claude-code hooks (project settings)", Warn, "not installed")
+		wantStatus(t, m, "hook program", OK, f.bin)
 	})
 	t.Run("guard off in the environment", func(t *testing.T) {
 		f := newDoctorFixture(t)
 		f.env["LOSSLESS_GUARD"] = "off"
-		m := checksByName(t, Doctor(context.Background(), f.opts()))
-		c := wantStatus(t, m, "edit guard", DoctorWarn, "LOSSLESS_GUARD=off")
+		m := checksByName(t, Run(context.Background(), f.opts()))
+		c := wantStatus(t, m, "edit guard", Warn, "LOSSLESS_GUARD=off")
 		if c.Fix != "unset LOSSLESS_GUARD" {
 			t.Errorf("fix %q", c.Fix)
 		}
@@ -317,8 +317,8 @@ func TestDoctorSettingsProblems(t *testing.T) {
 	t.Run("guard off in settings", func(t *testing.T) {
 		f := newDoctorFixture(t)
 		instWriteFile(t, f.userSettings(), `{"env": {"LOSSLESS_GUARD": "off"}}`, 0o600)
-		m := checksByName(t, Doctor(context.Background(), f.opts()))
-		wantStatus(t, m, "edit guard", DoctorWarn, f.userSettings())
+		m := checksByName(t, Run(context.Background(), f.opts()))
+		wantStatus(t, m, "edit guard", Warn, f.userSettings())
 	})
 }
 
@@ -330,17 +330,17 @@ func TestDoctorPathProgram(t *testing.T) {
 	opt.Executable = running
 
 	opt.Version = "other"
-	m := checksByName(t, Doctor(context.Background(), opt))
-	wantStatus(t, m, "git-lossless on PATH", DoctorWarn, "is version test; this program")
+	m := checksByName(t, Run(context.Background(), opt))
+	wantStatus(t, m, "git-lossless on PATH", Warn, "is version test; this program")
 
 	opt.Version = "test"
-	m = checksByName(t, Doctor(context.Background(), opt))
-	wantStatus(t, m, "git-lossless on PATH", DoctorOK, "the same as this program")
+	m = checksByName(t, Run(context.Background(), opt))
+	wantStatus(t, m, "git-lossless on PATH", OK, "the same as this program")
 
 	f.env["PATH"] = filepath.Join(f.base, "nothing")
-	m = checksByName(t, Doctor(context.Background(), opt))
-	wantStatus(t, m, "git-lossless on PATH", DoctorWarn, "not found")
-	wantStatus(t, m, "git on PATH", DoctorWarn, "not found")
+	m = checksByName(t, Run(context.Background(), opt))
+	wantStatus(t, m, "git-lossless on PATH", Warn, "not found")
+	wantStatus(t, m, "git on PATH", Warn, "not found")
 }
 
 func TestDoctorOutsideRepositoryWritesNothing(t *testing.T) {
@@ -349,9 +349,9 @@ func TestDoctorOutsideRepositoryWritesNothing(t *testing.T) {
 	os.MkdirAll(plain, 0o755)
 	opt := f.opts()
 	opt.Dir = plain
-	cs := Doctor(context.Background(), opt)
+	cs := Run(context.Background(), opt)
 	m := checksByName(t, cs)
-	wantStatus(t, m, "archive location", DoctorOK, "not created yet")
+	wantStatus(t, m, "archive location", OK, "not created yet")
 	if _, ok := m["seal chains"]; ok {
 		t.Error("chains checked in an archive that does not exist")
 	}
@@ -367,9 +367,9 @@ func TestDoctorOutsideRepositoryWritesNothing(t *testing.T) {
 	if _, err := st.Append(context.Background(), "cli", []gitstore.Record{{Event: gitstore.Event{Op: "read", Source: "cli", Path: "/x"}}}); err != nil {
 		t.Fatal(err)
 	}
-	m = checksByName(t, Doctor(context.Background(), opt))
-	wantStatus(t, m, "archive location", DoctorOK, "embedded archive "+emb)
-	wantStatus(t, m, "seal chains", DoctorOK, "1 writer")
+	m = checksByName(t, Run(context.Background(), opt))
+	wantStatus(t, m, "archive location", OK, "embedded archive "+emb)
+	wantStatus(t, m, "seal chains", OK, "1 writer")
 }
 
 // git runs git in the fixture's repository.
@@ -436,22 +436,22 @@ func TestDoctorAnchors(t *testing.T) {
 	now := time.Now()
 	f.anchor(t, now)
 	opt := f.opts()
-	m := checksByName(t, Doctor(context.Background(), opt))
-	wantStatus(t, m, "anchored writers", DoctorOK, "1 writer anchored from this machine, each at its current head")
+	m := checksByName(t, Run(context.Background(), opt))
+	wantStatus(t, m, "anchored writers", OK, "1 writer anchored from this machine, each at its current head")
 	remote := filepath.Join(f.base, "remote.git")
-	wantStatus(t, m, "last anchor on origin", DoctorOK, "origin ("+remote+"): checkpoint 1, just now")
-	wantStatus(t, m, "last anchor on origin", DoctorOK, "holds every writer's current head")
+	wantStatus(t, m, "last anchor on origin", OK, "origin ("+remote+"): checkpoint 1, just now")
+	wantStatus(t, m, "last anchor on origin", OK, "holds every writer's current head")
 
 	// The writer moves on: still OK, its last anchor covered an earlier head.
 	f.append(t, "w1", "more\n")
-	m = checksByName(t, Doctor(context.Background(), opt))
-	wantStatus(t, m, "anchored writers", DoctorOK, "0 at their current head, 1 moved since their last anchor (w1")
-	wantStatus(t, m, "last anchor on origin", DoctorOK, "1 writer moved since")
+	m = checksByName(t, Run(context.Background(), opt))
+	wantStatus(t, m, "anchored writers", OK, "0 at their current head, 1 moved since their last anchor (w1")
+	wantStatus(t, m, "last anchor on origin", OK, "1 writer moved since")
 
 	// A week and more later, with the writer moved: the remote's anchor is stale.
 	opt.Now = func() time.Time { return now.Add(10 * 24 * time.Hour) }
-	m = checksByName(t, Doctor(context.Background(), opt))
-	c := wantStatus(t, m, "last anchor on origin", DoctorWarn, "10 days ago")
+	m = checksByName(t, Run(context.Background(), opt))
+	c := wantStatus(t, m, "last anchor on origin", Warn, "10 days ago")
 	if !strings.Contains(c.Detail, "w1") || !strings.Contains(c.Fix, "git lossless anchor push origin") {
 		t.Errorf("stale anchor: %+v", c)
 	}
@@ -459,22 +459,22 @@ func TestDoctorAnchors(t *testing.T) {
 	// A writer that never was in any checkpoint: a warning naming it.
 	f.append(t, "w2", "new\n")
 	opt.Now = nil
-	cs := Doctor(context.Background(), opt)
+	cs := Run(context.Background(), opt)
 	m = checksByName(t, cs)
-	c = wantStatus(t, m, "anchored writers", DoctorWarn, "1 of 2 writers never anchored from this machine: w2")
+	c = wantStatus(t, m, "anchored writers", Warn, "1 of 2 writers never anchored from this machine: w2")
 	if !strings.Contains(c.Fix, "git lossless anchor push") || !strings.Contains(c.Fix, "install git-hooks --apply") {
 		t.Errorf("fix %q", c.Fix)
 	}
-	if _, _, fail := CountChecks(cs); fail != 0 {
+	if _, _, fail := Count(cs); fail != 0 {
 		t.Errorf("an unanchored writer is a warning, not a failure: %+v", cs)
 	}
 
 	// Anchored again, old but complete: nothing to warn about.
 	f.anchor(t, now)
 	opt.Now = func() time.Time { return now.Add(30*24*time.Hour + time.Hour) } // checkpoint 2 is a second after 1
-	m = checksByName(t, Doctor(context.Background(), opt))
-	wantStatus(t, m, "anchored writers", DoctorOK, "2 writers anchored from this machine, each at its current head")
-	wantStatus(t, m, "last anchor on origin", DoctorOK, "checkpoint 2, 30 days ago")
+	m = checksByName(t, Run(context.Background(), opt))
+	wantStatus(t, m, "anchored writers", OK, "2 writers anchored from this machine, each at its current head")
+	wantStatus(t, m, "last anchor on origin", OK, "checkpoint 2, 30 days ago")
 
 	// Another anchor key (the old one replaced): the records no longer
 	// check, and the doctor says why instead of claiming coverage.
@@ -483,8 +483,8 @@ func TestDoctorAnchors(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt.Now = nil
-	m = checksByName(t, Doctor(context.Background(), opt))
-	wantStatus(t, m, "anchored writers", DoctorWarn, "none checks with this machine's anchor key")
+	m = checksByName(t, Run(context.Background(), opt))
+	wantStatus(t, m, "anchored writers", Warn, "none checks with this machine's anchor key")
 }
 
 // TestDoctorAnchorOnPushHook: with lossless.anchorOnPush true, the doctor
@@ -493,9 +493,9 @@ func TestDoctorAnchorOnPushHook(t *testing.T) {
 	f := newDoctorFixture(t)
 	hooksDir := filepath.Join(f.repo, ".git", "hooks")
 	hook := filepath.Join(hooksDir, "pre-push")
-	check := func() (DoctorCheck, bool) {
+	check := func() (Check, bool) {
 		t.Helper()
-		m := checksByName(t, Doctor(context.Background(), f.opts()))
+		m := checksByName(t, Run(context.Background(), f.opts()))
 		c, ok := m["anchor on push"]
 		return c, ok
 	}
@@ -514,38 +514,38 @@ func TestDoctorAnchorOnPushHook(t *testing.T) {
 	}
 
 	f.git(t, "config", "lossless.anchorOnPush", "true")
-	want(DoctorWarn, "no pre-push hook in "+hooksDir, "git lossless install git-hooks --apply")
+	want(Warn, "no pre-push hook in "+hooksDir, "git lossless install git-hooks --apply")
 
 	if _, err := anchor.InstallPrePush(hooksDir, f.bin); err != nil {
 		t.Fatal(err)
 	}
-	want(DoctorOK, hook+" runs "+f.bin, "")
+	want(OK, hook+" runs "+f.bin, "")
 
 	os.Chmod(hook, 0o644)
-	want(DoctorWarn, "not executable", "chmod +x "+hook)
+	want(Warn, "not executable", "chmod +x "+hook)
 	os.Chmod(hook, 0o755)
 
 	gone := filepath.Join(f.base, "gone", "git-lossless")
 	if _, err := anchor.InstallPrePush(hooksDir, gone); err != nil {
 		t.Fatal(err)
 	}
-	want(DoctorWarn, "not an executable program", "install git-hooks")
+	want(Warn, "not an executable program", "install git-hooks")
 
 	// A hook manager's hooks directory: ours in .git/hooks is not run.
 	if _, err := anchor.InstallPrePush(hooksDir, f.bin); err != nil {
 		t.Fatal(err)
 	}
 	f.git(t, "config", "core.hooksPath", ".husky")
-	want(DoctorWarn, "no pre-push hook in "+filepath.Join(f.repo, ".husky")+" (core.hooksPath)", "install git-hooks")
+	want(Warn, "no pre-push hook in "+filepath.Join(f.repo, ".husky")+" (core.hooksPath)", "install git-hooks")
 	instWriteFile(t, filepath.Join(f.repo, ".husky", "pre-push"), "#!/bin/sh\nexit 0\n", 0o755)
-	want(DoctorWarn, "is not git-lossless's", "install git-hooks")
+	want(Warn, "is not git-lossless's", "install git-hooks")
 	f.git(t, "config", "--unset", "core.hooksPath")
 
 	f.git(t, "config", "lossless.anchorOnPush", "maybe")
-	want(DoctorWarn, "lossless.anchorOnPush", "git config lossless.anchorOnPush true")
+	want(Warn, "lossless.anchorOnPush", "git config lossless.anchorOnPush true")
 
 	f.git(t, "config", "lossless.anchorOnPush", "off")
-	want(DoctorOK, "not true: pushes do not anchor", "")
+	want(OK, "not true: pushes do not anchor", "")
 }
 
 // doctorMCPHelperEnv makes this test binary an MCP server (see init):
@@ -623,12 +623,12 @@ func (f *doctorFixture) registerMCP(t *testing.T, path, bin string, env map[stri
 func TestDoctorMCPServer(t *testing.T) {
 	f := newDoctorFixture(t)
 	helper := doctorMCPHelper(t, f.base)
-	check := func(t *testing.T, status, detail string) DoctorCheck {
+	check := func(t *testing.T, status, detail string) Check {
 		t.Helper()
 		opt := f.opts()
 		opt.MCPTimeout = 3 * time.Second
 		start := time.Now()
-		m := checksByName(t, Doctor(context.Background(), opt))
+		m := checksByName(t, Run(context.Background(), opt))
 		if d := time.Since(start); d > 15*time.Second {
 			t.Errorf("doctor took %s", d)
 		}
@@ -640,67 +640,67 @@ func TestDoctorMCPServer(t *testing.T) {
 
 	t.Run("answers", func(t *testing.T) {
 		f.registerMCP(t, user, helper, map[string]string{doctorMCPHelperEnv: "serve"})
-		c := check(t, DoctorOK, "`"+helper+" mcp` (user scope, "+user+") started and answered tools/list: 2 tools (alpha, beta); server git-lossless helper")
+		c := check(t, OK, "`"+helper+" mcp` (user scope, "+user+") started and answered tools/list: 2 tools (alpha, beta); server git-lossless helper")
 		if c.Fix != "" {
 			t.Errorf("fix on OK: %q", c.Fix)
 		}
 	})
 	t.Run("crashes", func(t *testing.T) {
 		f.registerMCP(t, user, helper, map[string]string{doctorMCPHelperEnv: "crash"})
-		c := check(t, DoctorFail, "no archive here")
+		c := check(t, Fail, "no archive here")
 		if !strings.Contains(c.Fix, "git lossless install claude-code --apply") {
 			t.Errorf("fix %q", c.Fix)
 		}
 	})
 	t.Run("hangs", func(t *testing.T) {
 		f.registerMCP(t, user, helper, map[string]string{doctorMCPHelperEnv: "hang"})
-		check(t, DoctorFail, "no answer within 3s")
+		check(t, Fail, "no answer within 3s")
 	})
 	t.Run("missing program", func(t *testing.T) {
 		os.Remove(user)
 		gone := filepath.Join(f.base, "gone", "git-lossless")
 		f.registerMCP(t, user, gone, nil)
-		check(t, DoctorFail, gone)
+		check(t, Fail, gone)
 	})
 	t.Run("someone else's server under our name", func(t *testing.T) {
 		instWriteFile(t, user, `{"mcpServers": {"git-lossless": {"type": "stdio", "command": "/usr/bin/other-tool", "args": ["serve"], "env": {}}}}`, 0o600)
-		c := check(t, DoctorWarn, `runs "/usr/bin/other-tool", not `)
+		c := check(t, Warn, `runs "/usr/bin/other-tool", not `)
 		if !strings.Contains(c.Fix, "claude mcp remove git-lossless -s user") {
 			t.Errorf("fix %q", c.Fix)
 		}
 	})
 	t.Run("unreadable config", func(t *testing.T) {
 		instWriteFile(t, user, `{"mcpServers": {`, 0o600)
-		check(t, DoctorFail, user)
+		check(t, Fail, user)
 	})
 	t.Run("project scope needs approval", func(t *testing.T) {
 		os.Remove(user)
 		project := filepath.Join(f.repo, ".mcp.json")
 		f.registerMCP(t, project, helper, map[string]string{doctorMCPHelperEnv: "serve"})
-		check(t, DoctorWarn, "the project server is not approved yet")
+		check(t, Warn, "the project server is not approved yet")
 		// The project's own settings approve nothing in a folder not
 		// trusted (Claude Code 2.1.328's behaviour).
 		instWriteFile(t, filepath.Join(f.repo, ".claude", "settings.local.json"), `{"enabledMcpjsonServers": ["git-lossless"]}`, 0o600)
-		check(t, DoctorWarn, "the project server is not approved yet")
+		check(t, Warn, "the project server is not approved yet")
 		// Approved in the user's settings: started from there, also from
 		// a subdirectory (Claude Code reads the nearest .mcp.json walking
 		// up).
 		instWriteFile(t, f.userSettings(), `{"enabledMcpjsonServers": ["git-lossless"]}`, 0o600)
-		check(t, DoctorOK, "(project scope, "+project+") started")
+		check(t, OK, "(project scope, "+project+") started")
 		sub := filepath.Join(f.repo, "pkg")
 		os.MkdirAll(sub, 0o755)
 		opt := f.opts()
 		opt.Dir = sub
-		wantStatus(t, checksByName(t, Doctor(context.Background(), opt)), "mcp server", DoctorOK, "2 tools")
+		wantStatus(t, checksByName(t, Run(context.Background(), opt)), "mcp server", OK, "2 tools")
 		// A trusted folder (the interactive start asked): approved.
 		os.Remove(f.userSettings())
-		check(t, DoctorWarn, "not approved yet")
+		check(t, Warn, "not approved yet")
 		instWriteFile(t, user, `{"projects": {"`+f.repo+`": {"hasTrustDialogAccepted": true}}}`, 0o600)
-		check(t, DoctorOK, "(project scope, "+project+") started")
+		check(t, OK, "(project scope, "+project+") started")
 		// Rejected: the user registration is used instead.
 		instWriteFile(t, filepath.Join(f.repo, ".claude", "settings.local.json"), `{"disabledMcpjsonServers": ["git-lossless"]}`, 0o600)
 		f.registerMCP(t, user, helper, map[string]string{doctorMCPHelperEnv: "serve"})
-		check(t, DoctorOK, "(user scope, ")
+		check(t, OK, "(user scope, ")
 		os.Remove(project)
 	})
 }

@@ -1,4 +1,4 @@
-package hooks
+package doctor
 
 // The doctor's MCP server check: start the registration Claude Code
 // would start and ask it for its tools.
@@ -15,6 +15,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
@@ -29,7 +30,7 @@ const doctorMCPTimeout = 10 * time.Second
 // answer leaves the model without the archive's tools after a compaction,
 // silently (Claude Code only marks the server failed in /mcp), hence a
 // FAIL; no registration is a WARN, since the hooks work without it.
-func checkMCPServer(ctx context.Context, opt DoctorOptions, ins []doctorInspected) DoctorCheck {
+func checkMCPServer(ctx context.Context, opt Options, ins []doctorInspected) Check {
 	const name = "mcp server"
 	l := settings.MCPLookupFor(opt.Dir, opt.Getenv)
 	if opt.UserMCPConfig != "" {
@@ -110,7 +111,7 @@ func quoteAll(args []string) []string {
 // them, then the entry's env) and returns the names of its tools and
 // "NAME VERSION" from its initialize answer. Its stderr ends the error
 // when it fails.
-func mcpListTools(ctx context.Context, srv settings.MCPServer, opt DoctorOptions, timeout time.Duration) ([]string, string, error) {
+func mcpListTools(ctx context.Context, srv settings.MCPServer, opt Options, timeout time.Duration) ([]string, string, error) {
 	prog := srv.Command
 	if !strings.ContainsRune(prog, filepath.Separator) {
 		p, found := settings.LookPath(prog, opt.Getenv("PATH"))
@@ -141,7 +142,7 @@ func mcpListTools(ctx context.Context, srv settings.MCPServer, opt DoctorOptions
 			err = fmt.Errorf("no answer within %s", timeout)
 		}
 		if t := strings.TrimSpace(stderr.String()); t != "" {
-			return nil, "", fmt.Errorf("%s: %v; its stderr: %s", step, err, logLine(t))
+			return nil, "", fmt.Errorf("%s: %v; its stderr: %s", step, err, hooks.LogLine(t))
 		}
 		return nil, "", fmt.Errorf("%s: %v", step, err)
 	}

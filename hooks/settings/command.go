@@ -1,12 +1,15 @@
 package settings
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 )
 
 // HookSpec is one hook we install: Claude Code runs `<bin> hook <Arg>` on
@@ -41,10 +44,10 @@ func HookCommand(bin, arg string) string {
 }
 
 // ourCommandRe recognises a command of ours whatever path it was installed
-// with: git-lossless (possibly quoted, possibly .exe) followed by the word
-// hook, or `git lossless hook`.
+// with: git-lossless or git-lossless-hook (possibly quoted, possibly .exe)
+// followed by the word hook, or `git lossless hook`.
 var ourCommandRe = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(git-lossless(\.exe)?['"]?|(^|[\s;&|(])git\s+lossless)\s+hook(\s|$)`)
+	return regexp.MustCompile(`(git-lossless(-hook)?(\.exe)?['"]?|(^|[\s;&|(])git\s+lossless)\s+hook(\s|$)`)
 })
 
 // IsOurHookCommand reports whether a settings command was written by us
@@ -69,9 +72,13 @@ func IsOurHookCommand(command, bin string) bool {
 
 // HookBinary is the program the hooks will run.
 type HookBinary struct {
-	// Path is the program: an absolute path, or a bare name found on PATH
-	// at hook time when given so with --command.
+	// Path is git-lossless: an absolute path, or a bare name found on PATH
+	// at hook time when given so with --command. The MCP server is
+	// registered with it.
 	Path string
+	// Hook is the program the hook commands run: git-lossless-hook when it
+	// sits beside Path (see HookProgram), else Path.
+	Hook string
 	// Warning explains a choice the user should know about ("" = none):
 	// a temporary `go run` build, or another git-lossless on PATH.
 	Warning string
@@ -88,6 +95,13 @@ type BinaryOptions struct {
 	Getenv func(string) string
 	// Executable returns the running program (default os.Executable).
 	Executable func() (string, error)
+	// Version is the running program's version. When set, a
+	// git-lossless-hook beside the program is used only if it reports the
+	// same version (a stale one would run old code on every tool call).
+	Version string
+	// VersionOf returns the version a program reports (default: runs
+	// `PATH --version` with a 5 s timeout).
+	VersionOf func(ctx context.Context, path string) (string, error)
 }
 
 // ResolveBinary picks the program hooks run: the git-lossless on PATH when
@@ -95,13 +109,15 @@ type BinaryOptions struct {
 // the file), else the running executable's absolute path. Hooks always get
 // an absolute path because Claude Code runs them with the session's
 // environment, whose PATH may differ from the installer's.
-func ResolveBinary(opt BinaryOptions) (HookBinary, error) {
+func ResolveBinary(ctx context.Context, opt BinaryOptions) (HookBinary, error) {
 	if opt.Override != "" {
 		p := opt.Override
 		if strings.ContainsRune(p, filepath.Separator) {
 			p = filepath.Clean(absFrom(opt.Dir, p))
 		}
-		return HookBinary{Path: p}, nil
+		b := HookBinary{Path: p}
+		b.pickHook(ctx, opt)
+		return b, nil
 	}
 	getenv := opt.Getenv
 	if getenv == nil {
@@ -120,16 +136,86 @@ func ResolveBinary(opt BinaryOptions) (HookBinary, error) {
 	}
 	onPath, found := LookPath("git-lossless", getenv("PATH"))
 	if found && SameFile(onPath, exe) {
-		return HookBinary{Path: onPath}, nil
+		b := HookBinary{Path: onPath}
+		b.pickHook(ctx, opt)
+		return b, nil
 	}
 	b := HookBinary{Path: exe}
 	switch {
 	case IsTempBuild(exe):
-		b.Warning = fmt.Sprintf("%s looks like a temporary `go run`/`go test` build that will be deleted; hooks pointing at it will stop working. Install git-lossless (`go install ./cmd/git-lossless`) and run install again with that binary, or pass --command PATH", exe)
+		b.Warning = fmt.Sprintf("%s looks like a temporary `go run`/`go test` build that will be deleted; hooks pointing at it will stop working. Install git-lossless (`go install ./cmd/...`) and run install again with that binary, or pass --command PATH", exe)
 	case found:
 		b.Warning = fmt.Sprintf("the git-lossless on PATH (%s) is a different program; the hooks will run this one (%s)", onPath, exe)
 	}
+	b.pickHook(ctx, opt)
 	return b, nil
+}
+
+// HookProgramName is the hook-only program `go install ./cmd/...` puts
+// beside git-lossless (cmd/git-lossless-hook).
+const HookProgramName = "git-lossless-hook"
+
+// HookProgram returns the program hook commands should run for the
+// git-lossless at bin: the git-lossless-hook in the same directory when
+// there is one (a regular, executable file), whose smaller set of linked
+// packages starts faster on every tool call, else bin itself. A bare name
+// (resolved on PATH at hook time) is kept as it is.
+func HookProgram(bin string) string {
+	if !filepath.IsAbs(bin) {
+		return bin
+	}
+	name := HookProgramName
+	if strings.HasSuffix(strings.ToLower(bin), ".exe") {
+		name += ".exe"
+	}
+	sib := filepath.Join(filepath.Dir(bin), name)
+	if st, err := os.Stat(sib); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+		return sib
+	}
+	return bin
+}
+
+// pickHook sets b.Hook: HookProgram(b.Path), unless that is a
+// git-lossless-hook of another version than opt.Version, which is passed
+// over with a warning.
+func (b *HookBinary) pickHook(ctx context.Context, opt BinaryOptions) {
+	b.Hook = HookProgram(b.Path)
+	if b.Hook == b.Path || opt.Version == "" {
+		return
+	}
+	versionOf := opt.VersionOf
+	if versionOf == nil {
+		versionOf = RunVersion
+	}
+	v, err := versionOf(ctx, b.Hook)
+	if err == nil && v == opt.Version {
+		return
+	}
+	what := "version " + v
+	if err != nil {
+		what = "unusable (" + err.Error() + ")"
+	}
+	w := fmt.Sprintf("%s is %s, not %s like %s: the hooks will run %s, which starts slower; install both of one version with `go install ./cmd/...`", b.Hook, what, opt.Version, b.Path, b.Path)
+	if b.Warning != "" {
+		w = b.Warning + "; " + w
+	}
+	b.Hook, b.Warning = b.Path, w
+}
+
+// RunVersion runs `path --version` (5 s at most) and returns the version
+// it prints after "git-lossless version ".
+func RunVersion(ctx context.Context, path string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		return "", err
+	}
+	v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "git-lossless version ")
+	if !ok {
+		return "", fmt.Errorf("%s --version printed %.40q, not git-lossless's version line", path, out)
+	}
+	return v, nil
 }
 
 // LookPath is exec.LookPath over an explicit PATH value, so the CLI's

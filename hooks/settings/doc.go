@@ -32,6 +32,6 @@
 //
 // It may import the standard library, gitstore (only to find a
 // repository's top: FindRepository) and go-udiff. It must not import
-// hooks: hooks imports it (the doctor, SessionStart), and nothing on the
-// hook path needs the editor.
+// hooks: hooks imports it (SessionStart reads the MCP registration), as
+// does hooks/doctor.
 package settings

@@ -2,6 +2,7 @@ package settings
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -621,17 +622,21 @@ func TestInstallQuotesProgramPaths(t *testing.T) {
 		t.Errorf("hookProgram with env prefix: %q", prog)
 	}
 	for cmd, want := range map[string]bool{
-		"/usr/local/bin/git-lossless hook pre-tool-use":     true,
-		`'/a b/git-lossless' hook session-end`:              true,
-		`"C:\tools\git-lossless.exe" hook pre-compact`:      true,
-		"git lossless hook post-tool-use":                   true,
-		"cd /x && git-lossless hook stop":                   true,
-		"/opt/custom/recorder hook pre-tool-use":            false,
-		"/home/me/src/git-lossless/scripts/lint.sh":         false,
-		"git-lossless record --op read x":                   false,
-		"echo git-lossless hookshot":                        false,
-		"/home/me/git-lossless-hook-helper pre-tool-use":    false,
-		"python3 ~/.claude/hooks/git-lossless_wrapper.py x": false,
+		"/usr/local/bin/git-lossless hook pre-tool-use":      true,
+		`'/a b/git-lossless' hook session-end`:               true,
+		`"C:\tools\git-lossless.exe" hook pre-compact`:       true,
+		"git lossless hook post-tool-use":                    true,
+		"cd /x && git-lossless hook stop":                    true,
+		"/opt/custom/recorder hook pre-tool-use":             false,
+		"/home/me/src/git-lossless/scripts/lint.sh":          false,
+		"git-lossless record --op read x":                    false,
+		"echo git-lossless hookshot":                         false,
+		"/home/me/git-lossless-hook-helper pre-tool-use":     false,
+		"/usr/local/bin/git-lossless-hook hook pre-tool-use": true,
+		`'/a b/git-lossless-hook.exe' hook session-end`:      true,
+		"/usr/local/bin/git-lossless-hook pre-tool-use":      false,
+		"/usr/local/bin/git-lossless-hooks hook x":           false,
+		"python3 ~/.claude/hooks/git-lossless_wrapper.py x":  false,
 	} {
 		if got := IsOurHookCommand(cmd, ""); got != want {
 			t.Errorf("IsOurHookCommand(%q) = %v", cmd, got)
@@ -674,36 +679,93 @@ func TestInstallResolveBinary(t *testing.T) {
 	exe := func(p string) func() (string, error) { return func() (string, error) { return p, nil } }
 
 	// Running the PATH copy (through another name): the PATH name is used.
-	b, err := ResolveBinary(BinaryOptions{Getenv: env("/nonexistent:" + binDir), Executable: exe(link)})
+	b, err := ResolveBinary(context.Background(), BinaryOptions{Getenv: env("/nonexistent:" + binDir), Executable: exe(link)})
 	if err != nil || b.Path != prog || b.Warning != "" {
 		t.Errorf("same program on PATH: %+v %v", b, err)
 	}
 	// Another program on PATH: this one, with a warning.
 	other := filepath.Join(base, "other", "git-lossless")
 	instWriteFile(t, other, "#!/bin/sh\n", 0o755)
-	b, _ = ResolveBinary(BinaryOptions{Getenv: env(binDir), Executable: exe(other)})
+	b, _ = ResolveBinary(context.Background(), BinaryOptions{Getenv: env(binDir), Executable: exe(other)})
 	if b.Path != other || !strings.Contains(b.Warning, "different program") {
 		t.Errorf("different program: %+v", b)
 	}
 	// A go run build: warned.
 	tmpBuild := filepath.Join(base, "tmp", "go-build1234", "b001", "exe", "git-lossless")
-	b, _ = ResolveBinary(BinaryOptions{Getenv: env(""), Executable: exe(tmpBuild)})
+	b, _ = ResolveBinary(context.Background(), BinaryOptions{Getenv: env(""), Executable: exe(tmpBuild)})
 	if b.Path != tmpBuild || !strings.Contains(b.Warning, "temporary") {
 		t.Errorf("go run build: %+v", b)
 	}
 	// Not on PATH, not temporary: no warning.
-	b, _ = ResolveBinary(BinaryOptions{Getenv: env(""), Executable: exe(other)})
+	b, _ = ResolveBinary(context.Background(), BinaryOptions{Getenv: env(""), Executable: exe(other)})
 	if b.Path != other || b.Warning != "" {
 		t.Errorf("plain: %+v", b)
 	}
 	// Overrides: relative paths from Dir, bare names as given.
-	b, _ = ResolveBinary(BinaryOptions{Override: "bin/git-lossless", Dir: base})
+	b, _ = ResolveBinary(context.Background(), BinaryOptions{Override: "bin/git-lossless", Dir: base})
 	if b.Path != prog {
 		t.Errorf("override: %+v", b)
 	}
-	b, _ = ResolveBinary(BinaryOptions{Override: "git-lossless", Dir: base})
-	if b.Path != "git-lossless" {
+	b, _ = ResolveBinary(context.Background(), BinaryOptions{Override: "git-lossless", Dir: base})
+	if b.Path != "git-lossless" || b.Hook != "git-lossless" {
 		t.Errorf("bare override: %+v", b)
+	}
+	if b, _ = ResolveBinary(context.Background(), BinaryOptions{Override: prog}); b.Hook != prog {
+		t.Errorf("no git-lossless-hook beside it: the hooks run %s, want %s", b.Hook, prog)
+	}
+}
+
+// TestResolveBinaryHookProgram: the hooks run the git-lossless-hook beside
+// git-lossless when it is an executable file of the same version (each
+// program here is a real script answering --version), and git-lossless
+// itself, with a warning saying why, when it is of another version or
+// broken; a non-executable or directory sibling is not used.
+func TestResolveBinaryHookProgram(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "git-lossless")
+	hook := filepath.Join(dir, HookProgramName)
+	instWriteFile(t, prog, "#!/bin/sh\necho git-lossless version 1.0\n", 0o755)
+	resolve := func() HookBinary {
+		t.Helper()
+		b, err := ResolveBinary(context.Background(), BinaryOptions{Override: prog, Version: "1.0"})
+		if err != nil || b.Path != prog {
+			t.Fatalf("ResolveBinary: %+v %v", b, err)
+		}
+		return b
+	}
+	for _, c := range []struct {
+		name, script string
+		mode         os.FileMode
+		want, warn   string
+	}{
+		{"same version", "#!/bin/sh\necho git-lossless version 1.0\n", 0o755, hook, ""},
+		{"older version", "#!/bin/sh\necho git-lossless version 0.9\n", 0o755, prog, "is version 0.9, not 1.0"},
+		{"not ours", "#!/bin/sh\necho hello\n", 0o755, prog, "not git-lossless's version line"},
+		{"fails", "#!/bin/sh\nexit 3\n", 0o755, prog, "unusable"},
+		{"not executable", "#!/bin/sh\necho git-lossless version 1.0\n", 0o644, prog, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			os.Remove(hook)
+			instWriteFile(t, hook, c.script, c.mode)
+			os.Chmod(hook, c.mode)
+			b := resolve()
+			if b.Hook != c.want {
+				t.Fatalf("hooks run %s, want %s (%+v)", b.Hook, c.want, b)
+			}
+			if c.warn == "" && b.Warning != "" || c.warn != "" && !strings.Contains(b.Warning, c.warn) {
+				t.Fatalf("warning %q, want one containing %q", b.Warning, c.warn)
+			}
+		})
+	}
+	os.Remove(hook)
+	if err := os.Mkdir(hook, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if b := resolve(); b.Hook != prog {
+		t.Fatalf("a directory named %s was taken for the hook program", HookProgramName)
+	}
+	if got := HookCommand(hook, "post-tool-use"); !IsOurHookCommand(got, "") {
+		t.Fatalf("%q is not recognised as ours, so uninstall would leave it", got)
 	}
 }
 
