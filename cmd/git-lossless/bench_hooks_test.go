@@ -30,11 +30,13 @@ func TestBenchHooksSmall(t *testing.T) {
 	// seconds (a loaded machine), so units are m?s throughout.
 	measured := `\s+p50 [\d.]+ m?s p95 [\d.]+ m?s\s+.+\s+-$`
 	for _, want := range []string{
-		`(?m)^pre-tool-use guard, allow \(file read in this context\), whole process, \d+ events held \(2\)` + `\s+p50 [\d.]+ m?s p95 [\d.]+ m?s\s+` + "`node -e 0`" + `.*p50 <= 5 ms\s+-$`,
+		`(?m)^pre-tool-use guard, allow \(file read in this context\), whole process, \d+ events held \(2\)` + `\s+p50 [\d.]+ m?s p95 [\d.]+ m?s\s+` + "`git --version` p50 [\\d.]+ m?s; `node -e 0` p50 [\\d.]+ m?s" + `\s+p50 <= 3 ms\s+-$`,
+		"(?m)^floor: git-lossless-hook --version, whole process \\(2\\)\\s+p50 [\\d.]+ m?s p95 [\\d.]+ m?s\\s+`git --version` \\(2\\): p50 [\\d.]+ m?s",
+		`(?m)^  hooks     .*/git-lossless-hook \(the hook-only program beside this one, as install picks it\)$`,
 		`(?m)^pre-tool-use guard, deny \(never read; denial recorded\), whole process \(2\)` + measured,
 		"(?m)^pre-tool-use guard, allow, the call's tool_use line not swept yet, whole process \\(2\\)" + measured,
 		`(?m)^  the allow decision in process, no process start \(10\)\s+p50 [\d.]+ m?s`,
-		`(?m)^post-tool-use Read recording, whole process, fsync on \(2\)` + measured,
+		`(?m)^post-tool-use Read recording, whole process, fsync on \(2\)\s+p50 [\d.]+ m?s p95 [\d.]+ m?s\s+.+\s+p50 <= 6 ms\s+-$`,
 		`(?m)^sweep of a [\d.]+ MB transcript \+ subagent, fresh repository, fsync on, in process \(median of 2\)\s+[\d.]+ m?s \(\d+ lines, \d+ events\)\s+reference: 0\.36 s \(published, one real 14 MB transcript\)\s+<= 70 ms\s+-$`,
 		`(?m)^re-sweep, nothing new, in process \(10\)` + measured,
 		"(?m)^re-sweep, nothing new, `git-lossless sweep` process \\(2\\)" + measured,

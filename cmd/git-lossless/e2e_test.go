@@ -50,13 +50,18 @@ func TestMain(m *testing.M) {
 		goTool = filepath.Join(root, "bin", "go")
 	}
 	// Built with the caller's environment (its build cache), from this
-	// package's directory.
-	build := exec.Command(goTool, "build", "-o", e2eBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build: %v\n", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	// package's directory, with the hook-only program beside it as
+	// `go install ./cmd/...` puts it: install then writes that program
+	// into the settings, so every test that installs hooks (the real
+	// Claude Code ones included) runs the hooks through it.
+	for _, b := range [][]string{{"-o", e2eBin, "."}, {"-o", filepath.Join(dir, "git-lossless-hook"), "../git-lossless-hook"}} {
+		build := exec.Command(goTool, append([]string{"build"}, b...)...)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: go build: %v\n", err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -59,7 +59,7 @@ func runGitHooks(ctx context.Context, e *env, verb string, apply bool, command s
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	bin, err := settings.ResolveBinary(settings.BinaryOptions{Override: command, Dir: e.dir, Getenv: getenv})
+	bin, err := settings.ResolveBinary(ctx, settings.BinaryOptions{Override: command, Dir: e.dir, Getenv: getenv})
 	if err != nil {
 		return err
 	}

@@ -33,45 +33,13 @@ Code's event names (PreToolUse, ...) are accepted too.`,
 	}
 }
 
-// hookInvocation reports whether args (the whole command line after the
-// program name) run the hook command, and returns what follows "hook".
-// Global flags before it are skipped, whatever they are: a hook must exit
-// 0 even when they are wrong (Claude Code reads exit 2 from PreToolUse as
-// a block), and it finds its repository from the payload's cwd, not -C.
-// "--help", "-h" and "--version" before the command keep their meaning.
-func hookInvocation(args []string) ([]string, bool) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "-h" || a == "--help" || a == "--version" || a == "version":
-			return nil, false
-		case a == "-C":
-			i++ // its directory
-		case strings.HasPrefix(a, "-"):
-		case a == "hook":
-			rest := args[i+1:]
-			for _, r := range rest {
-				if r == "-h" || r == "--help" {
-					return nil, false // help is help, printed as usual
-				}
-			}
-			return rest, true
-		default:
-			return nil, false
-		}
-	}
-	return nil, false
-}
+// hookInvocation is hooks.Invocation: the command line shape both
+// programs share.
+func hookInvocation(args []string) ([]string, bool) { return hooks.Invocation(args) }
 
-// runHook runs `hook EVENT`: exactly one event name and nothing else, or
-// one line on stderr and nothing done (for pre-tool-use: the edit goes
-// ahead). It always exits 0.
+// runHook runs `hook EVENT` (hooks.RunArgs); it always exits 0.
 func runHook(ctx context.Context, e *env, args []string) int {
-	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintf(e.stderr, "git-lossless: hook: usage: git lossless hook EVENT, got %q (ignored)\n", strings.Join(args, " "))
-		return exitOK
-	}
-	return hooks.Run(ctx, args[0], hooks.Env{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv})
+	return hooks.RunArgs(ctx, args, hooks.Env{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv})
 }
 
 func restoreCmd() *command {

@@ -28,10 +28,12 @@ import (
 
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
+	lversion "github.com/git-lossless/git-lossless/internal/version"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// version is the program's version; release builds set it through
+// internal/version (its doc gives the -ldflags line).
+var version = lversion.Version
 
 const (
 	exitOK     = 0

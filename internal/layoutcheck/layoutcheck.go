@@ -14,6 +14,11 @@
 //   - internal/gitobj is the only package that imports go-git (anything
 //     under github.com/go-git/), in its code or its tests: the git object
 //     layer has one door.
+//   - The hook program (cmd/git-lossless-hook), started afresh on every
+//     tool call Claude Code hooks, links none of HookProgramBanned: what
+//     the other commands need (the proxy, the MCP server, receipts,
+//     recall, the doctor, and the libraries under them) costs every
+//     process its package initialisation and page faults.
 //   - No production file is longer than MaxLines lines (fixtures under
 //     internal/testkit and tests excepted): a file that grows past it
 //     holds more than one concept and is split by concept.
@@ -43,6 +48,35 @@ const Command = Module + "/cmd/git-lossless"
 
 // GoGitAllowed is the only package that may import go-git.
 const GoGitAllowed = Module + "/internal/gitobj"
+
+// HookProgram is the package of the hook-only program.
+const HookProgram = Module + "/cmd/git-lossless-hook"
+
+// HookProgramBanned are the import paths (a path and everything under it)
+// the hook program must not link: its initialisation cost is the floor of
+// every hook.
+var HookProgramBanned = []string{
+	Module + "/proxy", Module + "/recall", Module + "/receipt", Module + "/mcp",
+	Module + "/hooks/doctor", Testkit,
+	"github.com/modelcontextprotocol/", "github.com/google/jsonschema-go/",
+	"github.com/ProtonMail/go-crypto/", "github.com/tiktoken-go/", "github.com/dlclark/regexp2/",
+	"net/http", "encoding/gob",
+}
+
+// HookProgramLinks reports each package of deps (what `go list -deps` of
+// the hook program prints) that HookProgramBanned forbids.
+func HookProgramLinks(deps []string) []string {
+	var bad []string
+	for _, d := range deps {
+		for _, b := range HookProgramBanned {
+			if d == strings.TrimSuffix(b, "/") || strings.HasPrefix(d, strings.TrimSuffix(b, "/")+"/") {
+				bad = append(bad, fmt.Sprintf("the hook program links %s (banned: %s)", d, b))
+				break
+			}
+		}
+	}
+	return bad
+}
 
 // goGit is the prefix of go-git's modules (go-git, go-billy, ...).
 const goGit = "github.com/go-git/"

@@ -203,6 +203,28 @@ const fakeList = `{
 }
 `
 
+// TestHookProgramStaysSmall lists what the hook program links, on every
+// platform, and fails on anything HookProgramBanned names.
+func TestHookProgramStaysSmall(t *testing.T) {
+	for _, goos := range platforms {
+		t.Run(goos, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", HookProgram)
+			cmd.Env = append(cmd.Environ(), "GOOS="+goos)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("go list -deps %s: %v", HookProgram, err)
+			}
+			deps := strings.Fields(string(out))
+			if !slices.Contains(deps, Module+"/hooks") || !slices.Contains(deps, Module+"/gitstore") {
+				t.Fatalf("the hook program does not link hooks and gitstore: %q", deps)
+			}
+			for _, msg := range HookProgramLinks(deps) {
+				t.Error(msg)
+			}
+		})
+	}
+}
+
 func TestChecksCanFail(t *testing.T) {
 	pkgs, err := Decode(strings.NewReader(fakeList))
 	if err != nil {
@@ -222,6 +244,21 @@ func TestChecksCanFail(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("ProductionImportsTestkit:\ngot  %q\nwant %q", got, want)
+	}
+
+	// The hook program's banned links are caught, a package and its
+	// subtree, and not a path that only shares a prefix.
+	got = HookProgramLinks([]string{"fmt", "net/http", "net/http/httptrace", "net/netip", Module + "/recall",
+		Module + "/recaller", "github.com/ProtonMail/go-crypto/openpgp", Module + "/hooks", Module + "/hooks/doctor"})
+	want = []string{
+		"the hook program links net/http (banned: net/http)",
+		"the hook program links net/http/httptrace (banned: net/http)",
+		"the hook program links " + Module + "/recall (banned: " + Module + "/recall)",
+		"the hook program links github.com/ProtonMail/go-crypto/openpgp (banned: github.com/ProtonMail/go-crypto/)",
+		"the hook program links " + Module + "/hooks/doctor (banned: " + Module + "/hooks/doctor)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("HookProgramLinks:\ngot  %q\nwant %q", got, want)
 	}
 
 	// go-git anywhere but internal/gitobj, tests included, is caught;
