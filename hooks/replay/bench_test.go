@@ -43,10 +43,12 @@ func generated(tb testing.TB, dir, root string, seed int64, size int) string {
 func TestReplayGenerated(t *testing.T) {
 	ctx := context.Background()
 	repo := gitInit(t)
-	main := generated(t, t.TempDir(), repo, 3, 1<<20)
-	sessions, err := FindSessions([]string{main})
-	if err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	generated(t, dir, repo, 3, 600<<10)
+	generated(t, dir, repo, 4, 600<<10)
+	sessions, err := FindSessions([]string{dir})
+	if err != nil || len(sessions) != 2 {
+		t.Fatalf("%v %v", sessions, err)
 	}
 	st := open(t, repo)
 	if _, err := Archive(ctx, st, sessions, hooks.SweepOptions{}); err != nil {
@@ -60,20 +62,32 @@ func TestReplayGenerated(t *testing.T) {
 	if !rep.Lossless() {
 		t.Fatalf("divergences (%d): %v", c.Divergences, rep.Divergences[:min(5, len(rep.Divergences))])
 	}
-	if c.Transcripts != 2 || c.Ops < 30 || c.Compared+c.Withheld+c.Unverifiable+c.ReusedKeys != c.Ops || c.Compared < c.Ops/2 ||
+	if c.Transcripts != 4 || c.Ops < 30 || c.Compared+c.Withheld+c.Unverifiable+c.ReusedKeys != c.Ops || c.Compared < c.Ops/2 ||
 		c.Reads < 10 || c.ShownCompared == 0 || c.Compactions == 0 || c.Baseline <= 0 {
 		t.Fatalf("counts %+v", c)
 	}
+	var sum Counts
+	for i, sr := range rep.Sessions {
+		if sr.Session.Main != sessions[i].Main || sr.Transcripts != 2 {
+			t.Fatalf("session %d: %+v", i, sr)
+		}
+		sum.add(sr.Counts)
+	}
+	if sum != c {
+		t.Fatalf("sessions sum to %+v, total %+v", sum, c)
+	}
 }
 
-// BenchmarkReplay replays an archived generated session of about 8 MB
-// (main and subagent transcripts); MB/s is of transcript. The target is
+// BenchmarkReplay replays two archived generated sessions of about 4 MB
+// each (main and subagent transcripts); MB/s is of transcript. The target is
 // 50 MB/s (`git lossless bench replay` prints it beside the figure).
 func BenchmarkReplay(b *testing.B) {
 	ctx := context.Background()
 	repo := gitInit(b)
-	main := generated(b, b.TempDir(), repo, 1, 8<<20)
-	sessions, err := FindSessions([]string{main})
+	dir := b.TempDir()
+	generated(b, dir, repo, 1, 4<<20)
+	generated(b, dir, repo, 2, 4<<20)
+	sessions, err := FindSessions([]string{dir})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -82,12 +96,14 @@ func BenchmarkReplay(b *testing.B) {
 		b.Fatal(err)
 	}
 	var size int64
-	for _, p := range sessions[0].Transcripts {
-		fi, err := os.Stat(p)
-		if err != nil {
-			b.Fatal(err)
+	for _, s := range sessions {
+		for _, p := range s.Transcripts {
+			fi, err := os.Stat(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			size += fi.Size()
 		}
-		size += fi.Size()
 	}
 	b.SetBytes(size)
 	b.ResetTimer()

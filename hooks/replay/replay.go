@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
@@ -156,32 +159,82 @@ type readRec struct {
 	diff    string // readChanged: the unified diff from the held version
 }
 
+// replayer replays sessions one after the other; Replay runs one per
+// core, each with its own caches (sessions share nothing: one writer
+// each).
 type replayer struct {
 	ctx      context.Context
 	st       *gitstore.Store
-	rep      *Report
+	rep      *Report // the sessions' reports (tally)
 	rel      map[string]string
 	verified map[string]bool // blob ids whose archived bytes matched a transcript's
 	index    map[string]map[string]*gitstore.Event
-	reads    []readRec
+	reads    []readRec    // the current session's reads (all of them in tally)
+	divs     []Divergence // the current session's divergences
+}
+
+func newReplayer(ctx context.Context, st *gitstore.Store) *replayer {
+	return &replayer{ctx: ctx, st: st, rel: map[string]string{}, verified: map[string]bool{},
+		index: map[string]map[string]*gitstore.Event{}}
+}
+
+// sessionResult is one session replayed.
+type sessionResult struct {
+	sr    SessionReport
+	reads []readRec
+	divs  []Divergence
+	err   error
+}
+
+// session replays session si.
+func (r *replayer) session(si int, s Session) sessionResult {
+	r.reads, r.divs = nil, nil
+	res := sessionResult{sr: SessionReport{Session: s}}
+	keys := map[string]int{}
+	for _, t := range s.Transcripts {
+		if res.err = r.walk(si, &s, t, keys, &res.sr.Counts); res.err != nil {
+			break
+		}
+	}
+	res.reads, res.divs = r.reads, r.divs
+	return res
 }
 
 // Replay replays each session (already archived: see Archive) against
 // st and returns the report. Divergences are in the report, not errors;
 // an error means the replay could not run (a transcript or the archive
-// unreadable, ctx done).
+// unreadable, ctx done). Sessions are replayed on up to GOMAXPROCS
+// goroutines; the report lists them in the order given.
 func Replay(ctx context.Context, st *gitstore.Store, sessions []Session, opt Options) (*Report, error) {
-	r := &replayer{ctx: ctx, st: st, rep: &Report{}, rel: map[string]string{}, verified: map[string]bool{},
-		index: map[string]map[string]*gitstore.Event{}}
-	for si, s := range sessions {
-		sr := SessionReport{Session: s}
-		keys := map[string]int{}
-		for _, t := range s.Transcripts {
-			if err := r.walk(si, &s, t, keys, &sr.Counts); err != nil {
-				return nil, err
+	results := make([]sessionResult, len(sessions))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(sessions)) {
+		wg.Go(func() {
+			w := newReplayer(ctx, st)
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(sessions) {
+					return
+				}
+				results[i] = w.session(i, sessions[i])
+			}
+		})
+	}
+	wg.Wait()
+	r := newReplayer(ctx, st)
+	r.rep = &Report{}
+	for _, res := range results {
+		if res.err != nil {
+			return nil, res.err
+		}
+		r.rep.Sessions = append(r.rep.Sessions, res.sr)
+		r.reads = append(r.reads, res.reads...)
+		for _, d := range res.divs {
+			if len(r.rep.Divergences) < MaxDivergencesKept {
+				r.rep.Divergences = append(r.rep.Divergences, d)
 			}
 		}
-		r.rep.Sessions = append(r.rep.Sessions, sr)
 	}
 	tc := opt.Counter
 	if tc == nil {
@@ -336,8 +389,8 @@ func (r *replayer) op(si int, s *Session, tpath string, line int, fs *transcript
 	}
 	diverge := func(format string, a ...any) {
 		c.Divergences++
-		if len(r.rep.Divergences) < MaxDivergencesKept {
-			r.rep.Divergences = append(r.rep.Divergences, Divergence{Session: sid, Transcript: tpath, Line: line,
+		if len(r.divs) < MaxDivergencesKept {
+			r.divs = append(r.divs, Divergence{Session: sid, Transcript: tpath, Line: line,
 				Path: fs.Path, Key: fs.Key, Reason: fmt.Sprintf(format, a...)})
 		}
 	}

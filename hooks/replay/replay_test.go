@@ -3,6 +3,8 @@ package replay
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -355,5 +357,91 @@ func TestFindSessions(t *testing.T) {
 	}
 	if _, err := FindSessions([]string{filepath.Join(dir, "nope.jsonl")}); err == nil {
 		t.Fatal("a missing transcript was accepted")
+	}
+}
+
+// TestReplayFileUnchanged: a Read Claude Code answered file_unchanged
+// (no file text: the earlier result stands) is no file operation; it
+// costs its short answer under every model, counted independently here.
+func TestReplayFileUnchanged(t *testing.T) {
+	ctx := context.Background()
+	repo := gitInit(t)
+	dir := copySample(t, repo)
+	main := filepath.Join(dir, sampleSession+".jsonl")
+	const stub = "File unchanged since last read. The content from the earlier Read tool_result in this conversation is still current."
+	hello := filepath.Join(repo, "hello.txt")
+	lines := []map[string]any{
+		{"type": "assistant", "uuid": "aaaaaaaa-0000-4000-8000-000000000001", "sessionId": sampleSession, "cwd": repo,
+			"timestamp": "2026-12-02T16:40:00.000Z", "message": map[string]any{"role": "assistant", "content": []any{
+				map[string]any{"type": "tool_use", "id": "toolu_unchanged", "name": "Read", "input": map[string]any{"file_path": hello}}}}},
+		{"type": "user", "uuid": "aaaaaaaa-0000-4000-8000-000000000002", "sessionId": sampleSession, "cwd": repo,
+			"timestamp": "2026-12-02T16:40:01.000Z", "message": map[string]any{"role": "user", "content": []any{
+				map[string]any{"type": "tool_result", "tool_use_id": "toolu_unchanged", "content": stub}}},
+			"toolUseResult": map[string]any{"type": "file_unchanged", "file": map[string]any{"filePath": hello}}},
+	}
+	f, err := os.OpenFile(main, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		b, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sessions, err := FindSessions([]string{main})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := open(t, repo)
+	if _, err := Archive(ctx, st, sessions, hooks.SweepOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Replay(ctx, st, sessions, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Total
+	want := count(t, "hello world\n") + count(t, "") + count(t, "package main\n\nfunc main() {}\n") + count(t, stub)
+	if !rep.Lossless() || c.Ops != 10 || c.Reads != 3 || c.UnchangedByCC != 1 || c.Baseline != want || c.Restore != want || c.Packs != want {
+		t.Fatalf("counts %+v %v, want baseline %d", c, rep.Divergences, want)
+	}
+}
+
+// TestReplayChangedReRead: a file read, changed behind the model's back
+// and read again: re-reading sends both texts, restore the first text
+// and then the cheaper of the diff and the new text (here the diff, the
+// change being one line of a long file), counted independently.
+func TestReplayChangedReRead(t *testing.T) {
+	ctx := context.Background()
+	repo := gitInit(t)
+	dir := t.TempDir()
+	v1 := strings.Repeat("func answer() int { return 42 } // the answer to everything\n", 60)
+	v2 := strings.Replace(v1, "return 42", "return 43", 1)
+	write := func(w io.Writer, s Synthetic) error {
+		g := newSynth(w, s)
+		g.prompt("Read it twice.")
+		g.read(SyntheticFile{Path: "a.go", Content: v1})
+		g.read(SyntheticFile{Path: "a.go", Content: v2})
+		return g.finish()
+	}
+	rep, err := ReplaySynthetic(ctx, open(t, repo), dir, Synthetic{Root: repo, SessionID: "changed"}, write, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Total
+	diff := unifiedDiff("a.go", v1, v2)
+	if !strings.Contains(diff, "-func answer() int { return 42 }") || !strings.Contains(diff, "+func answer() int { return 43 }") {
+		t.Fatalf("diff:\n%s", diff)
+	}
+	if !rep.Lossless() || c.Reads != 2 || c.ReReads != 1 || c.ReReadsUnchanged != 0 || c.DiffCheaper != 1 ||
+		c.Baseline != count(t, v1)+count(t, v2) || c.Restore != count(t, v1)+count(t, diff) {
+		t.Fatalf("counts %+v %v", c, rep.Divergences)
 	}
 }
