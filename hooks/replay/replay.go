@@ -129,12 +129,12 @@ func (r *Report) Lossless() bool { return r.Total.Divergences == 0 }
 // fileOps are the ops whose events carry file versions.
 var fileOps = []string{"read", "write", "edit", "attach"}
 
-// held is a file version a context holds: the text the transcript shows,
-// and the archive event that gave it back (nil when none did).
+// held is a file version a context holds: the text the transcript shows
+// (equal to the archived blob of the operation that set it, or a
+// divergence was reported there).
 type held struct {
 	text []byte
 	view string
-	ev   *gitstore.Event
 }
 
 // readKind says how the restore model charges a Read.
@@ -461,7 +461,7 @@ func (r *replayer) op(si int, s *Session, tpath string, line int, fs *transcript
 		r.reads = append(r.reads, rec)
 	}
 	if fs.HasContent {
-		view[fs.Path] = &held{text: fs.Content, view: fs.View, ev: match}
+		view[fs.Path] = &held{text: fs.Content, view: fs.View}
 	} else {
 		delete(view, fs.Path) // the model's edit of a version the transcript does not hold
 	}
