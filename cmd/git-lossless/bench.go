@@ -56,7 +56,15 @@ directories, and so repositories, live; the system temp dir can be a
 different file system, or a slower one) and removed afterwards, unless
 --keep names a directory to build them in and leave them.
 bench anchor: anchor push, verify --anchor and sync vs git push, fsck, fetch+push.
-bench recall: recall index reindex, warm and fresh-process search, incremental update vs sqlite3 FTS5.`,
+bench recall: recall index reindex, warm and fresh-process search, incremental update vs sqlite3 FTS5.
+bench replay [DIR...]: replays Claude Code sessions against the archive:
+  losslessness (every file operation given back byte for byte; one
+  divergence fails the run, exit 1, naming session, line and path) and
+  savings of restore and packs against re-reading (o200k tokens), beside
+  the synthetic floor (read once) and ceiling (edit loop) and the seed's
+  published figures. DIR... are transcripts or directories of them (swept
+  into a scratch repository); without DIR, the sessions this repository
+  has swept, in place; with none, generated sessions, labelled so.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			events := fs.Int("events", 100_000, "events in the verify and session fixture (smaller runs faster)")
 			batch := fs.Int("batch", 50, "events per batch commit in the imported fixtures")
@@ -68,11 +76,15 @@ bench recall: recall index reindex, warm and fresh-process search, incremental u
 			secretsBench := benchSecretsFlags(fs) // `bench secrets`: bench_secrets.go
 			anchorBench := benchAnchorFlags(fs)   // `bench anchor`: bench_anchor.go
 			recallBench := benchRecallFlags(fs)   // `bench recall`: bench_recall.go
+			replayBench := benchReplayFlags(fs)   // `bench replay`: bench_replay.go
 			return func(ctx context.Context, e *env, args []string) error {
 				if handled, err := anchorBench(ctx, e, args); handled {
 					return err
 				}
 				if handled, err := recallBench(ctx, e, args); handled {
+					return err
+				}
+				if handled, err := replayBench(ctx, e, args); handled {
 					return err
 				}
 				if handled, err := secretsBench(ctx, e, args); handled {
