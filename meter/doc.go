@@ -4,8 +4,10 @@
 // context, a re-read, a changed re-read and a saving are — and the pack's
 // text. It may import gitstore (every event and blob comes through it),
 // receipt (exact o200k counts, cached by blob and kind as receipts cache
-// them), guard (printable paths) and the standard library; it must not
-// import hooks or cmd, and nothing under internal/testkit.
+// them), guard (printable paths), internal/jsonscan (to decode the few
+// fields of an event line it needs, see decoder) and the standard
+// library; it must not import hooks or cmd, and nothing under
+// internal/testkit.
 //
 // # Definitions
 //

@@ -192,7 +192,8 @@ func Meter(ctx context.Context, st *gitstore.Store, opt Options) (*Report, error
 			if !ok {
 				v = int32(len(versions))
 				verIDs[vk] = v
-				versions = append(versions, e)
+				keep := *e
+				versions = append(versions, &keep)
 			}
 			ver = v
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/git-lossless/git-lossless/guard"
 	"github.com/git-lossless/git-lossless/meter"
 )
 
@@ -129,16 +130,16 @@ func printMeter(out io.Writer, rep *meter.Report, b meter.By, rows []meter.Row, 
 	fmt.Fprintf(out, "  reads      %8s   %12s tokens\n", commas(int64(t.Reads)), commas(t.Tokens))
 	fmt.Fprintf(out, "  re-reads   %8s   %12s tokens   %s of reads\n", commas(int64(t.ReReads)), commas(t.ReReadTokens), pct(t.ReReads, t.Reads))
 	fmt.Fprintf(out, "    changed  %8s   %12s tokens   %s of re-reads arrived changed\n", commas(int64(t.Changed)), commas(t.ChangedTokens), pct(t.Changed, t.ReReads))
-	fmt.Fprintf(out, "    unchanged%8s                        %s after a compaction (needed)\n", commas(int64(t.Unchanged)), commas(int64(t.AfterCompaction)))
+	fmt.Fprintf(out, "    unchanged%8s                         %s of them after a compaction (needed)\n", commas(int64(t.Unchanged)), commas(int64(t.AfterCompaction)))
 	fmt.Fprintf(out, "  saved      %8s   %12s tokens   a restore from the archive would have saved (unchanged, no compaction between)\n", commas(int64(t.Saveable)), commas(t.SavedTokens))
 	if t.Uncounted > 0 {
 		fmt.Fprintf(out, "  uncounted  %8s   (denied by the deny list, or content pruned: tokens unknown)\n", commas(int64(t.Uncounted)))
 	}
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "READS\tTOKENS\tRE-READS\tCHANGED\tSAVED TOKENS\t  %s\t\n", strings.ToUpper(string(b)))
+	fmt.Fprintf(w, "READS\tTOKENS\tRE-READS\tCHANGED\tSAVED TOKENS\t  %s\n", strings.ToUpper(string(b)))
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t  %s\t\n", commas(int64(r.Reads)), commas(r.Tokens), commas(int64(r.ReReads)), commas(int64(r.Changed)), commas(r.SavedTokens), r.Key)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t  %s\n", commas(int64(r.Reads)), commas(r.Tokens), commas(int64(r.ReReads)), commas(int64(r.Changed)), commas(r.SavedTokens), guard.Printable(r.Key))
 	}
 	w.Flush()
 	if len(rows) < total {
