@@ -123,14 +123,14 @@ func Meter(ctx context.Context, st *gitstore.Store, opt Options) (*Report, error
 		ctx, file, repo, ver int32
 		cl                   class
 	}
-	type context struct {
+	type cstate struct {
 		session, agent string // group labels
 		epoch          int32  // compactions seen
 		counted        bool
 	}
 	var (
 		ctxIDs   = map[ctxKey]int32{}
-		contexts []context
+		contexts []cstate
 		lastKey  ctxKey
 		lastID   int32 = -1
 		files          = newInterner()
@@ -152,7 +152,7 @@ func Meter(ctx context.Context, st *gitstore.Store, opt Options) (*Report, error
 			if id, ok = ctxIDs[k]; !ok {
 				id = int32(len(contexts))
 				ctxIDs[k] = id
-				contexts = append(contexts, context{session: sessionKey(e), agent: agentKey(e)})
+				contexts = append(contexts, cstate{session: sessionKey(e), agent: agentKey(e)})
 			}
 			lastKey, lastID = k, id
 		}
@@ -238,13 +238,23 @@ func Meter(ctx context.Context, st *gitstore.Store, opt Options) (*Report, error
 	for _, b := range Groupings {
 		r.groups[b] = map[string]*Figures{}
 	}
+	// Labels can meet (one session's contexts in two writers; two raw
+	// paths printed alike): their figures are added up.
+	into := func(b By, label string, f *Figures) {
+		g := r.groups[b][label]
+		if g == nil {
+			g = &Figures{}
+			r.groups[b][label] = g
+		}
+		g.merge(f)
+	}
 	for i := range byFile {
 		if byFile[i].Reads > 0 {
-			r.groups[ByFile][files.labels[i]] = &byFile[i]
+			into(ByFile, files.labels[i], &byFile[i])
 		}
 	}
 	for i := range byRepo {
-		r.groups[ByRepo][repos.labels[i]] = &byRepo[i]
+		into(ByRepo, repos.labels[i], &byRepo[i])
 	}
 	for i := range contexts {
 		c := &contexts[i]
@@ -252,13 +262,8 @@ func Meter(ctx context.Context, st *gitstore.Store, opt Options) (*Report, error
 			continue
 		}
 		r.Contexts++
-		r.groups[ByAgent][c.session+" "+c.agent] = &byCtx[i]
-		s := r.groups[BySession][c.session]
-		if s == nil {
-			s = &Figures{}
-			r.groups[BySession][c.session] = s
-		}
-		s.merge(&byCtx[i])
+		into(ByAgent, c.session+" "+c.agent, &byCtx[i])
+		into(BySession, c.session, &byCtx[i])
 	}
 	r.Totals.rates()
 	return r, nil

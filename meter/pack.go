@@ -143,6 +143,9 @@ func BuildPack(ctx context.Context, st *gitstore.Store, opt PackOptions) (*Pack,
 	// (for "changed since the last read"), and its archive position.
 	var evs []packRead
 	if _, err := eachEvent(ctx, st, "", false, func(e *gitstore.Event) {
+		if e.Path == "" && e.Path64 == "" {
+			return // names no file
+		}
 		r := packRead{path: packPath(e.RawPath()), ts: e.TS, writer: e.Writer, seq: e.Seq}
 		if e.Blob != "" && !e.Excluded && (e.View == "" || e.View == "full") {
 			r.blob = e.Blob
@@ -159,7 +162,7 @@ func BuildPack(ctx context.Context, st *gitstore.Store, opt PackOptions) (*Pack,
 			}
 		}
 	}
-	p := &Pack{Budget: opt.Budget, Window: FormatAge(opt.Since)}
+	p := &Pack{Budget: opt.Budget, Window: FormatAge(opt.Since), Files: []PackFile{}}
 	if !until.IsZero() {
 		p.From, p.Until = until.Add(-opt.Since), until
 	}
