@@ -57,11 +57,12 @@ func eachEvent(ctx context.Context, st *gitstore.Store, session string, withComp
 	sel.Keep = func(writer string, line []byte) bool {
 		// Decline by the op's bytes before parsing: `"op":"` occurs once
 		// in a line (a string value holds it only escaped), unless an
-		// unknown field holds an object with an op of its own; then, as
-		// for a line of another form, the parse judges.
-		if i := bytes.Index(line, opKey); i >= 0 {
+		// unknown field holds an object with an op of its own — a line
+		// with a "{" past its first byte is left to the parse, as a line
+		// of another form is.
+		if i := bytes.Index(line, opKey); i >= 0 && bytes.IndexByte(line[1:], '{') < 0 {
 			v := line[i+len(opKey):]
-			if j := bytes.IndexByte(v, '"'); j >= 0 && !bytes.Contains(v[j:], opKey) {
+			if j := bytes.IndexByte(v, '"'); j >= 0 {
 				op := v[:j]
 				if !(isReadOp(string(op)) || (withCompact && string(op) == opCompact)) {
 					return false
