@@ -189,10 +189,9 @@ func Meter(ctx context.Context, st *gitstore.Store, opt Options) (*Report, error
 type (
 	ctxKey  struct{ writer, session, agent string }
 	readKey struct{ ctx, file int32 }
-	last    struct {
-		blob  string
-		epoch int32
-	}
+	// last is a context's previous read of a file: the blob it showed
+	// (numbered) and the compactions seen then.
+	last struct{ blob, epoch int32 }
 	// read is what is kept of a counted read: its context, file and
 	// repository numbers, the version it showed (-1 for an excluded read)
 	// and its class.
@@ -219,6 +218,7 @@ type pass struct {
 	files    *interner
 	repos    *interner
 	prev     map[readKey]last
+	blobIDs  map[string]int32
 	verIDs   map[string]int32
 	versions []*gitstore.Event // the first event to show each version
 	reads    []read
@@ -226,7 +226,7 @@ type pass struct {
 
 func newPass(since time.Time) *pass {
 	return &pass{since: since, ctxIDs: map[ctxKey]int32{}, lastID: -1, files: newInterner(), repos: newInterner(),
-		prev: map[readKey]last{}, verIDs: map[string]int32{}}
+		prev: map[readKey]last{}, blobIDs: map[string]int32{}, verIDs: map[string]int32{}}
 }
 
 // visit classifies one event.
@@ -254,10 +254,15 @@ func (p *pass) visit(e *gitstore.Event) {
 	if e.Excluded || e.Blob == "" {
 		cl = excluded
 	} else {
+		blob, ok := p.blobIDs[e.Blob]
+		if !ok {
+			blob = int32(len(p.blobIDs))
+			p.blobIDs[e.Blob] = blob
+		}
 		rk := readKey{id, file}
 		if pr, ok := p.prev[rk]; ok {
 			switch {
-			case pr.blob != e.Blob:
+			case pr.blob != blob:
 				cl = changed
 			case pr.epoch != c.epoch:
 				cl = afterCompaction
@@ -265,7 +270,7 @@ func (p *pass) visit(e *gitstore.Event) {
 				cl = saveable
 			}
 		}
-		p.prev[rk] = last{e.Blob, c.epoch}
+		p.prev[rk] = last{blob, c.epoch}
 	}
 	if !p.since.IsZero() && e.TS.Before(p.since) {
 		return
