@@ -74,4 +74,41 @@
 // moving the clone, or through linked worktrees sharing the archive); the
 // embedded archive, used outside any repository, holds the directories it
 // was recorded for, and events recorded without one group as "-".
+//
+// # The pack
+//
+// A pack is one text of the files agents read most across sessions, for
+// an agent type's system prompt: a fleet of agents fanned out over one
+// repository then starts with the hot files in a prefix the provider
+// caches, instead of each reading them again.
+//
+// What goes in, and why the text is shaped as it is:
+//
+//   - Files are ranked by reads (read, attach, restore events of every
+//     session) over the window, ties by path in byte order; each is taken
+//     in rank order when its section fits in what is left of the budget,
+//     else it is over budget and the next one is tried.
+//   - The window ends at the newest read in the archive, not at the
+//     clock (PackOptions.Now overrides it): the same archive gives the
+//     same pack whenever it is built.
+//   - Content is the working tree's, now (not the archived version: the
+//     agents will work on the disk's). Files that are gone, denied by the
+//     archive's deny list, binary (a NUL byte or invalid UTF-8) or outside
+//     the work tree are left out, with that reason.
+//   - The text holds only what the model uses: a fixed header naming the
+//     window and the budget, then each chosen file in path order (not rank
+//     order) with its git blob id. Read counts, times and "changed since
+//     the last read" are in the JSON only: they change with every session
+//     and would change the bytes — and so the system prompt and its cache
+//     — without changing what the model learns. In path order, two files
+//     trading ranks change nothing either.
+//   - Budget counts the whole text in exact o200k tokens. Each section
+//     starts with "=" right after an empty line, where o200k_base's
+//     pre-tokenizer always starts a new piece (see receipt's nextChunk),
+//     so the text's tokens are the header's plus each section's; the
+//     total is still recounted over the finished text.
+//
+// Nothing in the text depends on map order, the clock, the archive's
+// packing or the process: identical archive events and working tree give
+// identical bytes, and `git gc` changes neither.
 package meter
