@@ -64,7 +64,8 @@ bench replay [DIR...]: replays Claude Code sessions against the archive:
   the synthetic floor (read once) and ceiling (edit loop) and the seed's
   published figures. DIR... are transcripts or directories of them (swept
   into a scratch repository); without DIR, the sessions this repository
-  has swept, in place; with none, generated sessions, labelled so.`,
+  has swept, in place; with none, generated sessions, labelled so.
+bench meter: git lossless meter over the 100,000-event receipt fixture, token cache cold and warm, in process and as a process.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			events := fs.Int("events", 100_000, "events in the verify and session fixture (smaller runs faster)")
 			batch := fs.Int("batch", 50, "events per batch commit in the imported fixtures")
@@ -77,6 +78,7 @@ bench replay [DIR...]: replays Claude Code sessions against the archive:
 			anchorBench := benchAnchorFlags(fs)   // `bench anchor`: bench_anchor.go
 			recallBench := benchRecallFlags(fs)   // `bench recall`: bench_recall.go
 			replayBench := benchReplayFlags(fs)   // `bench replay`: bench_replay.go
+			meterBench := benchMeterFlags(fs)     // `bench meter`: bench_meter.go
 			return func(ctx context.Context, e *env, args []string) error {
 				if handled, err := anchorBench(ctx, e, args); handled {
 					return err
@@ -85,6 +87,9 @@ bench replay [DIR...]: replays Claude Code sessions against the archive:
 					return err
 				}
 				if handled, err := replayBench(ctx, e, args); handled {
+					return err
+				}
+				if handled, err := meterBench(ctx, e, args); handled {
 					return err
 				}
 				if handled, err := secretsBench(ctx, e, args); handled {
