@@ -106,7 +106,8 @@ event was recorded in. The table shows the top rows (--limit N, 0 for all);
 	}
 }
 
-func pct(n, of int) string {
+// ratioPct is n of "of" as a percentage, "-" when of is 0.
+func ratioPct(n, of int) string {
 	if of == 0 {
 		return "-"
 	}
@@ -128,8 +129,8 @@ func printMeter(out io.Writer, rep *meter.Report, b meter.By, rows []meter.Row, 
 		return
 	}
 	fmt.Fprintf(out, "  reads      %8s   %12s tokens\n", commas(int64(t.Reads)), commas(t.Tokens))
-	fmt.Fprintf(out, "  re-reads   %8s   %12s tokens   %s of reads\n", commas(int64(t.ReReads)), commas(t.ReReadTokens), pct(t.ReReads, t.Reads))
-	fmt.Fprintf(out, "    changed  %8s   %12s tokens   %s of re-reads arrived changed\n", commas(int64(t.Changed)), commas(t.ChangedTokens), pct(t.Changed, t.ReReads))
+	fmt.Fprintf(out, "  re-reads   %8s   %12s tokens   %s of reads\n", commas(int64(t.ReReads)), commas(t.ReReadTokens), ratioPct(t.ReReads, t.Reads))
+	fmt.Fprintf(out, "    changed  %8s   %12s tokens   %s of re-reads arrived changed\n", commas(int64(t.Changed)), commas(t.ChangedTokens), ratioPct(t.Changed, t.ReReads))
 	fmt.Fprintf(out, "    unchanged%8s                         %s of them after a compaction (needed)\n", commas(int64(t.Unchanged)), commas(int64(t.AfterCompaction)))
 	fmt.Fprintf(out, "  saved      %8s   %12s tokens   a restore from the archive would have saved (unchanged, no compaction between)\n", commas(int64(t.Saveable)), commas(t.SavedTokens))
 	if t.Uncounted > 0 {
