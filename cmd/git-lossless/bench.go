@@ -56,7 +56,8 @@ directories, and so repositories, live; the system temp dir can be a
 different file system, or a slower one) and removed afterwards, unless
 --keep names a directory to build them in and leave them.
 bench anchor: anchor push, verify --anchor and sync vs git push, fsck, fetch+push.
-bench recall: recall index reindex, warm and fresh-process search, incremental update vs sqlite3 FTS5.`,
+bench recall: recall index reindex, warm and fresh-process search, incremental update vs sqlite3 FTS5.
+bench import: import of a generated 120 MB projects directory, fresh process, vs the disk floor and git hash-object.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			events := fs.Int("events", 100_000, "events in the verify and session fixture (smaller runs faster)")
 			batch := fs.Int("batch", 50, "events per batch commit in the imported fixtures")
@@ -68,11 +69,15 @@ bench recall: recall index reindex, warm and fresh-process search, incremental u
 			secretsBench := benchSecretsFlags(fs) // `bench secrets`: bench_secrets.go
 			anchorBench := benchAnchorFlags(fs)   // `bench anchor`: bench_anchor.go
 			recallBench := benchRecallFlags(fs)   // `bench recall`: bench_recall.go
+			importBench := benchImportFlags(fs)   // `bench import`: bench_import.go
 			return func(ctx context.Context, e *env, args []string) error {
 				if handled, err := anchorBench(ctx, e, args); handled {
 					return err
 				}
 				if handled, err := recallBench(ctx, e, args); handled {
+					return err
+				}
+				if handled, err := importBench(ctx, e, args); handled {
 					return err
 				}
 				if handled, err := secretsBench(ctx, e, args); handled {
