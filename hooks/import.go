@@ -79,7 +79,8 @@ type ImportOptions struct {
 	// that cannot be written, so its sessions go to the embedded archive).
 	Warn func(string)
 	// Progress, when set, is told how far the import is after the scan
-	// and after each transcript; calls never overlap.
+	// and after each session (its transcripts are stored together);
+	// calls never overlap.
 	Progress func(ImportProgress)
 	// DryRun finds the transcripts and where each session would go, and
 	// sweeps nothing.
@@ -449,7 +450,7 @@ func transcriptCwd(path string) (string, error) {
 
 // sweepSessions sweeps the sessions on opt.Workers goroutines, largest
 // first (so that the last to finish is a small one), the files of one
-// session in order on one goroutine.
+// session in order on one goroutine, stored together.
 func sweepSessions(ctx context.Context, sessions []*importSession, opt ImportOptions, stats *ImportStats, p *ImportProgress, report func()) error {
 	order := append([]*importSession(nil), sessions...)
 	sort.SliceStable(order, func(i, j int) bool { return order[i].bytes > order[j].bytes })
@@ -458,6 +459,9 @@ func sweepSessions(ctx context.Context, sessions []*importSession, opt ImportOpt
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, len(order)))
+	if opt.Sweep.resolved == nil {
+		opt.Sweep.resolved = &sync.Map{}
+	}
 	var mu sync.Mutex // guards stats, p, the stores' stats and report
 	next := make(chan *importSession)
 	var wg sync.WaitGroup
@@ -466,46 +470,11 @@ func sweepSessions(ctx context.Context, sessions []*importSession, opt ImportOpt
 		go func() {
 			defer wg.Done()
 			for s := range next {
-				swept := false
-				for _, f := range s.files {
-					if ctx.Err() != nil {
-						break
-					}
-					var ss SweepStats
-					err := sweepFile(ctx, s.store.st, f.path, opt.Sweep, &ss, nil)
-					if err != nil && ctx.Err() != nil {
-						break // interrupted: neither done nor failed
-					}
-					partial := err == nil && unsweptTail(s.store.st, f.path)
+				sweepImportSession(ctx, s, opt.Sweep, func(fn func()) {
 					mu.Lock()
-					if err != nil {
-						stats.Failed = append(stats.Failed, ImportSkip{Path: f.path, Reason: "sweep", Detail: err.Error()})
-					} else {
-						swept = true
-						stats.Transcripts++
-						if ss.Lines == 0 && ss.Resets == 0 {
-							stats.UpToDate++
-						}
-						if partial {
-							stats.Skipped = append(stats.Skipped, ImportSkip{Path: f.path, Reason: SkipBeingWritten})
-						}
-						stats.Sweep.add(ss)
-						s.store.stats.Transcripts++
-						s.store.stats.Bytes += ss.Bytes
-						s.store.stats.Events += ss.Appended
-						p.Events += ss.Appended
-					}
-					p.FilesDone++
-					p.BytesDone += f.size
-					report()
-					mu.Unlock()
-				}
-				if swept {
-					mu.Lock()
-					stats.Sessions++
-					s.store.stats.Sessions++
-					mu.Unlock()
-				}
+					defer mu.Unlock()
+					fn()
+				}, stats, p, report)
 			}
 		}()
 	}
@@ -521,6 +490,71 @@ feed:
 	wg.Wait()
 	stats.Bytes, stats.Events, stats.Deduped = stats.Sweep.Bytes, stats.Sweep.Appended, stats.Sweep.Deduped
 	return ctx.Err()
+}
+
+// sweepImportSession sweeps one session's transcripts as one group (one
+// pack per flush: see sweepGroup) and, under locked, adds what it did to
+// stats and p and reports. An interrupted session adds nothing: what it
+// parsed was not stored, and its cursors did not move.
+func sweepImportSession(ctx context.Context, s *importSession, opt SweepOptions, locked func(func()), stats *ImportStats, p *ImportProgress, report func()) {
+	type fileDone struct {
+		f   importFile
+		ss  SweepStats
+		err error
+	}
+	st := s.store.st
+	g := newSweepGroup(st, opt)
+	defer g.close()
+	var done []fileDone
+	for _, f := range s.files {
+		var ss SweepStats
+		err := sweepFileTo(ctx, st, f.path, opt, &ss, nil, g)
+		if ctx.Err() != nil {
+			return
+		}
+		done = append(done, fileDone{f, ss, err})
+	}
+	ferr := g.flush(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	locked(func() {
+		swept := false
+		for _, d := range done {
+			err := d.err
+			if err == nil {
+				err = ferr
+			}
+			p.FilesDone++
+			p.BytesDone += d.f.size
+			if err != nil {
+				stats.Failed = append(stats.Failed, ImportSkip{Path: d.f.path, Reason: "sweep", Detail: err.Error()})
+				continue
+			}
+			swept = true
+			stats.Transcripts++
+			if d.ss.Lines == 0 && d.ss.Resets == 0 {
+				stats.UpToDate++
+			}
+			if unsweptTail(st, d.f.path) {
+				stats.Skipped = append(stats.Skipped, ImportSkip{Path: d.f.path, Reason: SkipBeingWritten})
+			}
+			stats.Sweep.add(d.ss)
+			s.store.stats.Transcripts++
+			s.store.stats.Bytes += d.ss.Bytes
+		}
+		if ferr == nil {
+			stats.Sweep.Appended += g.Appended
+			stats.Sweep.Deduped += g.Deduped
+			s.store.stats.Events += g.Appended
+			p.Events += g.Appended
+		}
+		if swept {
+			stats.Sessions++
+			s.store.stats.Sessions++
+		}
+		report()
+	})
 }
 
 // unsweptTail reports whether the transcript at path holds bytes past its

@@ -218,7 +218,7 @@ func TestImportProjects(t *testing.T) {
 	if stats.Sessions != 3 || stats.Transcripts != 6 || stats.UpToDate != 0 || len(stats.Failed) != 0 || len(stats.Stores) != 3 {
 		t.Fatalf("stats %+v", stats)
 	}
-	if calls != 7 || last.FilesDone != 6 || last.Files != 6 || last.BytesDone != last.Bytes || last.Events != stats.Events {
+	if calls != 4 || last.FilesDone != 6 || last.Files != 6 || last.BytesDone != last.Bytes || last.Events != stats.Events {
 		t.Fatalf("progress: %d calls, last %+v", calls, last)
 	}
 	// The sample's post-resume Edit reuses a key: one record per session
