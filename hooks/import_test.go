@@ -466,3 +466,44 @@ func BenchmarkImport(b *testing.B) {
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 }
+
+// TestImportSmallBatches: a session's transcripts are stored together
+// unless they hold more than MaxBatchBytes of content; stored in many
+// small flushes (mid-transcript and between transcripts, each writing
+// the cursors of what it stored), the archive is the one a single flush
+// per session makes, and a second import adds nothing.
+func TestImportSmallBatches(t *testing.T) {
+	ctx := context.Background()
+	c := imNewCorpus(t, 2)
+	one, err := Import(ctx, []string{c.projects}, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{}
+	for _, d := range c.archives() {
+		want[d] = imEventSet(t, d)
+	}
+	commits := strings.Count(swGit(t, c.repoA, "log", "--oneline", "--all"), "\n")
+	c.initRepos(t)
+	small, err := Import(ctx, []string{c.projects}, ImportOptions{Sweep: SweepOptions{MaxBatchBytes: 2_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.Events != one.Events || small.Deduped != one.Deduped || small.Transcripts != one.Transcripts {
+		t.Fatalf("small batches: %+v\none batch: %+v", small, one)
+	}
+	for _, d := range c.archives() {
+		if got := imEventSet(t, d); strings.Join(got, "\n") != strings.Join(want[d], "\n") {
+			t.Errorf("%s: %d events in small batches, %d in one", d, len(got), len(want[d]))
+		}
+	}
+	// More batch commits than one flush per session makes: the flushes
+	// were many.
+	if n := strings.Count(swGit(t, c.repoA, "log", "--oneline", "--all"), "\n"); n <= commits {
+		t.Errorf("repo-a: %d batch commits in small batches, %d in one", n, commits)
+	}
+	again, err := Import(ctx, []string{c.projects}, ImportOptions{})
+	if err != nil || again.Events != 0 || again.UpToDate != again.Transcripts {
+		t.Fatalf("second import: %+v %v", again, err)
+	}
+}
