@@ -96,6 +96,7 @@ type ImportOptions struct {
 type ImportProgress struct {
 	Files, FilesDone int   // transcripts to sweep, and done (swept, up to date or failed)
 	Bytes, BytesDone int64 // their sizes
+	Read             int64 // transcript bytes read so far (nothing for a transcript up to date)
 	Events           int   // events stored so far
 	Elapsed          time.Duration
 }
@@ -527,6 +528,7 @@ func sweepImportSession(ctx context.Context, s *importSession, opt SweepOptions,
 			}
 			p.FilesDone++
 			p.BytesDone += d.f.size
+			p.Read += d.ss.Bytes
 			if err != nil {
 				stats.Failed = append(stats.Failed, ImportSkip{Path: d.f.path, Reason: "sweep", Detail: err.Error()})
 				continue

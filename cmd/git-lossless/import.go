@@ -156,8 +156,10 @@ func progressLine(p hooks.ImportProgress) string {
 	s := fmt.Sprintf("import: %d/%d files, %.1f/%.1f MB, %d events", p.FilesDone, p.Files,
 		float64(p.BytesDone)/(1<<20), float64(p.Bytes)/(1<<20), p.Events)
 	if p.BytesDone > 0 && p.Elapsed > 0 {
-		rate := float64(p.BytesDone) / p.Elapsed.Seconds()
-		eta := time.Duration(float64(p.Bytes-p.BytesDone) / rate * float64(time.Second))
+		// The speed is of what was read (a transcript up to date costs a
+		// stat); the ETA assumes the rest goes as the part done went.
+		rate := float64(p.Read) / p.Elapsed.Seconds()
+		eta := time.Duration(float64(p.Bytes-p.BytesDone) / float64(p.BytesDone) * float64(p.Elapsed))
 		s += fmt.Sprintf(", %.0f MB/s, ETA %s", rate/(1<<20), eta.Round(time.Second))
 	}
 	return s
@@ -199,11 +201,12 @@ func printImportSummary(w io.Writer, s hooks.ImportStats, dry bool) {
 		for _, a := range s.Stores {
 			total += a.Bytes
 		}
-		fmt.Fprintf(w, "would import %d sessions (%d transcripts, %s) into %d archives (dry run: nothing stored)\n",
-			s.Sessions, s.Transcripts, mb(total), len(s.Stores))
+		fmt.Fprintf(w, "would import %s (%s, %s) into %s (dry run: nothing stored)\n",
+			plural(s.Sessions, "session"), plural(s.Transcripts, "transcript"), mb(total), plural(len(s.Stores), "archive"))
 	} else {
-		fmt.Fprintf(w, "imported %d sessions (%d transcripts, %d already up to date; %s read) in %s: %d events stored, %d already archived\n",
-			s.Sessions, s.Transcripts, s.UpToDate, mb(s.Bytes), s.Elapsed.Round(10*time.Millisecond), s.Events, s.Deduped)
+		fmt.Fprintf(w, "imported %s (%s, %d already up to date; %s read) in %s: %s stored, %d already archived\n",
+			plural(s.Sessions, "session"), plural(s.Transcripts, "transcript"), s.UpToDate, mb(s.Bytes),
+			s.Elapsed.Round(10*time.Millisecond), plural(s.Events, "event"), s.Deduped)
 	}
 	if len(s.Stores) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -231,7 +234,7 @@ func printSkips(w io.Writer, label string, skips []hooks.ImportSkip) {
 	if len(skips) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%s %d files:\n", label, len(skips))
+	fmt.Fprintf(w, "%s %s:\n", label, plural(len(skips), "file"))
 	var order []string
 	by := map[string][]hooks.ImportSkip{}
 	for _, k := range skips {
