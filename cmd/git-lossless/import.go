@@ -51,6 +51,11 @@ could not be archived (the others are).`,
 				if *workers < 0 {
 					return usagef("--workers must not be negative")
 				}
+				if e.getenv("GIT_DIR") != "" {
+					// Repository discovery would send every session to
+					// that one repository, whatever its cwd.
+					return withHint(errors.New("GIT_DIR is set: import places each session by its own cwd"), "unset GIT_DIR (and GIT_WORK_TREE) and run it again")
+				}
 				dirs, err := importDirs(e, args)
 				if err != nil {
 					return err

@@ -214,6 +214,11 @@ func TestImportE2E(t *testing.T) {
 		}
 	}
 
+	sb.setenv("GIT_DIR", filepath.Join(c.repoA, ".git"))
+	if r := sb.run(sb.root, "import"); r.code != exitError || !strings.Contains(r.stderr, "GIT_DIR is set") {
+		t.Errorf("GIT_DIR set: exit %d\n%s", r.code, r.stderr)
+	}
+	sb.setenv("GIT_DIR", "")
 	sb.setenv("CLAUDE_CONFIG_DIR", filepath.Join(sb.root, "nowhere"))
 	if r := sb.run(sb.root, "import"); r.code != exitError || !strings.Contains(r.stderr, "no Claude Code projects directory at") {
 		t.Errorf("no projects directory: exit %d\n%s", r.code, r.stderr)
