@@ -164,7 +164,41 @@ type importSession struct {
 // importStore is an open archive and its share of the stats.
 type importStore struct {
 	st    *gitstore.Store
+	cwd   string // the cwd st was opened for
 	stats ImportStore
+}
+
+// workerStores gives each sweeping goroutine a Store of its own for each
+// archive: a Store serialises its appends (one at a time per process
+// keeps ref retries rare), which would make the goroutines sweeping two
+// sessions of one repository take turns at storing, fsyncs included.
+// Sessions have writers of their own, so their stores do not contend
+// otherwise. The first goroutine uses the store placeSessions opened;
+// the others open the same cwd again, and fall back to that store if
+// they cannot.
+type workerStores struct {
+	open  func(string) (*gitstore.Store, error)
+	mu    sync.Mutex
+	taken map[*importStore]bool
+}
+
+// of returns the calling goroutine's store for is, from its own cache.
+func (w *workerStores) of(is *importStore, mine map[*importStore]*gitstore.Store) *gitstore.Store {
+	if st := mine[is]; st != nil {
+		return st
+	}
+	w.mu.Lock()
+	first := !w.taken[is]
+	w.taken[is] = true
+	w.mu.Unlock()
+	st := is.st
+	if !first {
+		if o, err := w.open(is.cwd); err == nil && o.Location() == is.st.Location() {
+			st = o
+		}
+	}
+	mine[is] = st
+	return st
 }
 
 // Import archives every session and subagent transcript under dirs (each
@@ -385,7 +419,7 @@ func placeSessions(sessions []*importSession, open func(string) (*gitstore.Store
 			}
 			loc := st.Location()
 			if is = byLoc[loc]; is == nil {
-				is = &importStore{st: st, stats: ImportStore{Archive: archiveName(loc), Embedded: loc.Embedded}}
+				is = &importStore{st: st, cwd: s.cwd, stats: ImportStore{Archive: archiveName(loc), Embedded: loc.Embedded}}
 				byLoc[loc] = is
 			}
 			byCwd[s.cwd] = is
@@ -463,6 +497,7 @@ func sweepSessions(ctx context.Context, sessions []*importSession, opt ImportOpt
 	if opt.Sweep.resolved == nil {
 		opt.Sweep.resolved = &sync.Map{}
 	}
+	ws := &workerStores{open: opt.Open, taken: map[*importStore]bool{}}
 	var mu sync.Mutex // guards stats, p, the stores' stats and report
 	next := make(chan *importSession)
 	var wg sync.WaitGroup
@@ -470,8 +505,10 @@ func sweepSessions(ctx context.Context, sessions []*importSession, opt ImportOpt
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			mine := map[*importStore]*gitstore.Store{}
 			for s := range next {
-				sweepImportSession(ctx, s, opt.Sweep, func(fn func()) {
+				st := ws.of(s.store, mine)
+				sweepImportSession(ctx, st, s, opt.Sweep, func(fn func()) {
 					mu.Lock()
 					defer mu.Unlock()
 					fn()
@@ -493,17 +530,16 @@ feed:
 	return ctx.Err()
 }
 
-// sweepImportSession sweeps one session's transcripts as one group (one
+// sweepImportSession sweeps one session's transcripts into st as one group (one
 // pack per flush: see sweepGroup) and, under locked, adds what it did to
 // stats and p and reports. An interrupted session adds nothing: what it
 // parsed was not stored, and its cursors did not move.
-func sweepImportSession(ctx context.Context, s *importSession, opt SweepOptions, locked func(func()), stats *ImportStats, p *ImportProgress, report func()) {
+func sweepImportSession(ctx context.Context, st *gitstore.Store, s *importSession, opt SweepOptions, locked func(func()), stats *ImportStats, p *ImportProgress, report func()) {
 	type fileDone struct {
 		f   importFile
 		ss  SweepStats
 		err error
 	}
-	st := s.store.st
 	g := newSweepGroup(st, opt)
 	defer g.close()
 	var done []fileDone
