@@ -154,7 +154,6 @@ type importFile struct {
 // order sweepSession sweeps them.
 type importSession struct {
 	main  string // the main transcript's path, found or not
-	found bool   // the main transcript is among files
 	files []importFile
 	bytes int64
 	cwd   string
@@ -269,9 +268,6 @@ func scanProjects(dirs []string) ([]*importSession, []ImportSkip, error) {
 		}
 		s.files = append(s.files, importFile{path: path, size: size})
 		s.bytes += size
-		if path == main {
-			s.found = true
-		}
 	}
 	for _, d := range dirs {
 		abs, err := filepath.Abs(d)

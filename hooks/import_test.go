@@ -398,6 +398,22 @@ func TestImportArguments(t *testing.T) {
 	if refs := imRefs(t, c.repoA); refs != "" {
 		t.Fatalf("dry run stored: %s", refs)
 	}
+	// A projects directory reached through a symbolic link (a config
+	// directory kept elsewhere) is walked, its transcripts named under
+	// the link.
+	link := filepath.Join(t.TempDir(), "projects-link")
+	if err := os.Symlink(c.projects, link); err != nil {
+		t.Fatal(err)
+	}
+	viaLink, err := Import(ctx, []string{link}, ImportOptions{DryRun: true})
+	if err != nil || viaLink.Sessions != 3 || viaLink.Transcripts != 6 || len(viaLink.Skipped) != 3 {
+		t.Fatalf("dry run through a link: %+v %v", viaLink, err)
+	}
+	for _, sk := range viaLink.Skipped {
+		if !strings.HasPrefix(sk.Path, link+string(filepath.Separator)) {
+			t.Errorf("skipped %s: not named under the link %s", sk.Path, link)
+		}
+	}
 	// The subagent alone: placed by its own cwd, swept into the session's
 	// writer.
 	s, err := Import(ctx, []string{c.subOf[id]}, ImportOptions{})
