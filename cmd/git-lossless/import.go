@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -141,7 +142,7 @@ func (r *importProgress) update(p hooks.ImportProgress) {
 		if !done && now.Sub(r.last) < 100*time.Millisecond {
 			return
 		}
-		fmt.Fprintf(r.w, "\r%s\x1b[K", progressLine(p))
+		fmt.Fprintf(r.w, "\r%s %s\x1b[K", progressBar(p), progressLine(p))
 		r.drawn, r.last = true, now
 		return
 	}
@@ -154,6 +155,16 @@ func (r *importProgress) update(p hooks.ImportProgress) {
 	}
 	fmt.Fprintln(r.w, progressLine(p))
 	r.lastPct, r.lastDone, r.last = pct, p.FilesDone, now
+}
+
+// progressBar is a 20-cell bar of the bytes done, for the terminal.
+func progressBar(p hooks.ImportProgress) string {
+	const cells = 20
+	n := cells
+	if p.Bytes > 0 {
+		n = int(p.BytesDone * cells / p.Bytes)
+	}
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", cells-n) + "]"
 }
 
 // progressLine is one progress report: files, MB, events, speed, ETA.
