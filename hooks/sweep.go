@@ -36,7 +36,8 @@ package hooks
 // carries extra "real_path" when the path resolves through a symlink to
 // another one (see realpath.go), resolved when the sweep runs. Nothing is
 // read from the files themselves. One writer per session: cc-<sessionId>. Big sweeps
-// are written as one pack per writer (Store.Import), small ones appended.
+// are written as one pack per writer (Store.Import), small ones appended;
+// an import stores a session's transcripts together (sweep_group.go).
 
 import (
 	"context"
