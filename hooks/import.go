@@ -382,7 +382,7 @@ func placeSessions(sessions []*importSession, open func(string) (*gitstore.Store
 	for _, s := range sessions {
 		readable := s.files[:0]
 		for _, f := range s.files {
-			cwd, err := transcriptCwd(f.path)
+			cwd, err := transcriptCwd(f.path, f.size)
 			if err != nil {
 				stats.Skipped = append(stats.Skipped, ImportSkip{Path: f.path, Reason: SkipUnreadable, Detail: errDetail(err)})
 				s.bytes -= f.size
@@ -440,15 +440,15 @@ func archiveName(loc gitstore.Location) string {
 }
 
 // transcriptCwd returns the "cwd" member of the first complete line of
-// the transcript at path that carries an absolute one ("" when none
-// does), reading no further than that line.
-func transcriptCwd(path string) (string, error) {
+// the transcript at path (of about size bytes) that carries an absolute
+// one ("" when none does), reading no further than that line.
+func transcriptCwd(path string, size int64) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(f, int(max(4<<10, min(64<<10, size+1))))
 	var long []byte
 	for {
 		line, err := r.ReadSlice('\n')

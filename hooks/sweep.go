@@ -350,7 +350,7 @@ func (t *transcriptAt) parser() (*transcript.Parser, error) {
 	if _, err := t.f.Seek(t.cur.Offset, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", t.abs, err)
 	}
-	p := transcript.NewParser(t.f, t.cur.Offset)
+	p := transcript.NewParserSize(t.f, t.cur.Offset, t.fi.Size()-t.cur.Offset+1)
 	p.SetPending(t.cur.Pending)
 	return p, nil
 }
