@@ -61,7 +61,11 @@ func (g *sweepGroup) take(b *sweepBatch) {
 		if _, ok := g.recs[w]; !ok {
 			g.order = append(g.order, w)
 		}
-		g.recs[w] = append(g.recs[w], b.recs[w]...)
+		if len(g.recs[w]) == 0 {
+			g.recs[w] = b.recs[w] // the batch's slice as it is: no copy
+		} else {
+			g.recs[w] = append(g.recs[w], b.recs[w]...)
+		}
 		delete(b.recs, w)
 	}
 	b.order = b.order[:0]
