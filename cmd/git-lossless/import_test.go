@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -282,8 +283,12 @@ func TestImportKilledResumes(t *testing.T) {
 			break
 		}
 	}
-	go func() { _, _ = bufio.NewReader(progress).WriteTo(new(bytes.Buffer)) }()
-	err = cmd.Wait() // reaps it: a lock it held is then seen as stale at once
+	// The pipe ends when the process does; then reap it, so that a lock
+	// it held is seen as stale at once.
+	if _, err := io.Copy(io.Discard, progress); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
 	if !killed {
 		t.Fatalf("no progress line with some but not half of the files done:\n%s", strings.Join(seen, "\n"))
 	}
