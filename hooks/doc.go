@@ -1,8 +1,9 @@
 // Package hooks is git-lossless's Claude Code adapter: the hook entry
 // point and its command line (`git lossless hook <event>`, and the same in
 // cmd/git-lossless-hook), the sweep of transcripts (their format is
-// package hooks/transcript), restore, and the facts handed back after a
-// compaction. Install and uninstall (the settings editor and the MCP
+// package hooks/transcript), the import of a whole projects directory of
+// past sessions through that same sweep (import.go), restore, and the
+// facts handed back after a compaction. Install and uninstall (the settings editor and the MCP
 // registration) are package hooks/settings; the doctor is hooks/doctor,
 // kept out of this package because it links the MCP SDK, which every hook
 // process would otherwise initialise. It may import gitstore, guard,

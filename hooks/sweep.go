@@ -36,7 +36,8 @@ package hooks
 // carries extra "real_path" when the path resolves through a symlink to
 // another one (see realpath.go), resolved when the sweep runs. Nothing is
 // read from the files themselves. One writer per session: cc-<sessionId>. Big sweeps
-// are written as one pack per writer (Store.Import), small ones appended.
+// are written as one pack per writer (Store.Import), small ones appended;
+// an import stores a session's transcripts together (sweep_group.go).
 
 import (
 	"context"
@@ -47,10 +48,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
@@ -74,6 +77,12 @@ type SweepOptions struct {
 	// records gathered reach it they are stored and the cursor saved, and
 	// the sweep goes on. 0: 64 MiB.
 	MaxBatchBytes int64
+	// resolved, when set, memoises realFile across the sweeps sharing
+	// it (an import's): many sessions name the same files, many of them
+	// long gone, and each resolution walks the path a component at a
+	// time. It holds what the files resolve to when the import runs,
+	// which is what each sweep would have resolved.
+	resolved *sync.Map
 }
 
 // SweepStats says what a sweep did.
@@ -341,7 +350,7 @@ func (t *transcriptAt) parser() (*transcript.Parser, error) {
 	if _, err := t.f.Seek(t.cur.Offset, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", t.abs, err)
 	}
-	p := transcript.NewParser(t.f, t.cur.Offset)
+	p := transcript.NewParserSize(t.f, t.cur.Offset, t.fi.Size()-t.cur.Offset+1)
 	p.SetPending(t.cur.Pending)
 	return p, nil
 }
@@ -402,6 +411,13 @@ func (t *transcriptAt) scanTail(ctx context.Context, agent string, file func(pat
 }
 
 func sweepFile(ctx context.Context, st *gitstore.Store, path string, opt SweepOptions, total *SweepStats, hr *hookRecords) error {
+	return sweepFileTo(ctx, st, path, opt, total, hr, nil)
+}
+
+// sweepFileTo is sweepFile storing through g when g is not nil: the
+// records go to g, and the cursor is written when g has stored them (see
+// sweepGroup).
+func sweepFileTo(ctx context.Context, st *gitstore.Store, path string, opt SweepOptions, total *SweepStats, hr *hookRecords, g *sweepGroup) error {
 	var stats SweepStats
 	defer func() { total.add(stats) }()
 	t, err := openTranscript(st, path)
@@ -423,7 +439,8 @@ func sweepFile(ctx context.Context, st *gitstore.Store, path string, opt SweepOp
 		return err
 	}
 	b := &sweepBatch{st: st, optSession: opt.SessionID, pathSession: sessionFromPath(abs), lastSession: cur.Session,
-		stats: &stats, rel: map[string]string{}, epochs: map[string]cursorEpoch{}, importMin: opt.ImportMin}
+		stats: &stats, rel: map[string]string{}, epochs: map[string]cursorEpoch{}, importMin: opt.ImportMin,
+		group: g, resolved: opt.resolved}
 	if b.importMin <= 0 {
 		b.importMin = 64
 	}
@@ -442,26 +459,20 @@ func sweepFile(ctx context.Context, st *gitstore.Store, path string, opt SweepOp
 		maxBytes = 64 << 20
 	}
 	saved := false
-	flush := func() error {
-		if err := b.store(ctx, opt); err != nil {
-			return fmt.Errorf("sweep %s: %w", abs, err)
-		}
-		if hr != nil {
-			hr.stored = true
-		}
-		// Only now, the store having accepted the records, the cursor moves.
+	// advance moves cur to where the parser is; false when it was there.
+	advance := func() (bool, error) {
 		off := p.Offset()
 		if saved && off == cur.Offset {
-			return nil
+			return false, nil
 		}
 		nfi, err := f.Stat()
 		if err != nil {
-			return fmt.Errorf("sweep %s: %w", abs, err)
+			return false, fmt.Errorf("sweep %s: %w", abs, err)
 		}
 		n := min(off, cursorPrefix)
 		if n != cur.PrefixLen || cur.Prefix == "" {
 			if cur.Prefix, err = prefixHash(f, n); err != nil {
-				return fmt.Errorf("sweep %s: %w", abs, err)
+				return false, fmt.Errorf("sweep %s: %w", abs, err)
 			}
 			cur.PrefixLen = n
 		}
@@ -470,12 +481,41 @@ func sweepFile(ctx context.Context, st *gitstore.Store, path string, opt SweepOp
 		cur.Pending = p.Pending()
 		cur.Epochs = nil
 		if len(b.epochs) > 0 {
-			cur.Epochs = b.epochs
+			cur.Epochs = maps.Clone(b.epochs)
+		}
+		saved = true
+		return true, nil
+	}
+	flush := func(final bool) error {
+		if g != nil {
+			g.take(b)
+			moved, err := advance()
+			if err != nil {
+				return err
+			}
+			if moved {
+				c := *cur
+				g.saves = append(g.saves, pendingCursor{file: cfile, abs: abs, cur: &c})
+			}
+			if final && !g.full() {
+				return nil // stored with the group's other transcripts
+			}
+			return g.flush(ctx)
+		}
+		if err := b.store(ctx, opt); err != nil {
+			return fmt.Errorf("sweep %s: %w", abs, err)
+		}
+		if hr != nil {
+			hr.stored = true
+		}
+		// Only now, the store having accepted the records, the cursor moves.
+		moved, err := advance()
+		if err != nil || !moved {
+			return err
 		}
 		if err := writeCursor(cfile, cur); err != nil {
 			return fmt.Errorf("sweep %s: save cursor: %w", abs, err)
 		}
-		saved = true
 		return nil
 	}
 	for {
@@ -490,15 +530,15 @@ func sweepFile(ctx context.Context, st *gitstore.Store, path string, opt SweepOp
 			return fmt.Errorf("sweep %s: %w", abs, err)
 		}
 		b.addLine(tl)
-		if b.bytes >= maxBytes {
-			if err := flush(); err != nil {
+		if b.bytes >= maxBytes || (g != nil && g.bytes+b.bytes >= g.maxBytes) {
+			if err := flush(false); err != nil {
 				return err
 			}
 		}
 	}
 	ps := p.Stats()
 	stats.Lines, stats.Invalid, stats.Skipped, stats.Bytes = ps.Lines, ps.Invalid, ps.Skipped, ps.Bytes
-	return flush()
+	return flush(true)
 }
 
 // sweepBatch gathers the records of a sweep, by writer.
@@ -521,6 +561,11 @@ type sweepBatch struct {
 	// critical path (see gitstore.Prepack).
 	importMin int
 	pre       *gitstore.Prepack
+	// group, when set, stores the records instead (see sweepGroup), and
+	// its Prepack compresses every content as it is added.
+	group *sweepGroup
+	// resolved, when set, is SweepOptions.resolved.
+	resolved *sync.Map
 }
 
 func (b *sweepBatch) relPath(abs string) string {
@@ -544,7 +589,16 @@ func (b *sweepBatch) realPath(abs string) string {
 	if b.real == nil {
 		b.real = map[string]string{}
 	}
-	r := b.st.RelPath(realFile(abs))
+	var r string
+	if b.resolved != nil {
+		v, ok := b.resolved.Load(abs)
+		if !ok {
+			v, _ = b.resolved.LoadOrStore(abs, realFile(abs))
+		}
+		r = b.st.RelPath(v.(string))
+	} else {
+		r = b.st.RelPath(realFile(abs))
+	}
 	b.real[abs] = r
 	return r
 }
@@ -559,6 +613,10 @@ func (b *sweepBatch) add(writer string, r gitstore.Record) {
 	b.recs[writer] = append(b.recs[writer], r)
 	b.bytes += int64(len(r.Content))
 	b.stats.Records++
+	if b.group != nil {
+		b.group.prepack().Add(r.Content)
+		return
+	}
 	switch n := len(b.recs[writer]); {
 	case n == b.importMin && b.pre == nil:
 		b.pre = gitstore.NewPrepack()

@@ -65,7 +65,8 @@ bench replay [DIR...]: replays Claude Code sessions against the archive:
   published figures. DIR... are transcripts or directories of them (swept
   into a scratch repository); without DIR, the sessions this repository
   has swept, in place; with none, generated sessions, labelled so.
-bench meter: git lossless meter over the 100,000-event receipt fixture, token cache cold and warm, in process and as a process.`,
+bench meter: git lossless meter over the 100,000-event receipt fixture, token cache cold and warm, in process and as a process.
+bench import: import of a generated 120 MB projects directory, fresh process, vs the disk floor and git hash-object.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			events := fs.Int("events", 100_000, "events in the verify and session fixture (smaller runs faster)")
 			batch := fs.Int("batch", 50, "events per batch commit in the imported fixtures")
@@ -79,6 +80,7 @@ bench meter: git lossless meter over the 100,000-event receipt fixture, token ca
 			recallBench := benchRecallFlags(fs)   // `bench recall`: bench_recall.go
 			replayBench := benchReplayFlags(fs)   // `bench replay`: bench_replay.go
 			meterBench := benchMeterFlags(fs)     // `bench meter`: bench_meter.go
+			importBench := benchImportFlags(fs)   // `bench import`: bench_import.go
 			return func(ctx context.Context, e *env, args []string) error {
 				if handled, err := anchorBench(ctx, e, args); handled {
 					return err
@@ -90,6 +92,9 @@ bench meter: git lossless meter over the 100,000-event receipt fixture, token ca
 					return err
 				}
 				if handled, err := meterBench(ctx, e, args); handled {
+					return err
+				}
+				if handled, err := importBench(ctx, e, args); handled {
 					return err
 				}
 				if handled, err := secretsBench(ctx, e, args); handled {

@@ -87,7 +87,7 @@ func withHint(err error, hint string) error { return hintError{err, hint} }
 
 func commands() []*command {
 	cs := []*command{
-		recordCmd(), logCmd(), catCmd(), verifyCmd(), headsCmd(), locksCmd(), reindexCmd(),
+		recordCmd(), logCmd(), importCmd(), catCmd(), verifyCmd(), headsCmd(), locksCmd(), reindexCmd(),
 		demoCmd(), benchCmd(), pruneCmd(), hookCmd(), restoreCmd(), sweepCmd(),
 		installCmd(), uninstallCmd(), doctorCmd(), receiptCmd(), keyCmd(),
 		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(), redactCmd(), pushCmd(), anchorCmd(), syncCmd(), mcpCmd(), recallCmd(),

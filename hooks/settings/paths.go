@@ -55,6 +55,19 @@ func Path(scope Scope, dir string, getenv func(string) string) (string, error) {
 	return "", fmt.Errorf("unknown settings scope %q (use user or project)", scope)
 }
 
+// ProjectsDir returns the directory where Claude Code keeps its
+// transcripts, one subdirectory per project:
+// $CLAUDE_CONFIG_DIR/projects, or ~/.claude/projects when that is unset
+// (the same rule as the user settings: see Path). dir resolves a relative
+// CLAUDE_CONFIG_DIR.
+func ProjectsDir(dir string, getenv func(string) string) (string, error) {
+	p, err := Path(ScopeUser, dir, getenv)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(p), "projects"), nil
+}
+
 func absFrom(dir, p string) string {
 	if filepath.IsAbs(p) || dir == "" {
 		return p

@@ -26,9 +26,15 @@ type Parser struct {
 
 // NewParser reads r, whose first byte is at offset of the
 // transcript (offsets in lines are transcript offsets).
-func NewParser(r io.Reader, offset int64) *Parser {
+func NewParser(r io.Reader, offset int64) *Parser { return NewParserSize(r, offset, 256<<10) }
+
+// NewParserSize is NewParser reading through a buffer of about size bytes
+// (4 KiB to 256 KiB): the size of what is left to read, when known,
+// spares a small transcript the zeroing of a large buffer (an import
+// opens thousands). Lines longer than the buffer are read all the same.
+func NewParserSize(r io.Reader, offset int64, size int64) *Parser {
 	return &Parser{
-		br:      bufio.NewReaderSize(r, 256<<10),
+		br:      bufio.NewReaderSize(r, int(max(4<<10, min(256<<10, size)))),
 		off:     offset,
 		pending: map[string]*PendingToolUse{},
 	}

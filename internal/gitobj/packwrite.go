@@ -401,6 +401,13 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// writeBufSize is the write buffer for a file of about n bytes: at most
+// 1 MiB, and no bigger than the file. A sweep of a small session writes a
+// small pack, and a fresh 1 MiB buffer is a megabyte of memory zeroed,
+// faulted in and handed back to the system each time (an import writes
+// one pack per session).
+func writeBufSize(n int) int { return max(4096, min(1<<20, n)) }
+
 // WritePack writes the sink's objects as objects/pack/pack-<sum>.pack and
 // its version 2 .idx, both fsynced when fsync is on, and returns the pack's
 // file name. The .idx is renamed into place before the .pack: git and
@@ -427,7 +434,11 @@ func (db *DB) WritePack(p *PackSink) (string, error) {
 	}
 	defer os.Remove(tmpPack.Name()) // no-op once renamed
 	sum := sha1.New()
-	bw := bufio.NewWriterSize(io.MultiWriter(tmpPack, sum), 1<<20)
+	size := 12
+	for _, e := range p.ents {
+		size += len(e.data)
+	}
+	bw := bufio.NewWriterSize(io.MultiWriter(tmpPack, sum), writeBufSize(size))
 	var hdr [12]byte
 	copy(hdr[:], "PACK")
 	binary.BigEndian.PutUint32(hdr[4:], 2)
@@ -474,7 +485,7 @@ func (db *DB) WritePack(p *PackSink) (string, error) {
 		return "", fmt.Errorf("create pack index: %w", err)
 	}
 	defer os.Remove(tmpIdx.Name())
-	iw := bufio.NewWriterSize(tmpIdx, 1<<20)
+	iw := bufio.NewWriterSize(tmpIdx, writeBufSize(1072+28*len(p.ents)+40))
 	if _, err := idxfile.NewEncoder(iw).Encode(idx); err != nil {
 		tmpIdx.Close()
 		return "", fmt.Errorf("write pack index: %w", err)
