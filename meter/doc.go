@@ -4,7 +4,8 @@
 // context, a re-read, a changed re-read and a saving are — and the pack's
 // text. It may import gitstore (every event and blob comes through it),
 // receipt (exact o200k counts, cached by blob and kind as receipts cache
-// them), guard (printable paths), internal/jsonscan (to decode the few
+// them), guard (printable paths), secrets (a file holding a credential
+// stays out of the pack), internal/jsonscan (to decode the few
 // fields of an event line it needs, see decoder) and the standard
 // library; it must not import hooks or cmd, and nothing under
 // internal/testkit.
@@ -93,8 +94,10 @@
 //     same pack whenever it is built.
 //   - Content is the working tree's, now (not the archived version: the
 //     agents will work on the disk's). Files that are gone, denied by the
-//     archive's deny list, binary (a NUL byte or invalid UTF-8) or outside
-//     the work tree are left out, with that reason.
+//     archive's deny list, binary (a NUL byte or invalid UTF-8), outside
+//     the work tree, or holding a credential package secrets finds (the
+//     pack is pasted into prompts; see ReasonSecret) are left out, with
+//     that reason.
 //   - The text holds only what the model uses: a fixed header naming the
 //     window and the budget, then each chosen file in path order (not rank
 //     order) with its git blob id. Read counts, times and "changed since

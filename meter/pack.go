@@ -19,6 +19,7 @@ import (
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
 	"github.com/git-lossless/git-lossless/receipt"
+	"github.com/git-lossless/git-lossless/secrets"
 )
 
 // Pack defaults.
@@ -36,6 +37,13 @@ const (
 	ReasonDenied     = "denied"      // the archive's deny list matches it
 	ReasonBinary     = "binary"      // a NUL byte or invalid UTF-8
 	ReasonOutside    = "outside"     // an absolute path, or one leading outside the work tree
+	// ReasonSecret: the file's current content holds a credential the
+	// secret scanner finds (package secrets). A pack is pasted into the
+	// system prompt of every agent of a type and sent to its provider;
+	// the archive keeps credentials out of what it stores, and a pack
+	// keeps them out of what it hands on, by leaving the whole file out
+	// (a redacted copy would no longer match the blob id it names).
+	ReasonSecret = "secret"
 )
 
 // minSection is the fewest tokens a section costs (its two fence lines);
@@ -300,6 +308,9 @@ func readPackFile(st *gitstore.Store, realDir, rel string) ([]byte, string) {
 	}
 	if bytes.IndexByte(content, 0) >= 0 || !utf8.Valid(content) {
 		return nil, ReasonBinary
+	}
+	if len(secrets.Scan(content)) > 0 {
+		return nil, ReasonSecret
 	}
 	return content, ""
 }

@@ -3,12 +3,14 @@ package meter_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/meter"
 )
 
@@ -228,5 +230,49 @@ func TestPackByteStable(t *testing.T) {
 	r.write("hot.go", hotV1+"// edited\n")
 	if four := build(); bytes.Equal(one, four) {
 		t.Error("editing hot.go on disk leaves the pack unchanged")
+	}
+}
+
+// TestPackLeavesOutSecrets: a hot file whose current content holds a
+// credential (made-up values of every kind testkit plants) is left out
+// of the pack with reason "secret", and no byte of the credential reaches
+// the text or the JSON listing; the file beside it, read as often and
+// clean, goes in.
+func TestPackLeavesOutSecrets(t *testing.T) {
+	for kind, value := range testkit.PlantedSecrets(7) {
+		t.Run(kind, func(t *testing.T) {
+			r := newRepo(t)
+			leaky := "package cfg\n\nconst key = \"" + value + "\"\n"
+			switch kind {
+			case "password":
+				leaky = "DATABASE_URL=postgres://app:" + value + "@db.internal:5432/app\n"
+			case "aws-key": // found by its name: alone, 40 base64 characters are no credential
+				leaky = "AWS_SECRET_ACCESS_KEY=" + value + "\n"
+			}
+			for i := range 3 {
+				r.append(ev{at: base.Add(time.Duration(i) * time.Minute), session: "s1", op: "read", path: "cfg.go", content: "package cfg\n"})
+				r.append(ev{at: base.Add(time.Duration(i)*time.Minute + time.Second), session: "s1", op: "read", path: "ok.go", content: "package ok\n"})
+			}
+			r.write("cfg.go", leaky)
+			r.write("ok.go", "package ok\n")
+			p, err := meter.BuildPack(context.Background(), r.st, meter.PackOptions{Budget: 5000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reasons := map[string]string{}
+			for _, f := range p.Files {
+				reasons[f.Path] = f.Reason
+			}
+			if reasons["cfg.go"] != meter.ReasonSecret || reasons["ok.go"] != meter.ReasonIn {
+				t.Fatalf("reasons %v, want cfg.go %q and ok.go %q", reasons, meter.ReasonSecret, meter.ReasonIn)
+			}
+			js, err := json.Marshal(p.Files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(p.Text, []byte(value)) || bytes.Contains(js, []byte(value)) {
+				t.Fatalf("the %s credential reached the pack", kind)
+			}
+		})
 	}
 }

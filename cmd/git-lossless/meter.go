@@ -160,8 +160,8 @@ from the working tree and its git blob id, within --budget o200k tokens
 agent type's system prompt.
 
 Files are taken in rank order when they fit in what is left of the budget;
-files that are gone, denied by the deny list, binary or outside the work
-tree are left out. The window (--since, default 7d) ends at the newest
+files that are gone, denied by the deny list, binary, outside the work
+tree or holding a credential (the secret scanner's rules) are left out. The window (--since, default 7d) ends at the newest
 read in the archive, not at the clock, and the text holds no counts, no
 times and no map order, with the chosen files in path order: the same
 archive and working tree give the same bytes (git gc changes nothing),
@@ -171,7 +171,7 @@ cache, as they were.
 --json lists every file considered, in rank order, with its reads,
 tokens, blob, whether the disk changed since the newest full read, and the
 reason it is in or out (in, over budget, budget full, gone, denied,
-binary, outside).`,
+binary, outside, secret).`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			budget := fs.Int64("budget", meter.DefaultBudget, "the most o200k tokens the text may hold")
 			since := fs.String("since", "7d", "the window: an age (30m, 24h, 7d, 2w)")
