@@ -283,6 +283,24 @@ func TestDoctorSettingsProblems(t *testing.T) {
 			t.Errorf("fix %q", c.Fix)
 		}
 	})
+	t.Run("hook program of another version", func(t *testing.T) {
+		// A git-lossless-hook left from an older install runs old code on
+		// every tool call: a real script answering --version like one.
+		f := newDoctorFixture(t)
+		stale := filepath.Join(f.base, "bin", "git-lossless-hook")
+		instWriteFile(t, stale, "#!/bin/sh\necho git-lossless version 0.0.1-old\n", 0o755)
+		f.install(t, f.userSettings(), stale)
+		opt := f.opts()
+		opt.Version = "test"
+		m := checksByName(t, Run(context.Background(), opt))
+		c := wantStatus(t, m, "hook program", Warn, stale+" is version 0.0.1-old, this program test")
+		if !strings.Contains(c.Fix, "go install") || !strings.Contains(c.Fix, "install claude-code --apply") {
+			t.Errorf("fix %q", c.Fix)
+		}
+		// The same program reporting this version is OK.
+		instWriteFile(t, stale, "#!/bin/sh\necho git-lossless version test\n", 0o755)
+		wantStatus(t, checksByName(t, Run(context.Background(), opt)), "hook program", OK, stale)
+	})
 	t.Run("program not executable", func(t *testing.T) {
 		f := newDoctorFixture(t)
 		plain := filepath.Join(f.base, "plain", "git-lossless")
