@@ -25,6 +25,20 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// buildWithHookProgram builds git-lossless and, beside it, the hook-only
+// program git-lossless-hook, as `go install ./cmd/...` lays them out; an
+// install by that git-lossless writes the hook program into the settings.
+func buildWithHookProgram(t *testing.T) (bin, hook string) {
+	t.Helper()
+	bin = buildBinary(t)
+	hook = filepath.Join(filepath.Dir(bin), "git-lossless-hook")
+	cmd := exec.Command("go", "build", "-o", hook, "github.com/git-lossless/git-lossless/cmd/git-lossless-hook")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin, hook
+}
+
 func gitOut(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
@@ -69,7 +83,10 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 		t.Skip("drives the real Claude Code CLI")
 	}
 	claude := claudetest.EnsureClaude(t)
-	bin := buildBinary(t)
+	// The hooks run through git-lossless-hook here (the other real-CLI
+	// tests run them through git-lossless itself, so both programs meet
+	// the real Claude Code).
+	bin, hookProg := buildWithHookProgram(t)
 	ctx := context.Background()
 
 	dir := t.TempDir()
@@ -120,8 +137,8 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 		t.Fatalf("install: %v\n%s", err, out)
 	}
 	settings, err := os.ReadFile(filepath.Join(r.ConfigDir, "settings.json"))
-	if err != nil || !bytes.Contains(settings, []byte(bin+" hook pre-tool-use")) {
-		t.Fatalf("settings after install: %s %v", settings, err)
+	if err != nil || !bytes.Contains(settings, []byte(hookProg+" hook pre-tool-use")) || bytes.Contains(settings, []byte(bin+" hook")) {
+		t.Fatalf("settings after install do not run the hook program %s: %s %v", hookProg, settings, err)
 	}
 
 	res, err := r.Run(ctx, dir, sc+" please work")
