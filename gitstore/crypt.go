@@ -43,7 +43,6 @@ import (
 	"strings"
 
 	"filippo.io/age"
-	"filippo.io/age/agessh"
 )
 
 // EncAge is the value of the "enc" extra field on an event whose content
@@ -118,7 +117,11 @@ func ParseRecipient(s string) (age.Recipient, error) {
 	case strings.HasPrefix(s, "age1"):
 		return age.ParseX25519Recipient(s)
 	case strings.HasPrefix(s, "ssh-"):
-		return agessh.ParseRecipient(s)
+		k := registeredSSH()
+		if k == nil {
+			return nil, ErrNoSSH
+		}
+		return k.ParseRecipient(s)
 	case s == "":
 		return nil, errors.New("empty recipient")
 	}
@@ -131,7 +134,11 @@ func ParseRecipient(s string) (age.Recipient, error) {
 func ParseIdentities(data []byte) ([]age.Identity, error) {
 	trimmed := bytes.TrimSpace(data)
 	if bytes.HasPrefix(trimmed, []byte("-----BEGIN")) {
-		id, err := agessh.ParseIdentity(trimmed)
+		k := registeredSSH()
+		if k == nil {
+			return nil, ErrNoSSH
+		}
+		id, err := k.ParseIdentity(trimmed)
 		if err != nil {
 			if strings.Contains(err.Error(), "passphrase") {
 				return nil, errors.New("the SSH key is passphrase-protected; use an age identity or an unencrypted key")

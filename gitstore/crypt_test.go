@@ -16,10 +16,47 @@ import (
 	"testing"
 
 	"filippo.io/age"
+	"filippo.io/age/agessh"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/git-lossless/git-lossless/seal"
 )
+
+// The SSH key implementation is package gitstore/sshkeys, which imports
+// this package and so cannot be imported by its internal tests; they
+// register the same two agessh calls. sshkeys' own test runs the real
+// registration end to end, through a store.
+func init() { RegisterSSH(testSSHKeys{}) }
+
+type testSSHKeys struct{}
+
+func (testSSHKeys) ParseRecipient(s string) (age.Recipient, error) { return agessh.ParseRecipient(s) }
+func (testSSHKeys) ParseIdentity(b []byte) (age.Identity, error)   { return agessh.ParseIdentity(b) }
+
+// TestNeedsSSH: only encryption on with an SSH recipient needs SSH keys.
+func TestNeedsSSH(t *testing.T) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sshPub, _ := sshKeyPair(t)
+	for _, c := range []struct {
+		encrypt    string
+		recipients []string
+		want       bool
+	}{
+		{"", nil, false},
+		{"false", []string{sshPub}, false},
+		{"true", []string{id.Recipient().String()}, false},
+		{"true", []string{id.Recipient().String(), "  " + sshPub}, true},
+		{"yes", []string{sshPub}, true},
+	} {
+		_, s := cryptRepo(t, c.encrypt, c.recipients...)
+		if got := s.NeedsSSH(); got != c.want {
+			t.Errorf("encrypt %q recipients %q: NeedsSSH %v, want %v", c.encrypt, c.recipients, got, c.want)
+		}
+	}
+}
 
 // cryptRepo makes a repository with encryption configured for the given
 // recipients (none: encryption off) and opens it.

@@ -18,16 +18,29 @@
 // It accepts the same command line as git-lossless's hook command, global
 // flags included, plus --version (the same line git-lossless prints, which
 // the doctor compares) and --help.
+//
+// SSH keys are the one thing it leaves to git-lossless: encrypting to an
+// SSH recipient needs golang.org/x/crypto/ssh, which links net, x509 and
+// cgo (see gitstore.SSHKeys). When the archive an event goes to encrypts
+// to an SSH key (gitstore.Store.NeedsSSH), this program hands the event —
+// the same command line and the same input bytes — to the git-lossless
+// beside it, before anything is recorded, and relays what it prints.
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
+	"github.com/git-lossless/git-lossless/anchor"
+	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/internal/version"
 )
@@ -50,7 +63,7 @@ see ` + "`git lossless help hook`" + ` for what each event does.
 
 func run(ctx context.Context, args []string, e hooks.Env) int {
 	if rest, ok := hooks.Invocation(args); ok {
-		return hooks.RunArgs(ctx, rest, e)
+		return runHook(ctx, rest, e, fullProgram)
 	}
 	for _, a := range args {
 		switch a {
@@ -65,5 +78,66 @@ func run(ctx context.Context, args []string, e hooks.Env) int {
 	// Anything else is a misconfigured hook: one line, exit 0, so that
 	// Claude Code is never blocked by our own mistake.
 	fmt.Fprintf(e.Stderr, "git-lossless-hook: not a hook command line: %q (ignored; %s)\n", args, "usage: git-lossless-hook hook EVENT")
+	return 0
+}
+
+// errHandOver stops a hook run whose archive needs SSH keys.
+var errHandOver = errors.New("the archive encrypts to an SSH key: handed to git-lossless")
+
+// fullProgram is the git-lossless beside this program.
+func fullProgram() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(exe), "git-lossless"), nil
+}
+
+// runHook runs the hook here, its output held until it is done, unless the
+// archive turns out to need SSH keys: then nothing has been recorded, the
+// held output is dropped, and git-lossless (found by full) runs the same
+// hook on the same input. It always returns the hook's code (0 but for
+// the guard's deny, which is on stdout); a failure to hand over is one
+// line on stderr and 0, as any failure of a hook.
+func runHook(ctx context.Context, args []string, e hooks.Env, full func() (string, error)) int {
+	in, err := io.ReadAll(e.Stdin)
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "git-lossless-hook: read the hook input: %v (ignored)\n", err)
+		return 0
+	}
+	var out, errOut bytes.Buffer
+	handOver := false
+	he := e
+	he.Stdin, he.Stdout, he.Stderr = bytes.NewReader(in), &out, &errOut
+	he.Open = func(dir string) (*gitstore.Store, error) {
+		st, err := anchor.OpenDir(dir, gitstore.Options{})
+		if err == nil && st.NeedsSSH() {
+			handOver = true
+			return nil, errHandOver
+		}
+		return st, err
+	}
+	code := hooks.RunArgs(ctx, args, he)
+	if !handOver {
+		e.Stdout.Write(out.Bytes())
+		e.Stderr.Write(errOut.Bytes())
+		return code
+	}
+	prog, err := full()
+	if err == nil {
+		_, err = os.Stat(prog)
+	}
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "git-lossless-hook: the archive encrypts to an SSH key, which only git-lossless handles, and there is none beside this program (%v); nothing recorded (ignored)\n", err)
+		return 0
+	}
+	cmd := exec.CommandContext(ctx, prog, append([]string{"hook"}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), e.Stdout, e.Stderr
+	// git-lossless's hook exits 0 whatever happens (its deny is on
+	// stdout): anything else is a crash, reported and not passed on, so
+	// that Claude Code is never blocked by it.
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(e.Stderr, "git-lossless-hook: hand the hook to %s: %v (ignored)\n", prog, err)
+	}
 	return 0
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
+	_ "github.com/git-lossless/git-lossless/gitstore/sshkeys" // SSH recipients and identities (not in git-lossless-hook)
 	lversion "github.com/git-lossless/git-lossless/internal/version"
 )
 

@@ -17,8 +17,9 @@
 //   - The hook program (cmd/git-lossless-hook), started afresh on every
 //     tool call Claude Code hooks, links none of HookProgramBanned: what
 //     the other commands need (the proxy, the MCP server, receipts,
-//     recall, the doctor, and the libraries under them) costs every
-//     process its package initialisation and page faults.
+//     recall, the doctor, SSH keys, and the libraries under them, net and
+//     cgo among them) costs every process its package initialisation,
+//     page faults and, with cgo, the dynamic loader.
 //   - No production file is longer than MaxLines lines (fixtures under
 //     internal/testkit and tests excepted): a file that grows past it
 //     holds more than one concept and is split by concept.
@@ -54,13 +55,17 @@ const HookProgram = Module + "/cmd/git-lossless-hook"
 
 // HookProgramBanned are the import paths (a path and everything under it)
 // the hook program must not link: its initialisation cost is the floor of
-// every hook.
+// every hook. Without net (and so without runtime/cgo, which net and
+// os/user pull in when cgo is enabled) a default `go build` of it is
+// statically linked, which spares every hook the dynamic loader; SSH keys
+// (x/crypto/ssh, the one route to net it had) are left to git-lossless
+// (see gitstore.SSHKeys).
 var HookProgramBanned = []string{
 	Module + "/proxy", Module + "/recall", Module + "/receipt", Module + "/mcp",
 	Module + "/hooks/doctor", Testkit,
 	"github.com/modelcontextprotocol/", "github.com/google/jsonschema-go/",
 	"github.com/ProtonMail/go-crypto/", "github.com/tiktoken-go/", "github.com/dlclark/regexp2/",
-	"net/http", "encoding/gob",
+	"net", "encoding/gob", "crypto/x509", "runtime/cgo", "golang.org/x/crypto/ssh",
 }
 
 // HookProgramLinks reports each package of deps (what `go list -deps` of

@@ -251,8 +251,9 @@ func TestChecksCanFail(t *testing.T) {
 	got = HookProgramLinks([]string{"fmt", "net/http", "net/http/httptrace", "net/netip", Module + "/recall",
 		Module + "/recaller", "github.com/ProtonMail/go-crypto/openpgp", Module + "/hooks", Module + "/hooks/doctor"})
 	want = []string{
-		"the hook program links net/http (banned: net/http)",
-		"the hook program links net/http/httptrace (banned: net/http)",
+		"the hook program links net/http (banned: net)",
+		"the hook program links net/http/httptrace (banned: net)",
+		"the hook program links net/netip (banned: net)",
 		"the hook program links " + Module + "/recall (banned: " + Module + "/recall)",
 		"the hook program links github.com/ProtonMail/go-crypto/openpgp (banned: github.com/ProtonMail/go-crypto/)",
 		"the hook program links " + Module + "/hooks/doctor (banned: " + Module + "/hooks/doctor)",
