@@ -12,8 +12,9 @@
 // links only the hook path (hooks, gitstore, guard, seal and the object
 // layer). `git lossless install claude-code` writes this program into the
 // settings when it sits beside git-lossless (as `go install ./cmd/...`
-// puts it), and git-lossless itself otherwise. Built with CGO_ENABLED=0
-// it is also statically linked, which spares the dynamic loader.
+// puts it), and git-lossless itself otherwise. It links no net, so no cgo:
+// even a default build is statically linked, which spares every hook the
+// dynamic loader.
 //
 // It accepts the same command line as git-lossless's hook command, global
 // flags included, plus --version (the same line git-lossless prints, which
