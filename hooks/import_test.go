@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 )
 
@@ -522,4 +523,68 @@ func TestImportSmallBatches(t *testing.T) {
 	if err != nil || again.Events != 0 || again.UpToDate != again.Transcripts {
 		t.Fatalf("second import: %+v %v", again, err)
 	}
+}
+
+// TestImportKeepsSecretsOut attacks the import as a hostile history
+// would: a past session whose prompt, shell output (Bash `env`) and Grep
+// result carry credentials, and which read .env and a symlink with an
+// innocent name pointing at it. The import goes through the sweep, so no
+// credential may reach any object of the archive (read back with the real
+// git cat-file), the denied reads are recorded without content, and the
+// archive passes git fsck.
+func TestImportKeepsSecretsOut(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	repo := swGitInit(t)
+	sec := testkit.PlantedSecrets(42)
+	envFile := filepath.Join(repo, ".env")
+	imWrite(t, envFile, []byte("OPENAI_API_KEY="+sec["openai"]+"\n"))
+	link := filepath.Join(repo, "settings.txt")
+	if err := os.Symlink(envFile, link); err != nil {
+		t.Fatal(err)
+	}
+	envOut := "HOME=/home/dev\nGITHUB_TOKEN=" + sec["github"] + "\nAWS_ACCESS_KEY_ID=" + sec["aws-id"] +
+		"\nAWS_SECRET_ACCESS_KEY=" + sec["aws-key"] + "\nSLACK_BOT_TOKEN=" + sec["slack"] + "\n"
+	lines := []string{
+		trLine("user", "u1", `"message":{"role":"user","content":`+trQ("deploy with key "+sec["anthropic"]+" please")+`}`),
+		trToolUse("a1", "tb", "Bash", `{"command":"env"}`),
+		trToolResult("r1", "tb", trQ(envOut), `{"stdout":`+trQ(envOut)+`,"stderr":"","interrupted":false}`),
+		trToolUse("a2", "tg", "Grep", `{"pattern":"sk-"}`),
+		trToolResult("r2", "tg", trQ("config/prod.yaml:3:  stripe: "+sec["stripe"]), ""),
+	}
+	for i, f := range []string{envFile, link} {
+		id := fmt.Sprint("tr", i)
+		content := "OPENAI_API_KEY=" + sec["openai"] + "\n"
+		lines = append(lines,
+			trToolUse(fmt.Sprint("ar", i), id, "Read", `{"file_path":`+trQ(f)+`}`),
+			trToolResult(fmt.Sprint("rr", i), id, trQ("1\t"+content),
+				`{"type":"text","file":{"filePath":`+trQ(f)+`,"content":`+trQ(content)+`,"numLines":2,"startLine":1,"totalLines":2}}`))
+	}
+	text := strings.ReplaceAll(strings.Join(lines, "\n")+"\n", `"cwd":"/p"`, `"cwd":`+trQ(repo))
+	projects := t.TempDir()
+	imWrite(t, filepath.Join(projects, "-repo", "s1.jsonl"), []byte(text))
+
+	stats, err := Import(context.Background(), []string{projects}, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Events == 0 {
+		t.Fatalf("nothing imported: %+v", stats)
+	}
+	objects := swGit(t, repo, "cat-file", "--batch-all-objects", "--batch")
+	for kind, v := range sec {
+		if kind != "password" && strings.Contains(objects, v) {
+			t.Errorf("the planted %s credential reached the archive", kind)
+		}
+	}
+	st := swOpen(t, repo)
+	reads := swEvents(t, st, gitstore.Query{Op: "read"})
+	if len(reads) != 2 {
+		t.Fatalf("%d reads archived, want the two of .env", len(reads))
+	}
+	for _, e := range reads {
+		if !e.Excluded || e.Blob != "" {
+			t.Errorf("a denied read was archived with content: %s", e.Raw)
+		}
+	}
+	swGit(t, repo, "fsck", "--strict", "--no-progress")
 }
