@@ -64,30 +64,14 @@ func imNewCorpus(t testing.TB, perDest int) *imCorpus {
 		sessions: map[string]string{}, mainOf: map[string]string{}, subOf: map[string]string{},
 	}
 	c.initRepos(t)
-	mainB, err := os.ReadFile(filepath.Join(trSampleDir, trSampleSession+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	subRel := filepath.Join(trSampleSession, "subagents", "agent-"+trSampleAgent+".jsonl")
-	subB, err := os.ReadFile(filepath.Join(trSampleDir, subRel))
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
 	for _, cwd := range []string{c.repoA, c.repoB, c.missing} {
 		slug := strings.ReplaceAll(cwd, "/", "-")
 		for range perDest {
 			id := imSessionID(n)
 			n++
-			rw := func(b []byte) []byte {
-				b = bytes.ReplaceAll(b, []byte("/home/dev/project"), []byte(cwd))
-				return bytes.ReplaceAll(b, []byte(trSampleSession), []byte(id))
-			}
-			main := filepath.Join(c.projects, slug, id+".jsonl")
+			main := testkit.CopySample(t, filepath.Join(c.projects, slug), cwd, id)
 			sub := filepath.Join(c.projects, slug, id, "subagents", "agent-"+trSampleAgent+".jsonl")
-			imWrite(t, main, rw(mainB))
-			imWrite(t, sub, rw(subB))
-			imWrite(t, strings.TrimSuffix(sub, ".jsonl")+".meta.json", []byte(`{"agentType":"general-purpose"}`))
 			c.sessions[id], c.mainOf[id], c.subOf[id] = cwd, main, sub
 			c.transcriptsBytes += swSize(t, main) + swSize(t, sub)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 	"github.com/git-lossless/git-lossless/seal"
 )
@@ -62,28 +63,7 @@ func swOpen(t testing.TB, repo string) *gitstore.Store {
 // test's repository. It returns the main transcript's path.
 func swCopySample(t testing.TB, root string) string {
 	t.Helper()
-	dst := filepath.Join(t.TempDir(), "projects", "-home-dev-project")
-	for _, rel := range []string{
-		trSampleSession + ".jsonl",
-		filepath.Join(trSampleSession, "subagents", "agent-"+trSampleAgent+".jsonl"),
-		filepath.Join(trSampleSession, "subagents", "agent-"+trSampleAgent+".meta.json"),
-	} {
-		b, err := os.ReadFile(filepath.Join(trSampleDir, rel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if root != "" {
-			b = bytes.ReplaceAll(b, []byte("/home/dev/project"), []byte(root))
-		}
-		p := filepath.Join(dst, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return filepath.Join(dst, trSampleSession+".jsonl")
+	return testkit.CopySample(t, filepath.Join(t.TempDir(), "projects", "-home-dev-project"), root, "")
 }
 
 func swEvents(t testing.TB, st *gitstore.Store, q gitstore.Query) []gitstore.Event {

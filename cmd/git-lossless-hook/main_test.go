@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/internal/version"
 )
 
@@ -126,15 +127,7 @@ func sshArchive(t *testing.T) (repo, transcript, key string) {
 	git("init", "-q")
 	git("config", "lossless.encrypt", "true")
 	git("config", "lossless.recipient", strings.TrimSpace(string(pub)))
-	src := filepath.Join("..", "..", "testdata", "claude-code-2.1.328", "transcripts", "-home-dev-project", "9e33e208-2b1c-4064-b54f-efdf0f79781b.jsonl")
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transcript = filepath.Join(t.TempDir(), "9e33e208-2b1c-4064-b54f-efdf0f79781b.jsonl")
-	if err := os.WriteFile(transcript, bytes.ReplaceAll(b, []byte("/home/dev/project"), []byte(repo)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	transcript = testkit.CopySample(t, t.TempDir(), repo, "")
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
 	return repo, transcript, key
@@ -142,7 +135,7 @@ func sshArchive(t *testing.T) (repo, transcript, key string) {
 
 func preCompactPayload(repo, transcript string) []byte {
 	p, _ := json.Marshal(map[string]any{
-		"session_id": "9e33e208-2b1c-4064-b54f-efdf0f79781b", "transcript_path": transcript,
+		"session_id": testkit.SampleSession, "transcript_path": transcript,
 		"cwd": repo, "hook_event_name": "PreCompact", "trigger": "manual",
 	})
 	return p

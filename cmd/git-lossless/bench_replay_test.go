@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/git-lossless/git-lossless/internal/testkit"
 )
 
 // replaySample copies the real 2.1.328 session (main and subagent
@@ -14,25 +16,7 @@ import (
 // set, and returns the main transcript.
 func replaySample(t *testing.T, dir, root string) string {
 	t.Helper()
-	src := filepath.Dir(recallSample)
-	agent := filepath.Join(recallSession, "subagents", "agent-ab8f45f825081b44d.jsonl")
-	for _, rel := range []string{recallSession + ".jsonl", agent} {
-		b, err := os.ReadFile(filepath.Join(src, rel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if root != "" {
-			b = bytes.ReplaceAll(b, []byte("/home/dev/project"), []byte(root))
-		}
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return filepath.Join(dir, recallSession+".jsonl")
+	return testkit.CopySample(t, dir, root, "")
 }
 
 // TestBenchReplayCLI runs `bench replay DIR` on the real sample as a user

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,14 +19,13 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/internal/testkit"
 )
 
 const (
-	imSample      = "9e33e208-2b1c-4064-b54f-efdf0f79781b"
-	imSampleAgent = "ab8f45f825081b44d"
+	imSample      = testkit.SampleSession
+	imSampleAgent = testkit.SampleAgent
 )
-
-var imSampleDir = filepath.Join("..", "..", "testdata", "claude-code-2.1.328", "transcripts", "-home-dev-project")
 
 // imCorpus is a projects directory, laid out as Claude Code lays it out,
 // of copies of the real sample session (main and subagent, compaction
@@ -50,14 +48,6 @@ func newImCorpus(t *testing.T, sb *sandbox, projects string, perDest int) *imCor
 	c := &imCorpus{sb: sb, projects: projects, repoA: filepath.Join(root, "repo-a"), repoB: filepath.Join(root, "repo-b"),
 		missing: filepath.Join(root, "gone", "project"), embedded: filepath.Join(sb.data, "git-lossless", "archive.git")}
 	c.reset(t)
-	mainB, err := os.ReadFile(filepath.Join(imSampleDir, imSample+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	subB, err := os.ReadFile(filepath.Join(imSampleDir, imSample, "subagents", "agent-"+imSampleAgent+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
 	for _, cwd := range []string{c.repoA, c.repoB, c.missing} {
 		slug := strings.ReplaceAll(cwd, "/", "-")
@@ -67,13 +57,7 @@ func newImCorpus(t *testing.T, sb *sandbox, projects string, perDest int) *imCor
 				id = fmt.Sprintf("%08x-0000-4000-8000-%012x", n, n)
 			}
 			n++
-			rw := func(b []byte) []byte {
-				b = bytes.ReplaceAll(b, []byte("/home/dev/project"), []byte(cwd))
-				return bytes.ReplaceAll(b, []byte(imSample), []byte(id))
-			}
-			writeFile(t, filepath.Join(projects, slug, id+".jsonl"), rw(mainB))
-			writeFile(t, filepath.Join(projects, slug, id, "subagents", "agent-"+imSampleAgent+".jsonl"), rw(subB))
-			writeFile(t, filepath.Join(projects, slug, id, "subagents", "agent-"+imSampleAgent+".meta.json"), []byte(`{"agentType":"general-purpose"}`))
+			testkit.CopySample(t, filepath.Join(projects, slug), cwd, id)
 		}
 	}
 	return c

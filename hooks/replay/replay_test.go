@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/receipt"
 )
 
@@ -51,23 +52,7 @@ func git(t testing.TB, dir string, args ...string) string {
 func copySample(t testing.TB, root string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "projects", "-p")
-	for _, rel := range []string{
-		sampleSession + ".jsonl",
-		filepath.Join(sampleSession, "subagents", "agent-"+sampleAgent+".jsonl"),
-	} {
-		b, err := os.ReadFile(filepath.Join(sampleDir, rel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = bytes.ReplaceAll(b, []byte("/home/dev/project"), []byte(root))
-		p := filepath.Join(dst, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.CopySample(t, dst, root, "")
 	return dst
 }
 

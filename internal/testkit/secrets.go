@@ -1,6 +1,7 @@
 // Package testkit holds what the tests of several packages share and no
 // production package may import: fixtures that plant made-up credentials,
-// real git remotes on 127.0.0.1 and the like. It depends on the standard
+// the real Claude Code sample session copied where a test needs it
+// (CopySample), real git remotes on 127.0.0.1 and the like. It depends on the standard
 // library only.
 //
 // Its subpackages hold the larger fixtures: benchdata (source-like content
