@@ -69,7 +69,7 @@ func (w *world) repo() (string, *gitstore.Store) {
 	w.git("", "init", "-q", dir)
 	w.git(dir, "remote", "add", "origin", w.remote)
 	dir, _ = filepath.EvalSymlinks(dir)
-	st, err := anchor.OpenDir(dir, gitstore.Options{})
+	st, err := gitstore.OpenDir(dir, gitstore.Options{})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func (w *world) push(st *gitstore.Store, targets ...anchor.Target) *anchor.Made 
 // verify opens a fresh store (a new process's view) and verifies writer.
 func (w *world) verify(dir, writer string) *seal.Report {
 	w.t.Helper()
-	st, err := anchor.OpenDir(dir, gitstore.Options{})
+	st, err := gitstore.OpenDir(dir, gitstore.Options{})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func (w *world) verify(dir, writer string) *seal.Report {
 
 func (w *world) check(dir string, t anchor.Target) *anchor.RemoteCheck {
 	w.t.Helper()
-	st, err := anchor.OpenDir(dir, gitstore.Options{})
+	st, err := gitstore.OpenDir(dir, gitstore.Options{})
 	if err != nil {
 		w.t.Fatal(err)
 	}

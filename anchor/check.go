@@ -3,11 +3,7 @@ package anchor
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,7 +93,10 @@ func CheckRemote(ctx context.Context, st *gitstore.Store, t Target, now time.Tim
 	}
 	if t.Mode == ModePath {
 		rec, hasRec := recs[rid+"."+ModePath]
-		return rc, checkPath(ctx, st, rc, rid, own, rec, hasRec, now)
+		if err := checkPath(ctx, st, rc, rid, own, rec, hasRec, now); err != nil {
+			return rc, err
+		}
+		return rc, saveAlarms(st, rid, alarmsAnchors, t.Remote, url, rc.Findings, now)
 	}
 	r := gitstore.Remote{URL: url, Dir: t.Dir}
 	// A fetch costs git's connectivity walk over every ref even when
@@ -110,7 +109,10 @@ func CheckRemote(ctx context.Context, st *gitstore.Store, t Target, now time.Tim
 			return nil, err
 		}
 	}
-	return rc, checkFetched(ctx, st, rc, rid, own, recs, now)
+	if err := checkFetched(ctx, st, rc, rid, own, recs, now); err != nil {
+		return rc, err
+	}
+	return rc, saveAlarms(st, rid, alarmsAnchors, t.Remote, url, rc.Findings, now)
 }
 
 // anchorsMoved reports whether the remote's checkpoint refs and anchor
@@ -175,9 +177,17 @@ func checkFetched(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid 
 		sorted = append(sorted, k)
 	}
 	sort.Strings(sorted)
-	ck := &checker{st: st, rc: rc, rid: rid, own: own, now: now}
+	tips, err := acceptedTips(ctx, st)
+	if err != nil {
+		return err
+	}
+	ownClone, err := CloneID(st)
+	if err != nil {
+		return err
+	}
+	ck := &checker{st: st, rc: rc, rid: rid, own: own, now: now, tips: tips, ownClone: ownClone}
 	clones := map[string]bool{}
-	ownClone, _ := CloneID(st)
+	newestTag := map[string]int64{} // per clone, the newest tag the remote serves
 	for _, k := range sorted {
 		in, old := incoming[trackingRef(rid, "incoming/"+k)], seen[trackingRef(rid, "seen/"+k)]
 		switch {
@@ -189,10 +199,17 @@ func checkFetched(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid 
 			key := strings.TrimPrefix(k, "tags/")
 			if i := strings.LastIndexByte(key, '/'); i > 0 {
 				clones[key[:i]] = true
+				if n, err := strconv.ParseInt(key[i+1:], 10, 64); err == nil && in != "" && n > newestTag[key[:i]] {
+					newestTag[key[:i]] = n
+				}
 			}
 			ck.tag(ctx, key, in, old)
 		}
 	}
+	// A chain of checkpoints is one object wherever it is served: a remote
+	// whose newest tag of a chain is older than what was accepted of that
+	// chain (from any remote) serves an older state of it.
+	ck.behindTips(newestTag, "tag")
 	// This clone's own checkpoints there: not behind what it anchored.
 	for _, mode := range []string{ModeRef, ModeTags} {
 		rec, hasRec := recs[rid+"."+mode]
@@ -224,11 +241,89 @@ func checkFetched(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid 
 
 // checker holds one CheckRemote's state.
 type checker struct {
-	st  *gitstore.Store
-	rc  *RemoteCheck
-	rid string
-	own *Key
-	now time.Time
+	st       *gitstore.Store
+	rc       *RemoteCheck
+	rid      string
+	own      *Key
+	now      time.Time
+	tips     map[string]chainTip // the newest checkpoint accepted of each chain, from any remote
+	ownClone string
+}
+
+// chainTip is the newest checkpoint of one clone's chain this clone
+// accepted, from whichever remote (or anchor directory) served it.
+type chainTip struct {
+	N      int64
+	Digest string
+	Remote string
+	Signed []byte
+}
+
+// acceptedTips returns, per chain (<machine>/<clone>), the newest
+// checkpoint accepted from any remote: what a clone has seen of a chain
+// is per chain, not per remote, so an older state served by any remote is
+// a rollback and another state at the same number a fork. (Signatures
+// were checked when each was accepted.)
+func acceptedTips(ctx context.Context, st *gitstore.Store) (map[string]chainTip, error) {
+	seen, err := seenCheckpoints(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	tips := map[string]chainTip{}
+	for _, s := range seen {
+		c, err := ParseText(noteText(s.Signed))
+		if err != nil {
+			continue // anchoredCheckpoints reports it
+		}
+		key := c.Machine + "/" + c.Clone
+		if c.N > tips[key].N {
+			tips[key] = chainTip{N: c.N, Digest: Digest(s.Signed), Remote: s.Remote, Signed: s.Signed}
+		}
+	}
+	return tips, nil
+}
+
+// ownChain reports whether key is this clone's own checkpoint chain,
+// which is judged against the local chain and the per-remote records of
+// what was anchored there (a remote anchored less often than another is
+// not behind its own record), not against the tips.
+func (ck *checker) ownChain(key string) bool {
+	return ck.own != nil && key == ck.own.Name()+"/"+ck.ownClone
+}
+
+// tipCheck compares a checkpoint n (signed) the remote serves as the
+// newest of chain key with the newest accepted of that chain: older is
+// anchor-rollback, another at the same number anchor-fork. It reports
+// whether it raised an alarm.
+func (ck *checker) tipCheck(key string, n int64, signed []byte, what string) bool {
+	t, ok := ck.tips[key]
+	if !ok || ck.ownChain(key) {
+		return false
+	}
+	switch {
+	case n < t.N:
+		ck.alarm(Finding{Kind: KindRollback, Clone: key, Detail: fmt.Sprintf("the remote's newest %s of %s is checkpoint %d, but checkpoint %d of that chain was accepted from %s: it serves an older state of the chain (rolled back there, or never given the newer one)", what, key, n, t.N, t.Remote),
+			Seen: t.Signed, Now: signed})
+		return true
+	case n == t.N && signed != nil && Digest(signed) != t.Digest:
+		ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: fmt.Sprintf("the remote's checkpoint %d of %s is not the checkpoint %d accepted from %s", n, key, n, t.Remote),
+			Seen: t.Signed, Now: signed})
+		return true
+	}
+	return false
+}
+
+// behindTips raises tipCheck's rollback for every chain whose newest
+// served checkpoint (by number) is older than its accepted tip.
+func (ck *checker) behindTips(newest map[string]int64, what string) {
+	keys := make([]string, 0, len(newest))
+	for k := range newest {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ck.tipCheck(k, newest[k], nil, what)
+	}
 }
 
 func (ck *checker) alarm(f Finding) {
@@ -323,6 +418,13 @@ func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
 	seenRef := trackingRef(ck.rid, "seen/anchor/"+key)
 	switch {
 	case in == old:
+		// Unchanged here since it was accepted: still not older than
+		// what another remote showed of the chain since.
+		if signed := ck.signedAt(in); signed != nil {
+			if c, err := ParseText(noteText(signed)); err == nil {
+				ck.tipCheck(key, c.N, signed, "checkpoint")
+			}
+		}
 		return
 	case in == "":
 		ck.alarm(Finding{Kind: KindRollback, Clone: key, Detail: "the remote deleted this clone's checkpoints", Seen: ck.signedAt(old)})
@@ -352,12 +454,24 @@ func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
 			}
 		}
 	}
+	tip, tipSigned, _, ok := ck.readCheckpointCommit(in, key)
+	if !ok {
+		return
+	}
+	if ck.tipCheck(key, tip.N, tipSigned, "checkpoint") {
+		return
+	}
+	accepted, hasTip := ck.tips[key]
 	id := in
 	var newer *Checkpoint
 	var newerSigned []byte
 	for steps := 0; id != "" && id != old; steps++ {
 		c, signed, parents, ok := ck.readCheckpointCommit(id, key)
 		if !ok {
+			return
+		}
+		if hasTip && c.N == accepted.N && Digest(signed) != accepted.Digest && !ck.ownChain(key) {
+			ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: fmt.Sprintf("the remote's chain of %s holds a checkpoint %d that is not the one accepted from %s", key, c.N, accepted.Remote), Seen: accepted.Signed, Now: signed})
 			return
 		}
 		if newer != nil {
@@ -398,7 +512,19 @@ func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
 		ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: "could not record the accepted checkpoint: " + err.Error()})
 		return
 	}
+	ck.accepted(key, tip, tipSigned)
+}
+
+// accepted records what was accepted: its writers' heads for every
+// store's Verify, and the chain's new tip for the rest of this check.
+func (ck *checker) accepted(key string, c *Checkpoint, signed []byte) {
 	ck.rc.Accepted++
+	if err := recordCheckpointHeads(ck.st, c, ck.ownChain(key), "seen on "+ck.rc.Remote); err != nil {
+		ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: "accepted, but its heads could not be recorded: " + err.Error()})
+	}
+	if t := ck.tips[key]; c.N > t.N {
+		ck.tips[key] = chainTip{N: c.N, Digest: Digest(signed), Remote: ck.rc.Remote, Signed: signed}
+	}
 }
 
 // monotone says how newer contradicts older ("" when it does not): a
@@ -511,11 +637,15 @@ func (ck *checker) tag(ctx context.Context, key, in, old string) {
 			return
 		}
 	}
+	if tip, ok := ck.tips[clone]; ok && c.N == tip.N && Digest([]byte(t.Message)) != tip.Digest && !ck.ownChain(clone) {
+		ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("the remote's tag %s holds another checkpoint %d than the one accepted from %s", key, c.N, tip.Remote), Seen: tip.Signed, Now: []byte(t.Message)})
+		return
+	}
 	if err := ck.st.SetRef(ctx, trackingRef(ck.rid, "seen/tags/"+key), "", in); err != nil {
 		ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: "could not record the accepted tag: " + err.Error()})
 		return
 	}
-	ck.rc.Accepted++
+	ck.accepted(clone, c, []byte(t.Message))
 }
 
 func (ck *checker) tagSigned(id string) []byte {
@@ -526,157 +656,3 @@ func (ck *checker) tagSigned(id string) []byte {
 	return []byte(t.Message)
 }
 
-// pathSeen is what was accepted from an anchor directory: the digest of
-// every checkpoint file by <machine>/<clone>/<n>, and the newest signed
-// checkpoint of each clone.
-type pathSeen struct {
-	Digests map[string]string `json:"digests"`
-	Newest  map[string]string `json:"newest"`
-}
-
-func pathSeenFile(st *gitstore.Store, rid string) string {
-	return stateDir(st, "paths", rid+".json")
-}
-
-// checkPath checks an anchor directory the way CheckRemote checks a
-// remote: files never removed or changed, new ones signed and chained.
-func checkPath(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid string, own *Key, rec RemoteRecord, hasRec bool, now time.Time) error {
-	ck := &checker{st: st, rc: rc, rid: rid, own: own, now: now}
-	var ps pathSeen
-	if b, err := os.ReadFile(pathSeenFile(st, rid)); err == nil {
-		if err := json.Unmarshal(b, &ps); err != nil {
-			return fmt.Errorf("anchor state %s: %w", pathSeenFile(st, rid), err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if ps.Digests == nil {
-		ps.Digests, ps.Newest = map[string]string{}, map[string]string{}
-	}
-	root := filepath.Join(rc.URL, "lossless-anchor")
-	files := map[string][]byte{}
-	vkeys := map[string]string{}
-	machines, err := os.ReadDir(root)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("anchor directory %s: %w", rc.URL, err)
-	}
-	for _, m := range machines {
-		if !m.IsDir() || validName("machine", m.Name()) != nil {
-			continue
-		}
-		clones, err := os.ReadDir(filepath.Join(root, m.Name()))
-		if err != nil {
-			return err
-		}
-		for _, c := range clones {
-			if !c.IsDir() || validName("clone", c.Name()) != nil {
-				continue
-			}
-			key := m.Name() + "/" + c.Name()
-			d := filepath.Join(root, m.Name(), c.Name())
-			ents, err := os.ReadDir(d)
-			if err != nil {
-				return err
-			}
-			for _, e := range ents {
-				if e.Name() == keyFile {
-					b, err := os.ReadFile(filepath.Join(d, e.Name()))
-					if err != nil {
-						return err
-					}
-					vkeys[key] = string(b)
-					continue
-				}
-				n, ok := strings.CutSuffix(e.Name(), ".checkpoint")
-				if !ok {
-					continue
-				}
-				if _, err := strconv.ParseInt(n, 10, 64); err != nil {
-					continue
-				}
-				b, err := os.ReadFile(filepath.Join(d, e.Name()))
-				if err != nil {
-					return err
-				}
-				files[key+"/"+n] = b
-			}
-		}
-	}
-	clones := map[string]bool{}
-	var keys []string
-	for k := range ps.Digests {
-		keys = append(keys, k)
-	}
-	for k := range files {
-		if _, ok := ps.Digests[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool { return lessTagKey(keys[i], keys[j]) })
-	changed := false
-	for _, k := range keys {
-		i := strings.LastIndexByte(k, '/')
-		clone, nstr := k[:i], k[i+1:]
-		clones[clone] = true
-		b, have := files[k]
-		d, was := ps.Digests[k]
-		switch {
-		case was && !have:
-			ck.alarm(Finding{Kind: KindRollback, Clone: clone, Detail: fmt.Sprintf("checkpoint file %s.checkpoint was removed", k), Seen: []byte(ps.Newest[clone])})
-		case was && Digest(b) != d:
-			ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("checkpoint file %s.checkpoint changed", k), Now: b})
-		case !was:
-			machine, _, _ := strings.Cut(clone, "/")
-			v, ok := ck.verifier(machine, vkeys[clone], clone)
-			if !ok {
-				continue
-			}
-			c, err := OpenSigned(b, v)
-			if err != nil {
-				ck.alarm(Finding{Kind: KindBadSignature, Clone: clone, Detail: fmt.Sprintf("%s.checkpoint: %v", k, err), Now: b})
-				continue
-			}
-			if c.Machine+"/"+c.Clone != clone || strconv.FormatInt(c.N, 10) != nstr {
-				ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("%s.checkpoint holds checkpoint %d of %s/%s", k, c.N, c.Machine, c.Clone), Now: b})
-				continue
-			}
-			if prev, ok := files[clone+"/"+strconv.FormatInt(c.N-1, 10)]; ok && c.Prev != Digest(prev) {
-				ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("checkpoint %d does not follow checkpoint %d", c.N, c.N-1), Seen: prev, Now: b})
-				continue
-			}
-			ps.Digests[k] = Digest(b)
-			if cur, err := ParseText(noteText([]byte(ps.Newest[clone]))); err != nil || cur.N < c.N {
-				ps.Newest[clone] = string(b)
-			}
-			changed = true
-			rc.Accepted++
-		}
-	}
-	if own != nil && hasRec && rec.Mode == ModePath {
-		clone, _ := CloneID(st)
-		k := own.Name() + "/" + clone + "/" + strconv.FormatInt(rec.N, 10)
-		if _, ok := files[k]; !ok {
-			ck.alarm(Finding{Kind: KindRollback, Clone: own.Name() + "/" + clone, Detail: fmt.Sprintf("checkpoint %d of this clone was anchored here on %s; its file is gone", rec.N, rec.Time.Format(time.RFC3339)), Seen: []byte(rec.Checkpoint)})
-		}
-	}
-	rc.Clones = len(clones)
-	if changed {
-		b, err := json.MarshalIndent(ps, "", "  ")
-		if err != nil {
-			return err
-		}
-		return writeState(pathSeenFile(st, rid), append(b, '\n'))
-	}
-	return ctx.Err()
-}
-
-// lessTagKey orders <machine>/<clone>/<n> keys by clone, then number.
-func lessTagKey(a, b string) bool {
-	i, j := strings.LastIndexByte(a, '/'), strings.LastIndexByte(b, '/')
-	if a[:i] != b[:j] {
-		return a[:i] < b[:j]
-	}
-	x, _ := strconv.ParseInt(a[i+1:], 10, 64)
-	y, _ := strconv.ParseInt(b[j+1:], 10, 64)
-	return x < y
-}

@@ -108,6 +108,24 @@ func MakeCheckpoint(ctx context.Context, st *gitstore.Store, key *Key, now time.
 				c.Time = last.Time.Add(time.Second) // a clock set back still orders them
 			}
 		}
+		// Sign only chains that verify: a checkpoint vouches for every head
+		// it names, so a broken writer (rolled back, forked, foreign
+		// batches) is refused here rather than anchored as this clone's.
+		if changed := changedWriters(last, c); len(changed) > 0 {
+			v, err := Check(ctx, st, CheckOptions{Writers: changed, SkipContent: true})
+			if err != nil {
+				return nil, fmt.Errorf("verify before anchoring: %w", err)
+			}
+			if n := v.Broken(); n > 0 {
+				var names []string
+				for _, r := range v.Writers {
+					if !r.OK() {
+						names = append(names, fmt.Sprintf("%s (%s at entry %d)", r.Writer, r.Break.Kind, r.Break.Seq))
+					}
+				}
+				return nil, fmt.Errorf("refusing to anchor: %s failed verification: %s; run `git lossless verify`", plural(n, "writer"), strings.Join(names, ", "))
+			}
+		}
 		signed, err := Sign(c, key.Signer)
 		if err != nil {
 			return nil, err
@@ -125,6 +143,21 @@ func MakeCheckpoint(ctx context.Context, st *gitstore.Store, key *Key, now time.
 		}
 		return &Made{Checkpoint: c, Signed: signed, Commit: commit, New: true, VKey: key.VKey, Skipped: skipped}, nil
 	}
+}
+
+// changedWriters lists the writers of c whose head is not the one last
+// names (all of them when there is no last).
+func changedWriters(last, c *Checkpoint) []string {
+	var out []string
+	for _, w := range c.Writers {
+		if last != nil {
+			if lw, ok := last.Writer(w.Name); ok && lw == w {
+				continue
+			}
+		}
+		out = append(out, w.Name)
+	}
+	return out
 }
 
 func sameHeads(a, b *Checkpoint) bool {
@@ -186,6 +219,8 @@ func Send(ctx context.Context, st *gitstore.Store, made *Made, targets []Target)
 			rec := RemoteRecord{Remote: t.Remote, URL: s.URL, Mode: t.Mode, N: made.Checkpoint.N, Commit: made.Commit,
 				Time: made.Checkpoint.Time, Checkpoint: string(made.Signed)}
 			if err := writeRecord(st, rec); err != nil {
+				s.Err = fmt.Errorf("anchored on %s, but the local record failed: %w", t.Remote, err)
+			} else if err := recordCheckpointHeads(st, made.Checkpoint, true, "anchored on "+t.Remote); err != nil {
 				s.Err = fmt.Errorf("anchored on %s, but the local record failed: %w", t.Remote, err)
 			}
 		}

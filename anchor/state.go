@@ -3,7 +3,6 @@ package anchor
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,7 +18,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/seal"
 )
 
 // Local anchor state, under <common dir>/lossless/anchor/ (0700, files
@@ -66,41 +64,10 @@ func writeState(path string, data []byte) error {
 	return err
 }
 
-// CloneID returns this clone's id, creating it on first use: it tells two
-// clones of one repository on one machine apart (each has its own writers
-// and its own checkpoint chain).
-func CloneID(st *gitstore.Store) (string, error) {
-	p := stateDir(st, "clone")
-	if b, err := os.ReadFile(p); err == nil {
-		id := strings.TrimSpace(string(b))
-		if validName("clone", id) == nil {
-			return id, nil
-		}
-		return "", fmt.Errorf("%s holds %q, not a clone id; remove it to make a new one", p, id)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", err
-	}
-	var r [4]byte
-	if _, err := rand.Read(r[:]); err != nil {
-		return "", err
-	}
-	id := hex.EncodeToString(r[:])
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return "", err
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		return CloneID(st) // another process made it first
-	}
-	if err != nil {
-		return "", err
-	}
-	_, err = f.WriteString(id + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return id, err
-}
+// CloneID returns this clone's id (gitstore.Store.CloneID): it tells
+// two clones of one repository apart, each with its own writers and its
+// own checkpoint chain.
+func CloneID(st *gitstore.Store) (string, error) { return st.CloneID() }
 
 // RemoteID is the short stable id of a remote's resolved URL.
 func RemoteID(url string) string {
@@ -215,53 +182,41 @@ func verifierFor(st *gitstore.Store, own *Key, machine string) (note.Verifier, e
 	return ParseVerifierKey(vkey)
 }
 
-// loadAnchoredHeads collects the writer heads of every checkpoint this
-// machine anchored (the last one per remote) or fetched and accepted (the
-// newest per machine's clone per remote), whose signature checks. A
-// checkpoint that does not check is left out with a warning: verify
-// --anchor reports it.
-func loadAnchoredHeads(ctx context.Context, st *gitstore.Store, warn func(string)) (map[string][]seal.Checkpoint, error) {
-	out := map[string][]seal.Checkpoint{}
-	own, _ := ownKey()
-	add := func(signed []byte, label string) {
-		machine := signerName(signed)
-		v, err := verifierFor(st, own, machine)
-		var c *Checkpoint
-		if err == nil {
-			c, err = OpenSigned(signed, v)
-		}
-		if err != nil {
-			if warn != nil {
-				warn(fmt.Sprintf("anchor: %s: %v", label, err))
-			}
-			return
-		}
-		where := fmt.Sprintf("%s, checkpoint %s/%s #%d of %s", label, c.Machine, c.Clone, c.N, c.Time.Format(time.RFC3339))
-		for _, w := range c.Writers {
-			out[w.Name] = append(out[w.Name], seal.Checkpoint{Seq: w.Entries, Seal: w.Seal, Anchor: where})
-		}
-	}
-	recs, err := ReadRecords(st)
+// recordAnchoredHeads records (gitstore.RecordAnchored) the writer heads
+// of every checkpoint this clone anchored (the last one per remote) or
+// accepted from a remote (the newest per machine's clone per remote) whose
+// signature checks, so that every store's Verify compares chains with
+// them. Accepting and anchoring record them as they happen; this pass
+// rebuilds what an older version, or a deleted anchored/ directory, left
+// unrecorded. A checkpoint that does not check is a Finding.
+func recordAnchoredHeads(ctx context.Context, st *gitstore.Store) ([]Finding, error) {
+	all, bad, err := anchoredCheckpoints(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	rids := make([]string, 0, len(recs))
-	for rid := range recs {
-		rids = append(rids, rid)
+	for _, a := range all {
+		if err := recordCheckpointHeads(st, a.Checkpoint, a.Own, a.Where); err != nil {
+			return nil, err
+		}
 	}
-	sort.Strings(rids)
-	for _, rid := range rids {
-		r := recs[rid]
-		add([]byte(r.Checkpoint), "anchored on "+r.Remote)
+	return bad, nil
+}
+
+// recordCheckpointHeads records every writer head of c (see
+// recordAnchoredHeads); where names the remote it was anchored on or
+// seen on.
+func recordCheckpointHeads(st *gitstore.Store, c *Checkpoint, own bool, where string) error {
+	kind := gitstore.AnchoredSeen
+	if own {
+		kind = gitstore.AnchoredOwn
 	}
-	seen, err := seenCheckpoints(ctx, st)
-	if err != nil {
-		return nil, err
+	label := fmt.Sprintf("%s, checkpoint %s/%s #%d of %s", where, c.Machine, c.Clone, c.N, c.Time.Format(time.RFC3339))
+	for _, w := range c.Writers {
+		if err := st.RecordAnchored(w.Name, w.Entries, w.Seal, kind, label); err != nil {
+			return fmt.Errorf("record anchored head of %s: %w", w.Name, err)
+		}
 	}
-	for _, s := range seen {
-		add(s.Signed, "seen on "+s.Remote)
-	}
-	return out, nil
+	return nil
 }
 
 // seenCheckpoint is the newest accepted checkpoint of one machine's clone
@@ -385,11 +340,24 @@ func seenCheckpoints(ctx context.Context, st *gitstore.Store) ([]seenCheckpoint,
 // last per remote) or accepted from a remote (the newest per clone per
 // remote) whose signature checks, with where it was seen.
 func AnchoredCheckpoints(ctx context.Context, st *gitstore.Store) ([]Anchored, error) {
-	own, _ := ownKey()
+	all, _, err := anchoredCheckpoints(ctx, st)
+	return all, err
+}
+
+// anchoredCheckpoints is AnchoredCheckpoints, with a Finding for each
+// recorded or accepted checkpoint that no longer checks: local anchor
+// state that was tampered with (a seen ref pointed at a forged checkpoint,
+// a record edited) is a failure, not something to skip.
+func anchoredCheckpoints(ctx context.Context, st *gitstore.Store) ([]Anchored, []Finding, error) {
+	own, err := ownKey()
+	if err != nil {
+		return nil, nil, err
+	}
 	var out []Anchored
+	var bad []Finding
 	recs, err := ReadRecords(st)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rids := make([]string, 0, len(recs))
 	for rid := range recs {
@@ -399,28 +367,39 @@ func AnchoredCheckpoints(ctx context.Context, st *gitstore.Store) ([]Anchored, e
 	for _, rid := range rids {
 		r := recs[rid]
 		if own == nil {
+			bad = append(bad, Finding{Kind: KindBadSignature, Remote: r.Remote, Detail: fmt.Sprintf("the record of checkpoint %d anchored on %s cannot be checked: this machine's anchor key is gone (%s)", r.N, r.Remote, "git lossless anchor key")})
 			continue
 		}
-		if c, err := OpenSigned([]byte(r.Checkpoint), own.Verifier); err == nil {
-			out = append(out, Anchored{Where: "anchored on " + r.Remote, Own: true, Record: &r, Checkpoint: c})
+		c, err := OpenSigned([]byte(r.Checkpoint), own.Verifier)
+		if err != nil {
+			bad = append(bad, Finding{Kind: KindBadSignature, Remote: r.Remote, Detail: fmt.Sprintf("the local record of checkpoint %d anchored on %s does not check with this machine's key: %v", r.N, r.Remote, err)})
+			continue
 		}
+		out = append(out, Anchored{Where: "anchored on " + r.Remote, Own: true, Record: &r, Checkpoint: c})
 	}
 	seen, err := seenCheckpoints(ctx, st)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	clone, _ := CloneID(st)
+	clone, err := CloneID(st)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, s := range seen {
-		v, err := verifierFor(st, own, signerName(s.Signed))
+		machine := signerName(s.Signed)
+		v, err := verifierFor(st, own, machine)
+		var c *Checkpoint
+		if err == nil {
+			c, err = OpenSigned(s.Signed, v)
+		}
 		if err != nil {
+			bad = append(bad, Finding{Kind: KindBadSignature, Remote: s.Remote, Clone: s.Key, Detail: fmt.Sprintf("the checkpoint accepted from %s for %s does not check: %v", s.Remote, s.Key, err)})
 			continue
 		}
-		if c, err := OpenSigned(s.Signed, v); err == nil {
-			// Own: this clone's, not another clone's of this machine.
-			out = append(out, Anchored{Where: "seen on " + s.Remote, Own: own != nil && c.Machine == own.Name() && c.Clone == clone, Checkpoint: c})
-		}
+		// Own: this clone's, not another clone's of this machine.
+		out = append(out, Anchored{Where: "seen on " + s.Remote, Own: own != nil && c.Machine == own.Name() && c.Clone == clone, Checkpoint: c})
 	}
-	return out, nil
+	return out, bad, nil
 }
 
 // Anchored is a checkpoint this machine anchored or accepted.

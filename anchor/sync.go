@@ -21,7 +21,14 @@ const (
 	StateNewThere  = "new-there"  // only on the remote: adopted here
 	StateDiverged  = "diverged"   // neither contains the other: an alarm, never merged or overwritten
 	StateRefused   = "refused"    // the remote's chain does not verify here: not adopted
-	StateGoneThere = "gone-there" // seen on the remote at the last sync, gone now
+	StateGoneThere = "gone-there" // seen on the remote before, gone now: an alarm, not pushed again
+	// StateForeignAppend: the remote extends a writer this clone owns (it
+	// appended to it), or holds a writer named as this clone's that this
+	// clone never wrote: another clone wrote under this clone's name. An
+	// alarm; never adopted, and this clone's writer is not pushed over it.
+	// The remote's head is kept as evidence under
+	// refs/lossless-tracking/<rid>/alarm/lossless/<writer>.
+	StateForeignAppend = "foreign-append"
 )
 
 // RefState is one writer's (or notes ref's) sync state.
@@ -52,8 +59,7 @@ type SyncResult struct {
 func (r *SyncResult) Alarms() int {
 	n := 0
 	for _, s := range r.Refs {
-		switch s.State {
-		case StateDiverged, StateRefused, StateGoneThere:
+		if alarmState(s.State) {
 			n++
 		}
 	}
@@ -61,6 +67,32 @@ func (r *SyncResult) Alarms() int {
 		n += len(r.Anchors.Findings)
 	}
 	return n
+}
+
+// alarmState reports whether a ref state is an alarm.
+func alarmState(state string) bool {
+	switch state {
+	case StateDiverged, StateRefused, StateGoneThere, StateForeignAppend:
+		return true
+	}
+	return false
+}
+
+// refAlarms turns the alarm states of a sync into findings (kind: the
+// state), which stay open (OpenAlarms) until a sync no longer sees them.
+func refAlarms(refs []RefState) []Finding {
+	var out []Finding
+	for _, s := range refs {
+		if !alarmState(s.State) {
+			continue
+		}
+		name := strings.TrimPrefix(s.Ref, gitstore.RefPrefix)
+		if strings.HasPrefix(s.Ref, gitstore.NotesPrefix) {
+			name = "notes:" + strings.TrimPrefix(s.Ref, gitstore.NotesPrefix)
+		}
+		out = append(out, Finding{Kind: s.State, Writer: name, Detail: fmt.Sprintf("%s: %s", s.Ref, s.Detail)})
+	}
+	return out
 }
 
 // SyncOptions says what a sync may do.
@@ -109,6 +141,16 @@ func Sync(ctx context.Context, st *gitstore.Store, o SyncOptions) (*SyncResult, 
 		if res != nil {
 			res.Remote, res.URL, res.Attempts = o.Target.Remote, url, attempt
 		}
+		if err == nil && !retry {
+			// What this sync found stays open until a sync no longer
+			// finds it (alarms.go).
+			if err := saveAlarms(st, rid, alarmsAnchors, o.Target.Remote, url, res.Anchors.Findings, o.Now); err != nil {
+				return res, err
+			}
+			if err := saveAlarms(st, rid, alarmsSync, o.Target.Remote, url, refAlarms(res.Refs), o.Now); err != nil {
+				return res, err
+			}
+		}
 		if err != nil || !retry {
 			return res, err
 		}
@@ -148,7 +190,17 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 		return nil, false, err
 	}
 
-	// Classify, then adopt what is behind or new there.
+	// Classify, then adopt what is behind or new there. A writer this
+	// clone owns is never adopted from the remote: only this clone
+	// appends to it (classifyOwn).
+	owned, err := st.OwnedWriters()
+	if err != nil {
+		return nil, false, err
+	}
+	clone, err := st.CloneID()
+	if err != nil {
+		return nil, false, err
+	}
 	remoteView := map[string]string{} // what Outgoing plans against
 	for _, kind := range []struct {
 		local, tracking string
@@ -185,20 +237,46 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 			if gitstore.ValidWriter(name) != nil {
 				continue
 			}
+			isWriter := kind.local == gitstore.RefPrefix
 			l, rv := locals[ref], remotes[kind.tracking+name]
+			was := kind.before[kind.tracking+name]
 			s := RefState{Ref: ref, Local: l, Remote: rv}
+			mine := isWriter && (owned[name] || gitstore.FamilyClone(name) == clone)
 			switch {
-			case rv == "" && kind.before[kind.tracking+name] != "":
+			case rv == "" && was != "":
 				s.State = StateGoneThere
-				s.Detail = fmt.Sprintf("the remote had it at %.12s at the last sync and lacks it now (deleted there)", kind.before[kind.tracking+name])
+				s.Detail = fmt.Sprintf("the remote had it at %.12s and lacks it now (deleted there); not pushed again: `git lossless push` sends it back on purpose", was)
 				if l != "" {
 					remoteView[ref] = l // not pushed back blindly: the deletion is an alarm to look at
+				}
+				// Keep what was seen there, so the next sync (whose fetch
+				// prunes the tracking ref again) still knows it was there.
+				if err := st.SetRef(ctx, kind.tracking+name, "", was); err != nil && !errors.Is(err, gitstore.ErrRefChanged) {
+					return nil, false, err
 				}
 			case rv == "":
 				s.State = StateNewHere
 			case l == rv:
 				s.State = StateEqual
 				remoteView[ref] = rv
+			case mine:
+				remoteView[ref] = l // never pushed over what the remote holds, never adopted
+				if l == "" {
+					delete(remoteView, ref)
+				}
+				state, detail, err := classifyOwn(ctx, st, name, l, rv, owned[name])
+				if err != nil {
+					return nil, false, err
+				}
+				s.State, s.Detail = state, detail
+				if state == StateAhead || state == StateBehind {
+					remoteView[ref] = rv
+				}
+				if state == StateForeignAppend {
+					if err := keepAlarmHead(ctx, st, rid, name, rv); err != nil {
+						return nil, false, err
+					}
+				}
 			case l == "":
 				s.State = StateNewThere
 				remoteView[ref] = rv
@@ -215,7 +293,7 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 				}
 			}
 			if s.State == StateBehind || s.State == StateNewThere {
-				if kind.local == gitstore.RefPrefix {
+				if isWriter {
 					rep, err := st.VerifyAt(ctx, name, rv, seal.Options{SkipContent: true})
 					if err != nil {
 						return nil, false, err
@@ -273,6 +351,65 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 			return res, false, err
 		}
 		res.Verdict = "pushed"
+		// What was pushed is what the remote holds now: remember it, so
+		// that a later deletion there is gone-there, not new here.
+		for _, u := range plan.Refs() {
+			tr := trackingRef(rid, "lossless/"+u.Name)
+			if u.Notes {
+				tr = trackingRef(rid, "notes/"+u.Name)
+			}
+			if err := st.SetRef(ctx, tr, u.Remote, u.Local); err != nil && !errors.Is(err, gitstore.ErrRefChanged) {
+				return res, false, err
+			}
+		}
 	}
 	return res, false, nil
+}
+
+// classifyOwn classifies a writer this clone owns (or whose name carries
+// this clone's id) against the remote's head rv: equal and ahead are
+// ordinary; anything the remote holds beyond what this clone wrote is
+// foreign-append. A writer this clone owns but lost here (l empty) is
+// restored only when the remote's head is exactly the newest head this
+// clone witnessed; the caller adopts nothing else.
+func classifyOwn(ctx context.Context, st *gitstore.Store, name, l, rv string, owned bool) (string, string, error) {
+	if !owned {
+		return StateForeignAppend, fmt.Sprintf("the remote holds writer %s, named as this clone's, which this clone never wrote: not adopted", name), nil
+	}
+	if l != "" {
+		if down, _ := st.IsAncestor(ctx, rv, l, 0); down {
+			return StateAhead, "", nil
+		}
+		if up, _ := st.IsAncestor(ctx, l, rv, 0); up {
+			seq, _, _ := st.HeadOf(rv)
+			return StateForeignAppend, fmt.Sprintf("the remote extends this clone's writer %s past %.12s to %.12s (entry %d): batches this clone never wrote; not adopted, and the remote's head is kept as evidence", name, l, rv, seq), nil
+		}
+		return StateDiverged, "neither history contains the other: the writer was rewritten on one side; both are kept (here, and the remote's under the tracking ref)", nil
+	}
+	seen, err := st.Witness(name)
+	if err != nil {
+		return "", "", err
+	}
+	seq, sl, err := st.HeadOf(rv)
+	if err != nil {
+		return StateRefused, fmt.Sprintf("the remote's head %.12s of this clone's writer %s is not a batch: %v", rv, name, err), nil
+	}
+	if n := len(seen); n > 0 && seen[n-1].Seq == seq && seen[n-1].Seal == sl {
+		return StateBehind, "this clone's writer, gone here, restored from the remote at the head this clone last wrote", nil
+	}
+	return StateForeignAppend, fmt.Sprintf("this clone's writer %s is gone here, and the remote's head (entry %d) is not the head this clone last wrote: not adopted", name, seq), nil
+}
+
+// keepAlarmHead keeps the remote's head of a foreign-append as evidence
+// (a tracking ref the fetches never write, so its objects stay).
+func keepAlarmHead(ctx context.Context, st *gitstore.Store, rid, name, head string) error {
+	ref := trackingRef(rid, "alarm/lossless/"+name)
+	cur, err := st.Ref(ref)
+	if err != nil || cur == head {
+		return err
+	}
+	if err := st.SetRef(ctx, ref, cur, head); err != nil && !errors.Is(err, gitstore.ErrRefChanged) {
+		return err
+	}
+	return nil
 }

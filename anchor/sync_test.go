@@ -84,7 +84,7 @@ func (w *syncWorld) clone(name string) *syncClone {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	st, err := anchor.OpenDir(dir, syncStoreOptions())
+	st, err := gitstore.OpenDir(dir, syncStoreOptions())
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func (w *syncWorld) checkUnion(t *testing.T, clones []*syncClone) {
 			t.Errorf("%s's archive refs as git reads them\n got %v\nwant %v", c.name, got, union)
 		}
 		// A fresh store, as the next command would open it.
-		st, err := anchor.OpenDir(c.dir, syncStoreOptions())
+		st, err := gitstore.OpenDir(c.dir, syncStoreOptions())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,16 +36,16 @@ func TestWitnessFormat(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, ".git", "lossless", "witness", "w")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("witness mode %v %v", fi.Mode(), err)
 	}
-	// A store opened without the witness (plain gitstore) records none.
+	// The zero-value Options is the safe store: any store witnesses.
 	plain, err := gitstore.OpenDir(dir, gitstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := plain.Append(context.Background(), "unwitnessed", []gitstore.Record{{Event: gitstore.Event{Op: "read", Source: "cli"}, Content: []byte("x"), HasContent: true}}); err != nil {
+	if _, err := plain.Append(context.Background(), "plain", []gitstore.Record{{Event: gitstore.Event{Op: "read", Source: "cli"}, Content: []byte("x"), HasContent: true}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".git", "lossless", "witness", "unwitnessed")); !os.IsNotExist(err) {
-		t.Fatalf("a plain store wrote a witness: %v", err)
+	if b, err := os.ReadFile(filepath.Join(dir, ".git", "lossless", "witness", "plain")); err != nil || !strings.HasPrefix(string(b), "1 ") {
+		t.Fatalf("a zero-Options store wrote no witness: %q %v", b, err)
 	}
 }
 

@@ -55,6 +55,9 @@ func (s *Store) ImportWith(ctx context.Context, writer string, recs []Record, op
 	if len(recs) == 0 {
 		return ImportResult{}, nil
 	}
+	if err := s.CheckWritable(writer); err != nil {
+		return ImportResult{}, err
+	}
 	batchSize := opt.BatchSize
 	if batchSize <= 0 {
 		batchSize = DefaultImportBatch
@@ -121,6 +124,7 @@ func (s *Store) ImportWith(ctx context.Context, writer string, recs []Record, op
 	}
 	if res.Commit != "" {
 		s.sawHead(writer, nh)
+		s.markOwn(writer)
 		s.indexAppend(writer, h, nh, res.Events)
 	}
 	return res, nil

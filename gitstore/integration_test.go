@@ -574,8 +574,12 @@ func TestIntegrationGitRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		itEqualLines(t, "log in "+dir, itMarshal(t, evs), wantLog)
-		// The copy is a working archive: the chain continues there.
-		if _, err := s2.Append(ctx, "alpha", []Record{{Event: Event{Op: "read", Source: "cli", Path: "x"}, Content: []byte(dir), HasContent: true}}); err != nil {
+		// The copy is a working archive, but alpha is the first clone's:
+		// a copy appends to writers of its own (FORMAT.md section 2).
+		if _, err := s2.Append(ctx, "alpha", []Record{{Event: Event{Op: "read", Source: "cli", Path: "x"}, Content: []byte(dir), HasContent: true}}); !errors.Is(err, ErrNotOwner) {
+			t.Fatalf("append to the first clone's alpha in %s: %v, want ErrNotOwner", dir, err)
+		}
+		if _, err := s2.Append(ctx, "alpha-copy", []Record{{Event: Event{Op: "read", Source: "cli", Path: "x"}, Content: []byte(dir), HasContent: true}}); err != nil {
 			t.Fatalf("append in %s: %v", dir, err)
 		}
 		itVerifyAll(t, s2)
@@ -1252,6 +1256,9 @@ func TestIntegrationUnknownFields(t *testing.T) {
 		}
 	}
 	// This version appends after the newer lines; they stay as they were.
+	// (A newer version appending in this clone would have recorded the
+	// writer as this clone's; that bookkeeping is what markOwn writes.)
+	s.markOwn(writer)
 	res, err := s.Append(ctx, writer, []Record{{Event: Event{Op: "read", Source: "cli", Path: "now.txt"}, Content: []byte("now\n"), HasContent: true}})
 	if err != nil {
 		t.Fatal(err)

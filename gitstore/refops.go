@@ -36,21 +36,6 @@ const (
 	TrackingPrefix = "refs/lossless-tracking/"
 )
 
-// HeadObserver is told every head this store moves a writer's ref to
-// (append, import, prune, redact, a fast-forward to a remote's head). The
-// witness of package anchor is one: it remembers the heads this machine
-// saw, so that a ref later pointed at another history is caught.
-type HeadObserver interface {
-	SawHead(st *Store, writer string, seq int64, seal string)
-}
-
-// sawHead tells the observer, if any.
-func (s *Store) sawHead(writer string, h head) {
-	if s.heads != nil && h.Seq > 0 {
-		s.heads.SawHead(s, writer, h.Seq, h.Seal)
-	}
-}
-
 // Ref returns a ref's value, "" when it does not exist.
 func (s *Store) Ref(name string) (string, error) { return s.refs.Read(name) }
 

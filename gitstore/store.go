@@ -67,20 +67,11 @@ type Options struct {
 	LockTimeout time.Duration
 	// StaleLockAge overrides StaleLockAge.
 	StaleLockAge time.Duration
-	// Heads is told every head this store moves a writer's ref to, and
-	// Checkpoints gives Verify the heads seen before: both are the
-	// witness and anchors of package anchor (anchor.StoreOptions sets
-	// them). Without them Verify checks each chain on its own.
-	Heads       HeadObserver
-	Checkpoints CheckpointSource
 }
 
-// CheckpointSource gives the heads of a writer seen before (by this
-// machine's witness, or anchored on a remote), which verify compares the
-// chain with.
-type CheckpointSource interface {
-	Checkpoints(ctx context.Context, st *Store, writer string) ([]seal.Checkpoint, error)
-}
+// Options has no way to open a store without its witness and the heads
+// anchored before (witness.go): the zero value is the safe store, and
+// there is no other.
 
 // Store is an open archive. Its methods are safe for concurrent use by
 // goroutines; several processes may use one archive at once.
@@ -93,9 +84,6 @@ type Store struct {
 	warn  func(string)
 	now   func() time.Time
 	lockT time.Duration
-
-	heads HeadObserver     // the witness (Options.Heads), or nil
-	cps   CheckpointSource // heads seen before (Options.Checkpoints), or nil
 
 	appendMu sync.Mutex // one append at a time per process keeps retries rare
 	redact   redactor   // placeholder key and vault recipient, loaded on the first secret
@@ -143,8 +131,6 @@ func Open(loc Location, opt Options) (*Store, error) {
 		warn:  warn,
 		now:   now,
 		lockT: lt,
-		heads: opt.Heads,
-		cps:   opt.Checkpoints,
 	}
 	return s, nil
 }
@@ -252,6 +238,9 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 	if len(recs) == 0 {
 		return AppendResult{}, nil
 	}
+	if err := s.CheckWritable(writer); err != nil {
+		return AppendResult{}, err
+	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 
@@ -294,6 +283,7 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 		return AppendResult{Deduped: res.Deduped}, nil
 	}
 	s.sawHead(writer, newHead)
+	s.markOwn(writer)
 	s.indexAppend(writer, h, newHead, res.Events)
 	for i := range res.Events {
 		res.Events[i].Writer, res.Events[i].Commit = writer, res.Commit
@@ -498,17 +488,16 @@ func (s *Store) Blob(ctx context.Context, id string) ([]byte, error) {
 	return body, nil
 }
 
-// Verify checks one writer's chain (see package seal).
-//
-// The chain is compared with the heads Options.Checkpoints gives (the
-// witness and anchors); without it, each chain is checked on its own.
+// Verify checks one writer's chain (see package seal), and compares it
+// with every head of it this clone saw before (SeenHeads: the witness and
+// the anchored heads).
 func (s *Store) Verify(ctx context.Context, writer string, opt seal.Options) (*seal.Report, error) {
 	return seal.Verify(ctx, sealSource{s: s}, writer, opt)
 }
 
 // VerifyAt checks writer's chain as it stands at commit — a head fetched
 // from a remote, before the writer's ref is moved to it — against the
-// heads seen before (Options.Checkpoints), as Verify does for the ref.
+// heads seen before (SeenHeads), as Verify does for the ref.
 func (s *Store) VerifyAt(ctx context.Context, writer, commit string, opt seal.Options) (*seal.Report, error) {
 	if !gitobj.IsID(commit) {
 		return nil, fmt.Errorf("verify %s at %q: not a commit id", writer, commit)
@@ -551,10 +540,7 @@ func (src sealSource) Content(ctx context.Context, blob string) ([]byte, error) 
 }
 
 func (src sealSource) Checkpoints(ctx context.Context, writer string) ([]seal.Checkpoint, error) {
-	if src.s.cps == nil {
-		return nil, nil
-	}
-	return src.s.cps.Checkpoints(ctx, src.s, writer)
+	return src.s.SeenHeads(ctx, writer)
 }
 
 // stateDir is where derived, rebuildable state lives: the witness and the

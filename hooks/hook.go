@@ -14,7 +14,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
 	"github.com/git-lossless/git-lossless/hooks/settings"
@@ -26,8 +25,8 @@ type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
-	// Open opens the archive for a directory (default anchor.OpenDir: the
-	// store with the witness wired in).
+	// Open opens the archive for a directory (default gitstore.OpenDir,
+	// which witnesses every head it moves).
 	Open func(dir string) (*gitstore.Store, error)
 	// Now is the clock of the records a hook writes (default time.Now).
 	// Records of hook results are placed against compaction boundaries
@@ -75,7 +74,7 @@ func Run(ctx context.Context, event string, e Env) (code int) {
 		e.Getenv = os.Getenv
 	}
 	if e.Open == nil {
-		e.Open = func(dir string) (*gitstore.Store, error) { return anchor.OpenDir(dir, gitstore.Options{}) }
+		e.Open = func(dir string) (*gitstore.Store, error) { return gitstore.OpenDir(dir, gitstore.Options{}) }
 	}
 	if e.Now == nil {
 		e.Now = time.Now

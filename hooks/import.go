@@ -43,7 +43,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
@@ -56,7 +55,7 @@ import (
 // embedded archive rather than to whatever repository encloses its
 // nearest surviving parent (a home directory kept in git would otherwise
 // collect every deleted project's history). The hooks open their store
-// with anchor.OpenDir alone: their cwd is Claude Code's working directory
+// with gitstore.OpenDir alone: their cwd is Claude Code's working directory
 // as it runs, which exists; a missing one is an error they report.
 func OpenForCwd(dir string, o gitstore.Options) (*gitstore.Store, error) {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -64,9 +63,9 @@ func OpenForCwd(dir string, o gitstore.Options) (*gitstore.Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		return anchor.Open(loc, o)
+		return gitstore.Open(loc, o)
 	}
-	return anchor.OpenDir(dir, o)
+	return gitstore.OpenDir(dir, o)
 }
 
 // ImportOptions configures Import. The zero value is what `git lossless

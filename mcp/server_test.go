@@ -12,7 +12,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/receipt"
@@ -47,7 +46,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	dir, _ = filepath.EvalSymlinks(dir)
 	exec.Command("git", "-C", dir, "config", "lossless.redact", "off").Run() // keep the planted key verbatim in the archive
-	st, err := anchor.OpenDir(dir, gitstore.Options{})
+	st, err := gitstore.OpenDir(dir, gitstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +188,7 @@ func TestToolsGoodAndBadArguments(t *testing.T) {
 	if out, bad = f.call("file_history", map[string]any{"path": "main.go"}); bad || !strings.Contains(out, "main.go") {
 		t.Fatalf("file_history: %v\n%s", bad, out)
 	}
-	if out, bad = f.call("seal_status", nil); bad || !strings.Contains(out, "1 writers") || !strings.Contains(out, "0 broken") {
+	if out, bad = f.call("seal_status", nil); bad || !strings.Contains(out, "1 writer,") || !strings.Contains(out, "0 broken") {
 		t.Fatalf("seal_status: %v\n%s", bad, out)
 	}
 	if out, bad = f.call("context_status", nil); bad || !strings.Contains(out, "20% of the window") || !strings.Contains(out, "1 compactions") {

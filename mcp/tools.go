@@ -10,10 +10,10 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/recall"
-	"github.com/git-lossless/git-lossless/seal"
 )
 
 // Tool inputs. Descriptions are short on purpose: the whole tools/list
@@ -315,28 +315,32 @@ func (s *Server) fileHistory(ctx context.Context, _ *sdk.CallToolRequest, in fil
 }
 
 func (s *Server) sealStatus(ctx context.Context, _ *sdk.CallToolRequest, in sealIn) (*sdk.CallToolResult, any, error) {
-	ws, err := s.cfg.Store.Writers(ctx)
+	// The one verify policy (anchor.Check): the same writers, heads and
+	// alarms as `git lossless verify` and doctor.
+	v, err := anchor.Check(ctx, s.cfg.Store, anchor.CheckOptions{SkipContent: !in.Full})
 	if err != nil {
-		return toolError("%v", err), nil, nil
+		return toolError("verify: %v", err), nil, nil
 	}
 	var b strings.Builder
-	bad, entries := 0, int64(0)
-	for _, w := range ws {
-		rep, err := s.cfg.Store.Verify(ctx, w.Name, seal.Options{SkipContent: !in.Full})
-		if err != nil {
-			return toolError("verify %s: %v", w.Name, err), nil, nil
-		}
+	entries := int64(0)
+	for _, rep := range v.Writers {
 		entries += rep.Entries
 		if !rep.OK() {
-			bad++
-			fmt.Fprintf(&b, "BREAK %s: %s at entry %d: %s\n", w.Name, rep.Break.Kind, rep.Break.Seq, rep.Break.Detail)
+			fmt.Fprintf(&b, "BREAK %s: %s at entry %d: %s\n", rep.Writer, rep.Break.Kind, rep.Break.Seq, rep.Break.Detail)
 		}
+	}
+	for _, f := range v.Findings {
+		who := f.Writer
+		if who == "" {
+			who = f.Clone
+		}
+		fmt.Fprintf(&b, "ALARM %s %s (%s): %s\n", f.Kind, who, f.Remote, f.Detail)
 	}
 	what := "chains"
 	if in.Full {
 		what = "chains and content"
 	}
-	fmt.Fprintf(&b, "%d writers, %d entries: %d ok, %d broken (%s checked)\n", len(ws), entries, len(ws)-bad, bad, what)
+	fmt.Fprintf(&b, "%s, %s checked (%d entries)\n", v.Summary(), what, entries)
 	return plain(b.String()), nil, nil
 }
 

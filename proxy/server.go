@@ -168,13 +168,22 @@ func New(cfg Config) (*Proxy, error) {
 	p.writer = cfg.Writer
 	if p.writer == "" {
 		p.writer = gitstore.WriterName("proxy-", cfg.Listen)
+		if cfg.Store != nil {
+			// Per clone by construction: two machines proxying on the
+			// same address never write to one writer.
+			w, err := cfg.Store.OwnWriterName(gitstore.FamilyProxy, cfg.Listen)
+			if err != nil {
+				return nil, err
+			}
+			p.writer = w
+		}
 	}
 	switch {
 	case cfg.Archive != nil:
 		p.archive = cfg.Archive
 	case cfg.Store != nil:
-		if err := gitstore.ValidWriter(p.writer); err != nil {
-			return nil, err
+		if err := cfg.Store.CheckWritable(p.writer); err != nil {
+			return nil, fmt.Errorf("proxy writer: %w", err)
 		}
 		p.archive = &StoreArchive{Store: cfg.Store, Writer: p.writer}
 	default:
@@ -271,7 +280,14 @@ func listen(cfg Config) (net.Listener, *Proxy, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if cfg.Writer == "" {
+	if cfg.Writer == "" && cfg.Store != nil {
+		w, err := cfg.Store.OwnWriterName(gitstore.FamilyProxy, ln.Addr().String())
+		if err != nil {
+			ln.Close()
+			return nil, nil, err
+		}
+		cfg.Writer = w
+	} else if cfg.Writer == "" {
 		cfg.Writer = gitstore.WriterName("proxy-", ln.Addr().String())
 	}
 	p, err := New(cfg)

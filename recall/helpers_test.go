@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/internal/testkit"
 )
@@ -52,7 +51,7 @@ func newArchive(t testing.TB, config ...string) *archive {
 
 func (a *archive) reopenStore() {
 	a.t.Helper()
-	st, err := anchor.OpenDir(a.dir, gitstore.Options{Warn: func(s string) { a.warns = append(a.warns, s) }})
+	st, err := gitstore.OpenDir(a.dir, gitstore.Options{Warn: func(s string) { a.warns = append(a.warns, s) }})
 	if err != nil {
 		a.t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	pgperrors "github.com/ProtonMail/go-crypto/openpgp/errors"
 
+	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/receipt/note"
 	"github.com/git-lossless/git-lossless/seal"
@@ -32,6 +33,7 @@ const (
 	ProblemContent    = "blob-mismatch"     // a named blob's bytes do not hash to its id (or the event's sha256)
 	ProblemPruned     = "pruned"            // content removed by a prune record: expected, not a failure
 	ProblemNotes      = "notes-ref-invalid" // the notes ref cannot be read
+	ProblemAlarm      = "alarm"             // an open alarm about a writer it rests on, or about the archive (anchor.Check)
 )
 
 // Problem is one thing Verify found wrong.
@@ -199,13 +201,38 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 	}
 	events := map[note.Ref]*gitstore.Event{}
 	pruned := map[string]bool{}
+	// The writers it rests on, through the one verify policy: their chains
+	// against every head this clone saw, and the alarms about them or
+	// about the whole archive.
+	names := make([]string, 0, len(r.Writers))
+	for _, w := range r.Writers {
+		names = append(names, w.Name)
+	}
+	reps := map[string]*seal.Report{}
+	if len(names) > 0 {
+		v, err := anchor.Check(ctx, st, anchor.CheckOptions{Writers: names, SkipContent: true})
+		if err != nil {
+			res.add(ProblemChain, "verify the writers: %v", err)
+			return res
+		}
+		for _, rep := range v.Writers {
+			reps[rep.Writer] = rep
+		}
+		for _, f := range v.Findings {
+			who := f.Writer
+			if who == "" {
+				who = "the archive"
+			}
+			res.add(ProblemAlarm, "%s: %s (%s): %s", who, f.Kind, f.Remote, f.Detail)
+		}
+	}
 	for i, w := range r.Writers {
 		for seq := range need[i+1] {
 			if seq < w.From || seq > w.To {
 				res.add(ProblemEvent, "w%d#%d is outside the entries %d-%d the receipt lists for %s", i+1, seq, w.From, w.To, w.Name)
 			}
 		}
-		evs, pr, ok := checkWriter(ctx, st, w, need[i+1], res)
+		evs, pr, ok := checkWriter(ctx, st, w, reps[w.Name], need[i+1], res)
 		res.Checked.Writers++
 		if !ok {
 			continue
@@ -332,16 +359,15 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 	return res
 }
 
-// checkWriter verifies one writer's chain against the head the receipt
-// recorded and returns the events at the needed seqs and the blobs its
+// checkWriter checks one writer's verified chain (rep) against the head
+// the receipt recorded and returns the events at the needed seqs and the blobs its
 // prune records removed.
-func checkWriter(ctx context.Context, st *gitstore.Store, w note.Writer, need map[int64]bool, res *Result) ([]*gitstore.Event, map[string]bool, bool) {
-	rep, err := st.Verify(ctx, w.Name, seal.Options{SkipContent: true})
-	if err != nil {
-		res.add(ProblemChain, "writer %s: %v", w.Name, err)
+func checkWriter(ctx context.Context, st *gitstore.Store, w note.Writer, rep *seal.Report, need map[int64]bool, res *Result) ([]*gitstore.Event, map[string]bool, bool) {
+	if rep == nil {
+		res.add(ProblemChain, "writer %s was not verified", w.Name)
 		return nil, nil, false
 	}
-	if rep.Batches == 0 {
+	if rep.Batches == 0 && rep.OK() {
 		res.add(ProblemChain, "writer %s is not in this repository (fetch refs/lossless/*)", w.Name)
 		return nil, nil, false
 	}

@@ -40,10 +40,21 @@ const (
 	// something other than git-lossless, or a format this version cannot
 	// read).
 	Unsealed Kind = "unsealed"
+	// WitnessDamaged: this clone's memory of the writer's heads (its
+	// witness or anchored heads) holds a line that does not parse: the
+	// comparison with what was seen before cannot be trusted, which is a
+	// failure in itself (a damaged memory read as "nothing seen" would let
+	// a rolled-back chain verify).
+	WitnessDamaged Kind = "witness-damaged"
 	// Pruned: the blob is gone and a prune record says it was removed on
 	// purpose. Expected, not a failure.
 	Pruned Kind = "pruned"
 )
+
+// ErrSeenDamaged is wrapped by Source.Checkpoints when the memory of
+// heads seen before is damaged; Checkpoints then returns what it could
+// read with it, and Verify reports a WitnessDamaged break.
+var ErrSeenDamaged = errors.New("witness damaged")
 
 // ErrMissing is wrapped by Source.Content when a blob does not exist.
 var ErrMissing = errors.New("object missing")
@@ -302,9 +313,10 @@ structure:
 	}
 
 	cps, err := src.Checkpoints(ctx, writer)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrSeenDamaged) {
 		return nil, fmt.Errorf("read checkpoints of %s: %w", writer, err)
 	}
+	damaged := err
 	for _, cp := range cps {
 		if cp.Seq <= 0 {
 			continue
@@ -323,6 +335,13 @@ structure:
 		if hex.EncodeToString(seals[cp.Seq-1][:]) != cp.Seal {
 			setFrom(Break{Kind: kind, Seq: cp.Seq,
 				Detail: fmt.Sprintf("entry %d hashes to %.12s but %.12s %s: the ref points at another history", cp.Seq, hex.EncodeToString(seals[cp.Seq-1][:]), cp.Seal, seen)})
+		}
+	}
+	if damaged != nil {
+		if first == nil {
+			first = &Break{Kind: WitnessDamaged, Detail: damaged.Error()}
+		} else {
+			first.Detail += "; and " + damaged.Error()
 		}
 	}
 	rep.Break = first

@@ -40,7 +40,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/internal/version"
@@ -111,7 +110,7 @@ func runHook(ctx context.Context, args []string, e hooks.Env, full func() (strin
 	he := e
 	he.Stdin, he.Stdout, he.Stderr = bytes.NewReader(in), &out, &errOut
 	he.Open = func(dir string) (*gitstore.Store, error) {
-		st, err := anchor.OpenDir(dir, gitstore.Options{})
+		st, err := gitstore.OpenDir(dir, gitstore.Options{})
 		if err == nil && st.NeedsSSH() {
 			handOver = true
 			return nil, errHandOver

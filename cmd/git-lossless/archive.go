@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
-	"sort"
 	"strconv"
 	"sync"
 	"text/tabwriter"
@@ -37,7 +35,11 @@ absolutely. A path on the deny list is recorded with excluded:true and its
 content is never written. Directories, missing and unreadable files are
 refused with an error; the other paths are still recorded (exit 1).
 
-The writer defaults to cli-<session> with --session, else cli.`,
+The writer defaults to cli-<clone>-<session> with --session, else
+cli-<clone>, where <clone> is this clone's id: two clones never write to
+one writer. --writer names another, which must be new or one this clone
+wrote: a writer another clone wrote (adopted by sync, or fetched) is
+refused, and so is a cli-/proxy- name carrying another clone's id.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			op := fs.String("op", "", "what happened: read, edit or write (required)")
 			session := fs.String("session", "", "session id the event belongs to")
@@ -64,19 +66,25 @@ The writer defaults to cli-<session> with --session, else cli.`,
 				if !validView(*view) {
 					return usagef("--view %q: use full or lines:A-B", *view)
 				}
-				w := *writer
-				if w == "" {
-					w = "cli"
-					if *session != "" {
-						w = gitstore.WriterName("cli-", *session)
+				if *writer != "" {
+					if err := gitstore.ValidWriter(*writer); err != nil {
+						return usagef("%v", err)
 					}
-				}
-				if err := gitstore.ValidWriter(w); err != nil {
-					return usagef("%v", err)
 				}
 				st, err := openStore(e)
 				if err != nil {
 					return err
+				}
+				w := *writer
+				if w == "" {
+					// Per clone by construction: two clones never derive
+					// the same writer (gitstore FORMAT.md section 2).
+					if w, err = st.OwnWriterName(gitstore.FamilyCLI, *session); err != nil {
+						return err
+					}
+				}
+				if err := st.CheckWritable(w); err != nil {
+					return withHint(fmt.Errorf("record to %s: %w", w, err), "a clone appends only to writers it wrote; leave out --writer to use this clone's own")
 				}
 				var recs []gitstore.Record
 				var problems []string
@@ -339,42 +347,63 @@ func verifyCmd() *command {
 	return &command{
 		name:    "verify",
 		summary: "check every writer's seal chain and archived content",
-		usage:   "[--all] [--json] [--anchor REMOTE|DIR]... [WRITER...]",
+		usage:   "[--all] [--json] [--no-content] [--anchor REMOTE|DIR]... [WRITER...]",
 		long: `Walks each writer's log from its first entry: sequence, links and batch
 seals, then every referenced blob's presence and sha256, then the heads seen
-earlier: this machine's own (the witness) and those anchored in signed
-checkpoints pushed from here or fetched before (git lossless anchor).
+earlier: this clone's own (the witness) and those anchored in signed
+checkpoints pushed from here or accepted from a remote (git lossless anchor).
 Reports OK or the first break per writer: content-changed, blob-missing,
 entry-edited, entry-reordered, chain-forked (against the witness),
 anchor-mismatch (against an anchor: history rewritten here after it was
-anchored), unsealed. Entries whose blob a prune record removed are
-reported as pruned, which is expected. A notes ref (receipts) rolled back
-behind an anchored head is an anchor-mismatch too.
+anchored), unsealed, witness-damaged (this clone's memory of the heads
+cannot be read). Entries whose blob a prune record removed are reported as
+pruned, which is expected. Without WRITER arguments every writer is
+checked, including writers whose refs are gone but that this clone
+witnessed, owns or anchored: a deleted writer is a break.
+
+Alarms are reported beside the writers: a notes ref (receipts) rolled back
+behind an anchored head (anchor-mismatch), a local anchor record that no
+longer checks, and the alarms the last sync or anchor check of each remote
+left open (foreign-append, diverged, refused, gone-there, anchor-rollback,
+anchor-fork, anchor-bad-signature, anchor-key-changed): they stay open
+until a sync or check of that remote no longer finds them. doctor, the MCP
+server's seal_status and receipt verify give the same verdict.
 
 --anchor REMOTE|DIR (repeatable) first fetches that remote's checkpoints
 into tracking refs (refs/lossless-tracking/..., never over a local ref), or
-reads an anchor directory, and compares them with what this machine saw
-there before: anchor-rollback (moved backwards or deleted), anchor-fork
-(moved sideways, or a checkpoint of this clone it never made),
-anchor-bad-signature, anchor-key-changed. Both signed checkpoints of every
-alarm are kept under .git/lossless/anchor/evidence/ and printed. What
-checks is accepted and checked against from then on, offline too.
+reads an anchor directory, and compares them with what this clone accepted
+of each checkpoint chain before, from any remote: anchor-rollback (an older
+checkpoint of a chain than one accepted, or deleted), anchor-fork (moved
+sideways, another checkpoint at the same number, or a checkpoint of this
+clone it never made), anchor-bad-signature, anchor-key-changed. Both signed
+checkpoints of every alarm are kept under .git/lossless/anchor/evidence/
+and printed. What checks is accepted and checked against from then on,
+offline too.
 
-Exit 0 only when every writer verifies and no anchor raised an alarm.`,
+--json prints one JSON document: {"ok", "summary", "anchors" (one remote
+check per --anchor), "writers" (one report per writer, with "ok"),
+"findings" (the alarms)}.
+
+Exit 0 only when every writer verifies and no alarm is open.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			all := fs.Bool("all", false, "verify every writer (the default without WRITER arguments)")
-			asJSON := fs.Bool("json", false, "print one JSON report per writer")
+			asJSON := fs.Bool("json", false, "print the verdict as one JSON document")
 			quick := fs.Bool("no-content", false, "check the chains only, not the blobs")
 			anchors := fs.StringArray("anchor", nil, "fetch and check this remote's (or anchor directory's) checkpoints first (repeatable)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if *all && len(args) > 0 {
 					return usagef("give --all or WRITER names, not both")
 				}
+				for _, w := range args {
+					if err := gitstore.ValidWriter(w); err != nil {
+						return usagef("%v", err)
+					}
+				}
 				st, err := openStore(e)
 				if err != nil {
 					return err
 				}
-				alarms := 0
+				checks := []*anchor.RemoteCheck{}
 				for _, a := range *anchors {
 					if err := gitstore.ValidRemote(a); err != nil {
 						return usagef("--anchor: %v", err)
@@ -383,41 +412,10 @@ Exit 0 only when every writer verifies and no anchor raised an alarm.`,
 					if err != nil {
 						return withHint(fmt.Errorf("check anchors on %s: %w", a, err), "`git ls-remote REMOTE` shows whether the remote can be reached")
 					}
-					alarms += len(rc.Findings)
-					if *asJSON {
-						if err := json.NewEncoder(e.stdout).Encode(struct {
-							Anchor *anchor.RemoteCheck `json:"anchor"`
-						}{rc}); err != nil {
-							return err
-						}
-					} else {
+					checks = append(checks, rc)
+					if !*asJSON {
 						printFindings(e.stdout, rc)
 					}
-				}
-				writers := args
-				if len(writers) == 0 {
-					ws, err := st.Writers(ctx)
-					if err != nil {
-						return err
-					}
-					seen := map[string]bool{}
-					for _, w := range ws {
-						writers = append(writers, w.Name)
-						seen[w.Name] = true
-					}
-					// Writers whose refs are gone or unreadable but whose
-					// heads this machine witnessed are verified too: a
-					// deleted log is a break, not an absence.
-					ww, err := anchor.WitnessedWriters(ctx, st)
-					if err != nil {
-						return err
-					}
-					for _, w := range ww {
-						if !seen[w] {
-							writers = append(writers, w)
-						}
-					}
-					sort.Strings(writers)
 				}
 				if locks, err := st.Locks(); err == nil {
 					for _, l := range locks {
@@ -426,67 +424,56 @@ Exit 0 only when every writer verifies and no anchor raised an alarm.`,
 						}
 					}
 				}
-				bad := 0
-				enc := json.NewEncoder(e.stdout)
-				for _, w := range writers {
-					if err := gitstore.ValidWriter(w); err != nil {
-						return usagef("%v", err)
-					}
-				}
-				reps, err := verifyWriters(ctx, st, writers, seal.Options{SkipContent: *quick})
+				v, err := anchor.Check(ctx, st, anchor.CheckOptions{Writers: args, SkipContent: *quick})
 				if err != nil {
 					return err
 				}
-				for i, w := range writers {
-					rep := reps[i]
-					if rep.Batches == 0 && rep.OK() {
-						return fmt.Errorf("no writer %q in %s", w, st.Location().CommonDir)
+				for _, rep := range v.Writers {
+					if len(args) > 0 && rep.Batches == 0 && rep.OK() {
+						return fmt.Errorf("no writer %q in %s", rep.Writer, st.Location().CommonDir)
 					}
-					if !rep.OK() {
-						bad++
-					}
-					if *asJSON {
-						if err := enc.Encode(struct {
-							*seal.Report
-							OK bool `json:"ok"`
-						}{rep, rep.OK()}); err != nil {
-							return err
-						}
-						continue
-					}
-					printReport(e.stdout, rep)
 				}
-				// Receipts' notes refs against the anchored notes heads.
-				if len(args) == 0 {
-					nf, err := anchor.CheckNotes(ctx, st)
-					if err != nil {
+				if *asJSON {
+					type writerJSON struct {
+						*seal.Report
+						OK bool `json:"ok"`
+					}
+					ws := make([]writerJSON, len(v.Writers))
+					for i, r := range v.Writers {
+						ws[i] = writerJSON{r, r.OK()}
+					}
+					enc := json.NewEncoder(e.stdout)
+					if err := enc.Encode(struct {
+						OK       bool                  `json:"ok"`
+						Summary  string                `json:"summary"`
+						Anchors  []*anchor.RemoteCheck `json:"anchors"`
+						Writers  []writerJSON          `json:"writers"`
+						Findings []anchor.Finding      `json:"findings"`
+					}{v.OK(), v.Summary(), checks, ws, v.Findings}); err != nil {
 						return err
 					}
-					alarms += len(nf)
-					for _, f := range nf {
-						if *asJSON {
-							if err := enc.Encode(struct {
-								Notes anchor.Finding `json:"notes"`
-							}{f}); err != nil {
-								return err
-							}
-							continue
+				} else {
+					for _, rep := range v.Writers {
+						printReport(e.stdout, rep)
+					}
+					printed := map[string]bool{} // --anchor's findings, printed above with their checkpoints
+					for _, rc := range checks {
+						for _, f := range rc.Findings {
+							printed[f.Kind+"\x00"+f.Detail] = true
 						}
-						fmt.Fprintf(e.stdout, "BREAK  %s: %s (%s): %s\n", f.Writer, f.Kind, f.Remote, f.Detail)
 					}
-				}
-				if !*asJSON {
-					fmt.Fprintf(e.stdout, "%d writers, %d ok, %d broken", len(writers), len(writers)-bad, bad)
-					if alarms > 0 {
-						fmt.Fprintf(e.stdout, "; %d anchor alarms", alarms)
+					for _, f := range v.Findings {
+						if !printed[f.Kind+"\x00"+f.Detail] {
+							printAlarm(e.stdout, f)
+						}
 					}
-					fmt.Fprintln(e.stdout)
+					fmt.Fprintln(e.stdout, v.Summary())
 				}
 				switch {
-				case bad > 0:
-					return failedError{fmt.Sprintf("%d of %d writers failed verification", bad, len(writers))}
-				case alarms > 0:
-					return failedError{fmt.Sprintf("%d anchor alarms", alarms)}
+				case v.Broken() > 0:
+					return failedError{fmt.Sprintf("%d of %d writers failed verification", v.Broken(), len(v.Writers))}
+				case len(v.Findings) > 0:
+					return failedError{fmt.Sprintf("%s open", plural(len(v.Findings), "alarm"))}
 				}
 				return nil
 			}
@@ -494,41 +481,23 @@ Exit 0 only when every writer verifies and no anchor raised an alarm.`,
 	}
 }
 
-// verifyWriters verifies writers on every core, one writer per goroutine
-// at a time (a writer's own blob checks are parallel already, but an
-// archive of many small writers keeps one core idle otherwise), and
-// returns the reports in the writers' order.
-func verifyWriters(ctx context.Context, st *gitstore.Store, writers []string, opt seal.Options) ([]*seal.Report, error) {
-	reps := make([]*seal.Report, len(writers))
-	errs := make([]error, len(writers))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(len(writers), runtime.GOMAXPROCS(0)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				reps[i], errs[i] = st.Verify(ctx, writers[i], opt)
-			}
-		}()
+// printAlarm prints one finding of a verdict.
+func printAlarm(w io.Writer, f anchor.Finding) {
+	subject := f.Writer
+	if subject == "" {
+		subject = f.Clone
 	}
-	for i := range writers {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
+	if subject != "" {
+		subject += ": "
 	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	where := ""
+	if f.Remote != "" {
+		where = " (" + f.Remote + ")"
 	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	fmt.Fprintf(w, "ALARM  %s%s%s: %s\n", subject, f.Kind, where, f.Detail)
+	if f.Evidence != "" {
+		fmt.Fprintf(w, "       evidence: %s\n", f.Evidence)
 	}
-	return reps, nil
 }
 
 func printReport(w io.Writer, r *seal.Report) {

@@ -290,7 +290,7 @@ func (b *anchorBench) buildWriters(ctx context.Context, dir string, names []stri
 		return err
 	}
 	off := false
-	st, err := anchor.OpenDir(dir, gitstore.Options{Fsync: &off})
+	st, err := gitstore.OpenDir(dir, gitstore.Options{Fsync: &off})
 	if err != nil {
 		return err
 	}
@@ -346,7 +346,7 @@ func (b *anchorBench) benchPush(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := anchor.OpenDir(repo, gitstore.Options{})
+	st, err := gitstore.OpenDir(repo, gitstore.Options{})
 	if err != nil {
 		return err
 	}

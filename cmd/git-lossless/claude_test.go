@@ -313,13 +313,17 @@ func TestDoctorCLI(t *testing.T) {
 
 	// A chain moved to another writer's ref breaks: FAIL, exit 1.
 	refs := filepath.Join(f.repo, ".git", "refs", "lossless")
-	head, err := os.ReadFile(filepath.Join(refs, "cli"))
+	cliRefs, _ := filepath.Glob(filepath.Join(refs, "cli-*"))
+	if len(cliRefs) != 1 {
+		t.Fatalf("cli writers: %v", cliRefs)
+	}
+	head, err := os.ReadFile(cliRefs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(refs, "moved"), head, 0o644)
 	code, out, errOut = f.run(t, f.repo, "doctor")
-	if code != exitFailed || !strings.Contains(out, "FAIL  seal chains: moved: ") || !strings.Contains(out, ", 1 fail\n") || !strings.Contains(errOut, "checks failed") {
+	if code != exitFailed || !strings.Contains(out, "FAIL  seal chains: 2 writers, 1 ok, 1 broken: moved: ") || !strings.Contains(out, ", 1 fail\n") || !strings.Contains(errOut, "checks failed") {
 		t.Errorf("broken chain: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = f.run(t, f.repo, "doctor", "--json")

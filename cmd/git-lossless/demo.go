@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/seal"
 )
@@ -226,7 +225,7 @@ func (d *demoRun) setup() (*gitstore.Store, error) {
 	}
 	fmt.Fprintf(d.out, "  %s: git init, README.md and src/ committed;\n  .env holds a planted secret (%s) and is git-ignored\n", d.repo, demoSecret)
 	gd := filepath.Join(d.repo, ".git")
-	st, err := anchor.Open(gitstore.Location{GitDir: gd, CommonDir: gd, WorkTree: d.repo}, gitstore.Options{Warn: d.warn})
+	st, err := gitstore.Open(gitstore.Location{GitDir: gd, CommonDir: gd, WorkTree: d.repo}, gitstore.Options{Warn: d.warn})
 	if err != nil {
 		return nil, fmt.Errorf("demo: open archive: %w", err)
 	}
@@ -350,7 +349,7 @@ func (d *demoRun) tamper(evs []gitstore.Event) (gitstore.Event, error) {
 		return victim, fmt.Errorf("demo: tamper: %w", err)
 	}
 	fmt.Fprintf(d.out, "  rewrote the loose object of blob %s (%s as entry %d saw it):\n  its first byte %q is now %q; the object keeps its name\n", victim.Blob, victim.Path, victim.Seq, was, now)
-	st, err := anchor.Open(gitstore.Location{GitDir: gd, CommonDir: gd, WorkTree: copyDir}, gitstore.Options{Warn: d.warn})
+	st, err := gitstore.Open(gitstore.Location{GitDir: gd, CommonDir: gd, WorkTree: copyDir}, gitstore.Options{Warn: d.warn})
 	if err != nil {
 		return victim, fmt.Errorf("demo: open the copy: %w", err)
 	}

@@ -263,7 +263,7 @@ func (sb *sandbox) log(dir string, args ...string) (string, []logEvent) {
 	return r.stdout, evs
 }
 
-// verifyReport is one line of `verify --json`.
+// verifyReport is one writer's report in `verify --json`.
 type verifyReport struct {
 	Writer  string `json:"writer"`
 	OK      bool   `json:"ok"`
@@ -277,6 +277,18 @@ type verifyReport struct {
 	} `json:"break"`
 }
 
+// verifyDoc is the one JSON document `verify --json` prints.
+type verifyDoc struct {
+	OK       bool           `json:"ok"`
+	Summary  string         `json:"summary"`
+	Writers  []verifyReport `json:"writers"`
+	Findings []struct {
+		Kind   string `json:"kind"`
+		Writer string `json:"writer"`
+		Detail string `json:"detail"`
+	} `json:"findings"`
+}
+
 // verify runs `verify --json` and returns the reports by writer and the
 // exit code.
 func (sb *sandbox) verify(dir string, args ...string) (map[string]verifyReport, int) {
@@ -285,15 +297,15 @@ func (sb *sandbox) verify(dir string, args ...string) (map[string]verifyReport, 
 	if r.code != 0 && r.code != 1 {
 		sb.t.Fatalf("verify --json: exit %d\n%s", r.code, r.stderr)
 	}
+	var doc verifyDoc
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		sb.t.Fatalf("verify --json: not one JSON document: %v\n%s", err, r.stdout)
+	}
+	if doc.OK != (r.code == 0) {
+		sb.t.Errorf("verify --json: ok=%v but exit %d", doc.OK, r.code)
+	}
 	out := map[string]verifyReport{}
-	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		if l == "" {
-			continue
-		}
-		var rep verifyReport
-		if err := json.Unmarshal([]byte(l), &rep); err != nil {
-			sb.t.Fatalf("verify --json line %q: %v", l, err)
-		}
+	for _, rep := range doc.Writers {
 		if rep.OK != (rep.Break == nil) {
 			sb.t.Errorf("verify --json: ok=%v but break %+v", rep.OK, rep.Break)
 		}
@@ -408,11 +420,16 @@ func TestE2ERoundTrip(t *testing.T) {
 			t.Errorf("%s: git lossless cat returns other bytes", e.Path)
 		}
 	}
-	if writers["alpha"] != len(names) || writers["cli-sess-1"] != len(names) {
-		t.Errorf("events per writer: %v", writers)
+	clone, err := os.ReadFile(filepath.Join(repo, ".git", "lossless", "clone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessWriter := "cli-" + strings.TrimSpace(string(clone)) + "-sess-1"
+	if writers["alpha"] != len(names) || writers[sessWriter] != len(names) {
+		t.Errorf("events per writer: %v (want alpha and %s)", writers, sessWriter)
 	}
 	sb.fsck(repo)
-	if n := sb.verifyAllOK(repo); n["alpha"] != int64(len(names)) || n["cli-sess-1"] != int64(len(names)) {
+	if n := sb.verifyAllOK(repo); n["alpha"] != int64(len(names)) || n[sessWriter] != int64(len(names)) {
 		t.Errorf("verify entries %v", n)
 	}
 
@@ -460,10 +477,14 @@ func TestE2ERoundTrip(t *testing.T) {
 			}
 		}
 	}
-	// The fetched copy keeps recording on the same chain.
+	// The fetched copy records, but on writers of its own: alpha is the
+	// first clone's (gitstore FORMAT.md section 2).
 	writeFile(t, filepath.Join(fresh, "new.txt"), []byte("after fetch\n"))
-	sb.ok(fresh, "record", "--op", "read", "--writer", "alpha", "new.txt")
-	if n := sb.verifyAllOK(fresh); n["alpha"] != int64(len(names))+1 {
+	if r := sb.run(fresh, "record", "--op", "read", "--writer", "alpha", "new.txt"); r.code == 0 || !strings.Contains(r.stderr, "owned by another clone") {
+		t.Fatalf("record into the first clone's writer from a copy: exit %d\n%s", r.code, r.stderr)
+	}
+	sb.ok(fresh, "record", "--op", "read", "new.txt")
+	if n := sb.verifyAllOK(fresh); n["alpha"] != int64(len(names)) || len(n) != 3 {
 		t.Errorf("fresh after record: %v", n)
 	}
 	sb.fsck(fresh)
@@ -1420,6 +1441,9 @@ func TestE2EUnknownFields(t *testing.T) {
 	if n := sb.verifyAllOK(repo); n[writer] != 2 {
 		t.Errorf("verify: %v", n)
 	}
+	// A newer version appending in this clone would have recorded the
+	// writer as this clone's (.git/lossless/own/<writer>).
+	writeFile(t, filepath.Join(repo, ".git", "lossless", "own", writer), nil)
 	writeFile(t, filepath.Join(repo, "now.txt"), []byte("now\n"))
 	sb.ok(repo, "record", "--op", "read", "--writer", writer, "now.txt")
 	check()

@@ -78,7 +78,7 @@ func (w *hookWorld) anchorRef() string {
 	w.t.Helper()
 	vkey := strings.TrimSpace(w.ok(w.repo, "anchor", "key").stdout)
 	machine, _, _ := strings.Cut(vkey, "+")
-	clone, err := os.ReadFile(filepath.Join(w.repo, ".git", "lossless", "anchor", "clone"))
+	clone, err := os.ReadFile(filepath.Join(w.repo, ".git", "lossless", "clone"))
 	if err != nil {
 		w.t.Fatalf("clone id: %v", err)
 	}

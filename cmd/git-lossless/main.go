@@ -26,7 +26,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	_ "github.com/git-lossless/git-lossless/gitstore/sshkeys" // SSH recipients and identities (not in git-lossless-hook)
 	lversion "github.com/git-lossless/git-lossless/internal/version"
@@ -300,7 +299,7 @@ func printCommandHelp(w io.Writer, c *command, fs *pflag.FlagSet) {
 // openStore discovers and opens the archive for the command's directory,
 // printing the fallback reason when a repository could not be used.
 func openStore(e *env) (*gitstore.Store, error) {
-	st, err := anchor.OpenDir(e.dir, gitstore.Options{Warn: func(msg string) {
+	st, err := gitstore.OpenDir(e.dir, gitstore.Options{Warn: func(msg string) {
 		fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", msg)
 	}})
 	if err != nil {

@@ -293,7 +293,7 @@ func TestProxyCommandSavingsSpan(t *testing.T) {
 		cancel()
 		t.Fatalf("proxy did not start: %s %s", out.String(), errb.String())
 	}
-	if !strings.Contains(out.String(), "spans age-encrypted") || !strings.Contains(out.String(), "writer proxy-127_0_0_1_") {
+	if !strings.Contains(out.String(), "spans age-encrypted") || !regexp.MustCompile(`writer proxy-[0-9a-f]{8}-127_0_0_1_`).MatchString(out.String()) {
 		t.Errorf("banner: %s", out.String())
 	}
 	c := stubbackend.NewConversation("stub-model", "sys")

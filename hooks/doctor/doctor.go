@@ -29,7 +29,6 @@ import (
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks/settings"
-	"github.com/git-lossless/git-lossless/seal"
 )
 
 // Doctor statuses, in increasing severity. FAIL means something is broken
@@ -217,7 +216,7 @@ func checkArchive(ctx context.Context, opt Options) []Check {
 		out = append(out, okCheck(where, fmt.Sprintf("repository %s (refs/lossless/* in %s)", top, loc.CommonDir)))
 	}
 
-	st, err := anchor.Open(loc, gitstore.Options{})
+	st, err := gitstore.Open(loc, gitstore.Options{})
 	if err != nil {
 		return append(out, failCheck(readable, err.Error(), "fix the repository configuration named in the error"))
 	}
@@ -240,30 +239,32 @@ func checkArchive(ctx context.Context, opt Options) []Check {
 		out = append(out, okCheck(readable, doctorCount(len(ws), "writer")+", "+doctorCount(int(entries), "entry")))
 	}
 
-	var broken []string
-	checked := 0
-	for _, w := range ws {
-		if w.Err != "" {
-			continue
-		}
-		rep, err := st.Verify(ctx, w.Name, seal.Options{SkipContent: true})
-		if err != nil {
-			broken = append(broken, fmt.Sprintf("%s: %v", w.Name, err))
-			continue
-		}
-		checked++
-		if b := rep.Break; b != nil {
-			broken = append(broken, fmt.Sprintf("%s: %s at entry %d: %s", w.Name, b.Kind, b.Seq, b.Detail))
-		}
-	}
+	// The one verify policy (anchor.Check): the same writers, heads and
+	// alarms as `git lossless verify`, chains only.
+	v, err := anchor.Check(ctx, st, anchor.CheckOptions{SkipContent: true})
 	switch {
-	case len(broken) > 0:
-		out = append(out, failCheck(chains, strings.Join(broken, "; "),
-			"`git lossless verify` shows the full report; a break means a log was changed outside git-lossless: restore refs/lossless/<writer> from a clone or backup"))
-	case checked == 0:
+	case err != nil:
+		out = append(out, failCheck(chains, err.Error(), "`git lossless verify` shows the full report"))
+	case !v.OK():
+		var broken []string
+		for _, r := range v.Writers {
+			if b := r.Break; b != nil {
+				broken = append(broken, fmt.Sprintf("%s: %s at entry %d: %s", r.Writer, b.Kind, b.Seq, b.Detail))
+			}
+		}
+		for _, f := range v.Findings {
+			who := f.Writer
+			if who == "" {
+				who = f.Clone
+			}
+			broken = append(broken, fmt.Sprintf("%s %s (%s): %s", f.Kind, who, f.Remote, f.Detail))
+		}
+		out = append(out, failCheck(chains, v.Summary()+": "+strings.Join(broken, "; "),
+			"`git lossless verify` shows the full report; a break means a log was changed outside git-lossless (restore refs/lossless/<writer> from a clone or backup); an alarm stays open until a sync or check of its remote no longer finds it"))
+	case len(v.Writers) == 0:
 		out = append(out, okCheck(chains, "no writers yet"))
 	default:
-		out = append(out, okCheck(chains, fmt.Sprintf("%s: every entry links to the one before (chains only; `git lossless verify` also checks content)", doctorCount(checked, "writer"))))
+		out = append(out, okCheck(chains, fmt.Sprintf("%s: every entry links to the one before, no alarm open (chains only; `git lossless verify` also checks content)", doctorCount(len(v.Writers), "writer"))))
 	}
 
 	ls, err := st.Locks()

@@ -412,7 +412,7 @@ func (f *doctorFixture) anchor(t *testing.T, now time.Time) {
 		f.git(t, "init", "-q", "--bare", remote)
 		f.git(t, "remote", "add", "origin", remote)
 	}
-	st, err := anchor.OpenDir(f.repo, gitstore.Options{})
+	st, err := gitstore.OpenDir(f.repo, gitstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func (f *doctorFixture) anchor(t *testing.T, now time.Time) {
 // append records one more read by writer.
 func (f *doctorFixture) append(t *testing.T, writer, content string) {
 	t.Helper()
-	st, err := anchor.OpenDir(f.repo, gitstore.Options{})
+	st, err := gitstore.OpenDir(f.repo, gitstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
