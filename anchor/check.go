@@ -655,4 +655,3 @@ func (ck *checker) tagSigned(id string) []byte {
 	}
 	return []byte(t.Message)
 }
-
