@@ -32,10 +32,20 @@ over a local ref), then, per writer and notes ref:
               an alarm; neither side is changed, the remote's is kept under
               its tracking ref
   refused     the remote's chain does not verify here: not adopted
-  gone-there  the remote had it at the last sync and lacks it now: an alarm
+  gone-there  the remote had it before (fetched or pushed) and lacks it
+              now: an alarm, and it is not pushed again (git lossless push
+              sends it back on purpose)
+  foreign-append
+              the remote extends a writer this clone wrote, or holds one
+              named with this clone's id that it never wrote: another clone
+              wrote under this clone's name. An alarm; never adopted, this
+              clone's writer is not pushed over it, and the remote's head is
+              kept under refs/lossless-tracking/<remote id>/alarm/
 
-Each writer is one session of one machine, so two machines never write the
-same ref: there is nothing to merge. The remote's checkpoints are checked
+A clone appends only to its own writers (gitstore FORMAT.md section 2), so
+two machines never write the same ref: there is nothing to merge. Alarms
+stay open — verify, doctor, seal_status and receipt verify report them —
+until a sync no longer finds them. The remote's checkpoints are checked
 as verify --anchor does. What is pushed goes through the same gate as git
 lossless push: the plan is listed, and content holding secrets or git-ignored
 files' content is refused unless allowed. A push that loses a race with
@@ -95,14 +105,14 @@ alarm or refusal.`,
 					for _, s := range res.Refs {
 						counts[s.State]++
 						switch s.State {
-						case anchor.StateDiverged, anchor.StateRefused, anchor.StateGoneThere:
+						case anchor.StateDiverged, anchor.StateRefused, anchor.StateGoneThere, anchor.StateForeignAppend:
 							fmt.Fprintf(e.stdout, "ALARM  %s %s: %s\n", s.State, s.Ref, s.Detail)
 						}
 					}
-					fmt.Fprintf(e.stdout, "sync with %s: %d equal, %d adopted (behind %d, new there %d), %d to push (ahead %d, new here %d), %d diverged, %d refused, %d gone there\n",
+					fmt.Fprintf(e.stdout, "sync with %s: %d equal, %d adopted (behind %d, new there %d), %d to push (ahead %d, new here %d), %d diverged, %d refused, %d gone there, %d foreign-append\n",
 						remote, counts[anchor.StateEqual], res.Adopted, counts[anchor.StateBehind], counts[anchor.StateNewThere],
 						counts[anchor.StateAhead]+counts[anchor.StateNewHere], counts[anchor.StateAhead], counts[anchor.StateNewHere],
-						counts[anchor.StateDiverged], counts[anchor.StateRefused], counts[anchor.StateGoneThere])
+						counts[anchor.StateDiverged], counts[anchor.StateRefused], counts[anchor.StateGoneThere], counts[anchor.StateForeignAppend])
 					printFindings(e.stdout, res.Anchors)
 					if res.Plan != nil && !res.Plan.Empty() {
 						printPushPlan(e.stdout, remote, res.Plan)
@@ -117,7 +127,7 @@ alarm or refusal.`,
 					return withHint(failedError{fmt.Sprintf("sync: %d item(s) held back; nothing was pushed", len(refused))}, pushHint(refused))
 				}
 				if n := res.Alarms(); n > 0 {
-					return failedError{fmt.Sprintf("sync: %d alarms", n)}
+					return failedError{fmt.Sprintf("sync: %s", plural(n, "alarm"))}
 				}
 				return nil
 			}
