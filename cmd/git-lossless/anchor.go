@@ -91,7 +91,7 @@ anchor protect BARE_REPO
 					if len(args) != 2 {
 						return usagef("usage: git lossless anchor protect BARE_REPO")
 					}
-					res, err := anchor.Protect(joinDir(e.dir, args[1]))
+					res, err := anchor.Protect(ctx, joinDir(e.dir, args[1]))
 					if err != nil {
 						return err
 					}
