@@ -293,7 +293,7 @@ func TestAnchorRemoteRollbackForkAndProtect(t *testing.T) {
 
 	// Protected: the same rewrites are refused by the remote itself.
 	w.git(w.remote, "update-ref", ref, m2.Commit)
-	if _, err := anchor.Protect(w.remote); err != nil {
+	if _, err := anchor.Protect(context.Background(), w.remote); err != nil {
 		t.Fatal(err)
 	}
 	for _, attempt := range [][]string{
@@ -349,7 +349,7 @@ func TestAnchorTagsMode(t *testing.T) {
 	if rc := w.check(other, origin(other)); rc.OK() || rc.Findings[0].Kind != anchor.KindFork {
 		t.Fatalf("moved tag: %v", kinds(rc))
 	}
-	if _, err := anchor.Protect(w.remote); err != nil {
+	if _, err := anchor.Protect(context.Background(), w.remote); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("git", "-C", dir, "push", w.remote, ":refs/tags/"+name1).CombinedOutput()

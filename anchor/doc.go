@@ -14,8 +14,9 @@
 //   - sync: other machines' writers and notes refs adopted, ours pushed
 //     through the push gate (Sync);
 //   - the server side: a pre-receive hook that refuses rewrites of the
-//     archive's refs (Protect), and a pre-push hook that anchors on every
-//     push (InstallPrePush).
+//     archive's refs, installed where the repository's git runs hooks and
+//     proved by a push it must refuse (Protect, CheckProtect), and a
+//     pre-push hook that anchors on every push (InstallPrePush).
 //
 // Every ref and object goes through package gitstore; the transports are
 // the user's git (fetch, push, ls-remote), so their SSH configuration,

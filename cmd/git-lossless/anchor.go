@@ -21,7 +21,7 @@ func anchorCmd() *command {
 	return &command{
 		name:    "anchor",
 		summary: "push signed checkpoints of every writer's seal head to remotes, so a rewritten history is caught",
-		usage:   "push [REMOTE...] [--tags] [--path DIR] [--with-archive] | key | protect BARE_REPO",
+		usage:   "push [REMOTE...] [--tags] [--path DIR] [--with-archive] | key | protect [--check] BARE_REPO",
 		long: `A hash chain shows tampering only if someone outside the machine remembers
 an earlier head. An anchor is that memory: a checkpoint — every writer's
 (name, entries, head seal, commit) and every refs/notes/lossless/* head
@@ -54,11 +54,18 @@ anchor key
   $LOSSLESS_ANCHOR_KEY_FILE). Its name is the machine name in every
   checkpoint: git config lossless.machine sets it when the key is made.
 
-anchor protect BARE_REPO
+anchor protect [--check] BARE_REPO
   Installs a pre-receive hook into a self-hosted bare repository that
   refuses deletions and non-fast-forward updates of refs/lossless/*,
   refs/notes/lossless/* and refs/lossless-anchor/*, and any change to an
-  existing anchor tag. An existing pre-receive hook is kept and run by ours.`,
+  existing anchor tag. An existing pre-receive hook is kept and run by ours.
+  The hook goes where the repository's git runs hooks (core.hooksPath
+  honoured; a directory shared with other repositories is named). Then
+  protect proves it: it pushes a throwaway update the hook must refuse
+  (to refs/lossless-anchor/protect+probe/...), and fails, saying why, if
+  the repository accepts it (exit 1; exit 3 when it could not install).
+  --check only proves, installing nothing. Run it as the user pushes run
+  as on the server: the proof is a push made as this user.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			tags := fs.Bool("tags", false, "anchor push: store each checkpoint as an annotated tag (for services that protect tags)")
 			path := fs.String("path", "", "anchor push: write the checkpoint under this directory instead of pushing")
@@ -66,11 +73,15 @@ anchor protect BARE_REPO
 			allowSecrets := fs.Bool("allow-secrets", false, "with --with-archive: send content holding secrets anyway")
 			allowIgnored := fs.Bool("allow-ignored", false, "with --with-archive: send file versions git ignores anyway")
 			asJSON := fs.Bool("json", false, "print the outcome as JSON")
+			check := fs.Bool("check", false, "anchor protect: install nothing, only prove that the repository refuses what the hook refuses")
 			fromHook := fs.Bool("from-hook", false, "run from the pre-push hook: quiet, and the remote is the one being pushed to")
 			_ = fs.MarkHidden("from-hook")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) == 0 {
-					return usagef("usage: git lossless anchor push [REMOTE...] | key | protect BARE_REPO")
+					return usagef("usage: git lossless anchor push [REMOTE...] | key | protect [--check] BARE_REPO")
+				}
+				if *check && args[0] != "protect" {
+					return usagef("--check goes with anchor protect")
 				}
 				switch args[0] {
 				case "key":
@@ -89,21 +100,9 @@ anchor protect BARE_REPO
 					return nil
 				case "protect":
 					if len(args) != 2 {
-						return usagef("usage: git lossless anchor protect BARE_REPO")
+						return usagef("usage: git lossless anchor protect [--check] BARE_REPO")
 					}
-					res, err := anchor.Protect(joinDir(e.dir, args[1]))
-					if err != nil {
-						return err
-					}
-					verb := "installed"
-					if res.Updated {
-						verb = "updated"
-					}
-					fmt.Fprintf(e.stdout, "%s %s: deletions and non-fast-forward updates of refs/lossless/*, refs/notes/lossless/* and refs/lossless-anchor/*, and changes to anchor tags, are refused\n", verb, res.Hook)
-					if res.Chained != "" {
-						fmt.Fprintf(e.stdout, "the repository's own pre-receive hook runs after it, from %s\n", res.Chained)
-					}
-					return nil
+					return anchorProtect(ctx, e, joinDir(e.dir, args[1]), *check)
 				case "push":
 				default:
 					return usagef("unknown anchor subcommand %q: push, key or protect", args[0])
@@ -357,4 +356,53 @@ func printFindings(w io.Writer, rc *anchor.RemoteCheck) {
 			}
 		}
 	}
+}
+
+// anchorProtect installs the protect hook into the bare repository at dir
+// (or, with check, only proves it) and says where it went, what it kept,
+// who else runs it, and that the repository refused the probe. A failed
+// proof is an error: the hook is not guarding anything.
+func anchorProtect(ctx context.Context, e *env, dir string, check bool) error {
+	protect := anchor.Protect
+	if check {
+		protect = anchor.CheckProtect
+	}
+	res, err := protect(ctx, dir)
+	var pe *anchor.ProbeError
+	if err != nil && !errors.As(err, &pe) {
+		return err
+	}
+	if !check {
+		verb := "installed"
+		if res.Updated {
+			verb = "updated"
+		}
+		fmt.Fprintf(e.stdout, "%s %s, which refuses deletions and non-fast-forward updates of refs/lossless/*, refs/notes/lossless/* and refs/lossless-anchor/*, and changes to anchor tags\n", verb, res.Hook)
+	}
+	if res.HooksPath != "" {
+		from := ""
+		if res.HooksPathFrom != "" {
+			from = ", from the " + res.HooksPathFrom
+		}
+		fmt.Fprintf(e.stdout, "hooks directory %s is core.hooksPath (%s%s)\n", res.HooksDir, res.HooksPath, from)
+	}
+	if res.Shared {
+		fmt.Fprintf(e.stdout, "shared: %s is outside the repository; every repository whose git names it runs this hook too (it guards only git-lossless's refs there as well)\n", res.HooksDir)
+	}
+	if res.Chained != "" {
+		fmt.Fprintf(e.stdout, "the repository's own pre-receive hook runs after it, from %s\n", res.Chained)
+	}
+	if res.Unused != "" {
+		fmt.Fprintf(e.stdout, "note: %s, from an earlier protect, is not run by git (core.hooksPath names %s); it can be removed\n", res.Unused, res.HooksDir)
+	}
+	if pe != nil {
+		// The check ran and the repository is not protected: exit 1, as
+		// a failed verify; exit 3 is for what could not be done at all.
+		return failedError{msg: err.Error()}
+	}
+	fmt.Fprintf(e.stdout, "proved: a push to %s was refused by the hook\n", res.Probe)
+	if res.Owner != "" {
+		fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", res.Owner)
+	}
+	return nil
 }
