@@ -56,7 +56,19 @@ type hooks struct {
 	plan    func() // before the window and the count are worked out
 	compact func() // at the start of a compaction
 	send    func() // before the request goes upstream
+	relay   func() // as each piece of the answer is relayed
 	finish  func() // before the exchange is recorded
+}
+
+// hookWriter runs a hook on every write, then writes to w.
+type hookWriter struct {
+	w    io.Writer
+	hook func()
+}
+
+func (h hookWriter) Write(b []byte) (int, error) {
+	h.hook()
+	return h.w.Write(b)
 }
 
 func runHook(h func()) {
@@ -459,6 +471,10 @@ type exchange struct {
 	sentTok int
 	sentSrc string
 	retried bool
+	// cut: the backend broke the answer off (relayFailed); relayed: the
+	// answer has been relayed to its end or its cut.
+	cut     bool
+	relayed bool
 	added   time.Duration
 	// Summary calls made and their input characters, counted also for a
 	// compaction that failed: the backend did that work either way.
