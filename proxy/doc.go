@@ -65,6 +65,18 @@
 // span and no memo are made from it, and the client's exact bytes go
 // upstream.
 //
+// # Loops
+//
+// An upstream that leads back to the proxy is refused at start when it
+// is the proxy's own listener in any spelling (ErrUpstreamIsSelf), and
+// per request through HopHeader (X-Git-Lossless-Hop): every request the
+// proxy sends upstream lists the proxies it has passed through, this
+// one's random per-process id last; a request arriving with this proxy's
+// id, or through more than maxHops proxies, is answered 508 Loop
+// Detected before its body is read and counted (Stats.LoopsRefused). The
+// check is per request and keeps no state; only well-formed ids from a
+// client's header go on; the header never reaches a client. See loop.go.
+//
 // # Embedding
 //
 // New returns the proxy as an http.Handler; Run binds an address (port 0

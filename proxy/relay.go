@@ -63,6 +63,11 @@ func (p *Proxy) upstreamRequest(ctx context.Context, r *http.Request, body io.Re
 	}
 	copyHeaders(req.Header, r.Header)
 	delete(req.Header, "Host")
+	// Only well-formed hop ids go on; the transport appends this proxy's.
+	req.Header.Del(HopHeader)
+	if chain := hopChain(r.Header); len(chain) > 0 {
+		req.Header.Set(HopHeader, strings.Join(chain, ", "))
+	}
 	req.Host = req.URL.Host
 	if _, ok := r.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = nil // no Go default: forward what the client sent
@@ -110,6 +115,7 @@ func (e *cutError) Unwrap() error { return e.err }
 // left) is returned as it is.
 func relayFrom(w http.ResponseWriter, resp *http.Response, body io.Reader, tee io.Writer) error {
 	copyResponseHeaders(w.Header(), resp.Header)
+	w.Header().Del(HopHeader)
 	w.WriteHeader(resp.StatusCode)
 	fl, _ := w.(http.Flusher)
 	if fl != nil && strings.Contains(resp.Header.Get("Content-Type"), "event-stream") {
@@ -162,6 +168,7 @@ func abortCut(w http.ResponseWriter) {
 // writeBuffered sends a response whose body was already read.
 func writeBuffered(w http.ResponseWriter, resp *http.Response, body []byte) {
 	copyResponseHeaders(w.Header(), resp.Header)
+	w.Header().Del(HopHeader)
 	w.WriteHeader(resp.StatusCode)
 	w.Write(body)
 }
