@@ -157,6 +157,10 @@ func TestDashboardInChromium(t *testing.T) {
 			t.Errorf("bar %d: before %.1f%%, after %.1f%% of the track", i, b, a)
 		}
 	}
+	// Errors the client saw are on the page: unreachable, cut, looped.
+	if !bytes.Contains(dom, []byte(`<div class="v">0 / 0 / 0</div><div class="k">upstream errors / cuts / loops</div>`)) {
+		t.Errorf("the dashboard lacks the upstream errors / cuts / loops card:\n%s", tail(dom, 3000))
+	}
 	if !bytes.Contains(dom, []byte(" → ")) || !bytes.Contains(dom, []byte(`<tr data-session="`)) {
 		t.Errorf("the dashboard lacks the before → after text or the session row:\n%s", tail(dom, 3000))
 	}

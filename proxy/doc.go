@@ -35,6 +35,48 @@
 // and tail around a pointer line. On every failure the proxy fails open:
 // the client's exact bytes go upstream.
 //
+// # Cuts
+//
+// Answers are relayed byte for byte, flushed per chunk, with the
+// backend's Content-Length (the proxy never rewrites an answer). When the
+// backend breaks an answer off — the connection closes or fails inside a
+// chunked answer, or before the Content-Length it announced — everything
+// that arrived is relayed first, and then the client's response is
+// aborted: its connection is closed without the terminating chunk, or
+// with its Content-Length unmet (abortCut; net/http's
+// http.ErrAbortHandler). Ending it cleanly would tell the client that a
+// truncated answer was complete; aborted, the client sees what it would
+// straight from the backend (curl exits 18, Go's client reads
+// io.ErrUnexpectedEOF). This holds on every route: compacted, failed
+// open, passed through, error answers. Each cut is counted
+// (Stats.UpstreamCuts, upstream_cuts), noted as an upstream-cut event,
+// logged, and marked upstream_cut on the request's savings log line. A
+// panic in the proxy while it relays an answer ends it the same way
+// (counted as fail-open internal-after-answer). A client that speaks
+// HTTP/1.0 gets an answer of unknown length
+// close-delimited, where a cut cannot be told from an end; only the
+// backend's Content-Length, which the proxy forwards, tells it.
+//
+// What is archived for a cut answer: nothing of the answer, as for every
+// answer. Spans hold what the proxy folded away from the request and the
+// summary standing in for it, written durably before the request went
+// upstream, so they are complete whatever happens to the answer. A
+// summary call whose answer is cut fails open (reason summary-cut): no
+// span and no memo are made from it, and the client's exact bytes go
+// upstream.
+//
+// # Loops
+//
+// An upstream that leads back to the proxy is refused at start when it
+// is the proxy's own listener in any spelling (ErrUpstreamIsSelf), and
+// per request through HopHeader (X-Git-Lossless-Hop): every request the
+// proxy sends upstream lists the proxies it has passed through, this
+// one's random per-process id last; a request arriving with this proxy's
+// id, or through more than maxHops proxies, is answered 508 Loop
+// Detected before its body is read and counted (Stats.LoopsRefused). The
+// check is per request and keeps no state; only well-formed ids from a
+// client's header go on; the header never reaches a client. See loop.go.
+//
 // # Embedding
 //
 // New returns the proxy as an http.Handler; Run binds an address (port 0

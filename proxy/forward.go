@@ -7,6 +7,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -44,8 +45,8 @@ func (t *trackWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 // send forwards x.sent and relays the answer. An overflow error for a
 // request the proxy did not (or not enough) compact teaches it the window
 // and is retried once, compacted. A panic before the answer has started
-// fails open (the client's exact bytes go upstream); after, the answer is
-// cut off and the panic logged.
+// fails open (the client's exact bytes go upstream); after, the panic is
+// logged and counted, and an answer it interrupted is aborted.
 func (p *Proxy) send(w http.ResponseWriter, r *http.Request, x *exchange) {
 	tw := &trackWriter{ResponseWriter: w}
 	defer func() {
@@ -53,12 +54,19 @@ func (p *Proxy) send(w http.ResponseWriter, r *http.Request, x *exchange) {
 		if v == nil {
 			return
 		}
+		if v == http.ErrAbortHandler {
+			panic(v) // abortCut: the backend cut the answer, recorded already
+		}
 		err := p.panicError(v)
 		if tw.wrote {
-			// Too late to fail open: the answer has started. It may be cut
-			// off; the proxy itself goes on serving.
+			// Too late to fail open: the answer has started. The proxy
+			// goes on serving; an answer the panic interrupted is cut off
+			// as a cut (abortCut), never ended as if complete.
 			p.note(Event{Kind: "fail-open", Reason: "internal-after-answer", Session: x.sess.key, Model: x.req.model, Detail: err.Error()})
 			p.stats.add(func(s *statCounters) { s.failOpen["internal-after-answer"]++ })
+			if !x.relayed {
+				abortCut(tw)
+			}
 			return
 		}
 		p.failOpen(x, "internal", err)
@@ -96,27 +104,61 @@ func (p *Proxy) sendUpstream(w http.ResponseWriter, r *http.Request, x *exchange
 					continue
 				}
 				writeBuffered(w, resp, head)
+				x.relayed = true
 				p.finish(x, resp.StatusCode, nil)
 				return
 			}
-			err := relayFrom(w, resp, io.MultiReader(bytes.NewReader(head), resp.Body), nil)
-			resp.Body.Close()
-			if err != nil && ctx.Err() == nil {
-				p.cfg.Logf("relay: %v", err)
+			var rest io.Reader = resp.Body
+			if rerr != nil {
+				// The backend failed inside its error answer: relay what
+				// came, then the failure.
+				rest = errReader{rerr}
 			}
+			err := relayFrom(w, resp, io.MultiReader(bytes.NewReader(head), rest), nil)
+			resp.Body.Close()
+			x.relayed = true
+			x.cut = p.relayFailed(r, x.sess.key, x.req.model, err)
 			p.finish(x, resp.StatusCode, nil)
+			if x.cut {
+				abortCut(w)
+			}
 			return
 		}
 		scan := newUsageScan(resp)
-		err = relay(w, resp, scan)
-		resp.Body.Close()
-		scan.finish()
-		if err != nil && ctx.Err() == nil {
-			p.cfg.Logf("relay: %v", err)
+		var tee io.Writer = scan
+		if p.hooks.relay != nil {
+			tee = hookWriter{scan, p.hooks.relay}
 		}
+		err = relay(w, resp, tee)
+		resp.Body.Close()
+		x.relayed = true
+		scan.finish()
+		x.cut = p.relayFailed(r, x.sess.key, x.req.model, err)
 		p.finish(x, resp.StatusCode, scan)
+		if x.cut {
+			abortCut(w)
+		}
 		return
 	}
+}
+
+// relayFailed looks at what relaying an answer returned: a cut by the
+// backend (while the client is still there) is counted, noted and logged,
+// and reported true, and the caller must then record the exchange and
+// abortCut the answer; any other error (the client left) is logged.
+func (p *Proxy) relayFailed(r *http.Request, session, model string, err error) bool {
+	if err == nil || r.Context().Err() != nil {
+		return false
+	}
+	var cut *cutError
+	if !errors.As(err, &cut) {
+		p.cfg.Logf("relay: %v", err)
+		return false
+	}
+	p.stats.add(func(s *statCounters) { s.upstreamCuts++ })
+	p.note(Event{Kind: "upstream-cut", Session: session, Model: model, Detail: r.Method + " " + r.URL.Path + ": " + cut.Error()})
+	p.cfg.Logf("upstream cut: %s %s: %v; the client's answer is broken off too", r.Method, r.URL.Path, cut)
+	return true
 }
 
 // learnOverflow takes what an overflow error says (the window, the
@@ -181,14 +223,18 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body io.Reader, 
 		}
 		return
 	}
-	defer resp.Body.Close()
-	relay(w, resp, nil)
+	err = relay(w, resp, nil)
+	resp.Body.Close()
+	cut := p.relayFailed(r, "", "", err)
 	p.stats.add(func(s *statCounters) { s.chatRequests++; s.forwarded++ })
 	if p.log != nil {
-		l := LogLine{TS: p.now(), Route: d.String(), Status: resp.StatusCode, FailOpen: reason}
+		l := LogLine{TS: p.now(), Route: d.String(), Status: resp.StatusCode, FailOpen: reason, UpstreamCut: cut}
 		if err := p.log.write(&l); err != nil {
 			p.cfg.Logf("warning: savings log: %v", err)
 		}
+	}
+	if cut {
+		abortCut(w)
 	}
 }
 
@@ -213,9 +259,13 @@ func (p *Proxy) passthrough(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	defer resp.Body.Close()
-	relay(w, resp, nil)
+	err = relay(w, resp, nil)
+	resp.Body.Close()
+	cut := p.relayFailed(r, "", "", err)
 	p.stats.add(func(s *statCounters) { s.passthrough++ })
+	if cut {
+		abortCut(w)
+	}
 }
 
 // finish records the exchange: session usage, calibration, silent
@@ -321,7 +371,7 @@ func (p *Proxy) finish(x *exchange, status int, scan *usageScan) {
 		l := LogLine{
 			TS: now, Session: s.key, Model: x.req.model, Route: x.d.String(), Status: status,
 			Window: x.window, Before: x.before, After: x.sentTok, CountSource: x.sentSrc, Reported: reported,
-			Compacted: compacted, FailOpen: x.fail, Truncated: truncated, Retried: x.retried, AddedMs: ms,
+			Compacted: compacted, FailOpen: x.fail, Truncated: truncated, Retried: x.retried, UpstreamCut: x.cut, AddedMs: ms,
 		}
 		// Summary calls are logged for failed compactions too, as the
 		// stats count them: savings and stats must agree.

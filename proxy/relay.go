@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/textproto"
@@ -62,6 +63,11 @@ func (p *Proxy) upstreamRequest(ctx context.Context, r *http.Request, body io.Re
 	}
 	copyHeaders(req.Header, r.Header)
 	delete(req.Header, "Host")
+	// Only well-formed hop ids go on; the transport appends this proxy's.
+	req.Header.Del(HopHeader)
+	if chain := hopChain(r.Header); len(chain) > 0 {
+		req.Header.Set(HopHeader, strings.Join(chain, ", "))
+	}
 	req.Host = req.URL.Host
 	if _, ok := r.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = nil // no Go default: forward what the client sent
@@ -81,10 +87,35 @@ func relay(w http.ResponseWriter, resp *http.Response, tee io.Writer) error {
 	return relayFrom(w, resp, resp.Body, tee)
 }
 
+// cutError is a backend that broke its answer off: the connection closed
+// (or failed) inside a chunked answer or before the Content-Length it
+// announced. Relayed is how many bytes of the body reached the client
+// before the cut.
+type cutError struct {
+	relayed int64
+	err     error
+}
+
+func (e *cutError) Error() string {
+	return fmt.Sprintf("the backend broke the answer off after %d bytes: %v", e.relayed, e.err)
+}
+
+func (e *cutError) Unwrap() error { return e.err }
+
 // relayFrom is relay with the body read from body: resp.Body, or what was
 // already read of it followed by the rest.
+//
+// The backend's Content-Length goes to the client with its headers (the
+// proxy never rewrites an answer), so a short body stays detectable. A
+// failed read of body is returned as a *cutError, after everything read
+// before it has been written and flushed; the caller then aborts the
+// response (abortCut) rather than end it cleanly. (A read also fails when
+// the client leaves, which cancels the backend's request: callers tell
+// the two apart by the request's context.) A failed write (the client
+// left) is returned as it is.
 func relayFrom(w http.ResponseWriter, resp *http.Response, body io.Reader, tee io.Writer) error {
 	copyResponseHeaders(w.Header(), resp.Header)
+	w.Header().Del(HopHeader)
 	w.WriteHeader(resp.StatusCode)
 	fl, _ := w.(http.Flusher)
 	if fl != nil && strings.Contains(resp.Header.Get("Content-Type"), "event-stream") {
@@ -93,12 +124,14 @@ func relayFrom(w http.ResponseWriter, resp *http.Response, body io.Reader, tee i
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
+	var relayed int64
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return werr
 			}
+			relayed += int64(n)
 			if tee != nil {
 				tee.Write(buf[:n])
 			}
@@ -110,14 +143,32 @@ func relayFrom(w http.ResponseWriter, resp *http.Response, body io.Reader, tee i
 			return nil
 		}
 		if err != nil {
-			return err
+			return &cutError{relayed: relayed, err: err}
 		}
 	}
+}
+
+// errReader is a reader that fails with err: the rest of a body whose
+// first part was read before the failure.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// abortCut ends an answer the backend broke off as a cut: what was
+// written so far is flushed, and the connection is then closed without
+// the end of the answer (no terminating chunk; a Content-Length left
+// short). net/http does exactly that for a handler that panics with
+// http.ErrAbortHandler, and logs nothing. A clean end would tell the
+// client that a truncated answer was complete.
+func abortCut(w http.ResponseWriter) {
+	http.NewResponseController(w).Flush()
+	panic(http.ErrAbortHandler)
 }
 
 // writeBuffered sends a response whose body was already read.
 func writeBuffered(w http.ResponseWriter, resp *http.Response, body []byte) {
 	copyResponseHeaders(w.Header(), resp.Header)
+	w.Header().Del(HopHeader)
 	w.WriteHeader(resp.StatusCode)
 	w.Write(body)
 }

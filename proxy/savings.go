@@ -51,7 +51,10 @@ type LogLine struct {
 	FailOpen     string    `json:"fail_open,omitempty"`
 	Truncated    bool      `json:"truncated,omitempty"`
 	Retried      bool      `json:"retried,omitempty"`
-	AddedMs      float64   `json:"added_ms"`
+	// UpstreamCut: the backend broke the answer off; the client got what
+	// arrived before the cut and then a broken connection.
+	UpstreamCut bool    `json:"upstream_cut,omitempty"`
+	AddedMs     float64 `json:"added_ms"`
 	// SpanMs is the part of AddedMs spent writing spans durably.
 	SpanMs float64 `json:"span_ms,omitempty"`
 }
@@ -153,6 +156,7 @@ type Report struct {
 	Spills          int            `json:"spills"`
 	FailOpen        map[string]int `json:"fail_open"`
 	Truncations     int            `json:"truncations"`
+	UpstreamCuts    int            `json:"upstream_cuts"`
 	Sessions        int            `json:"sessions"`
 	// From the archive.
 	Spans          int   `json:"spans"`
@@ -208,6 +212,9 @@ func Savings(ctx context.Context, st *gitstore.Store, logPath string, since, unt
 			}
 			if l.Truncated {
 				r.Truncations++
+			}
+			if l.UpstreamCut {
+				r.UpstreamCuts++
 			}
 		}
 		if err := sc.Err(); err != nil {

@@ -30,6 +30,10 @@ type Proxy struct {
 	stats    *statCounters
 	started  time.Time
 	writer   string
+	// id names this proxy in HopHeader (loop.go); random per process.
+	id string
+	// selfChecked is the listen address checkUpstreamNotSelf has passed.
+	selfChecked string
 
 	modelsMu sync.Mutex
 	models   map[string]*modelState
@@ -56,7 +60,19 @@ type hooks struct {
 	plan    func() // before the window and the count are worked out
 	compact func() // at the start of a compaction
 	send    func() // before the request goes upstream
+	relay   func() // as each piece of the answer is relayed
 	finish  func() // before the exchange is recorded
+}
+
+// hookWriter runs a hook on every write, then writes to w.
+type hookWriter struct {
+	w    io.Writer
+	hook func()
+}
+
+func (h hookWriter) Write(b []byte) (int, error) {
+	h.hook()
+	return h.w.Write(b)
 }
 
 func runHook(h func()) {
@@ -154,8 +170,10 @@ func New(cfg Config) (*Proxy, error) {
 		active:   newActivity(),
 		guard:    g,
 		logged:   map[string]bool{},
+		id:       newInstanceID(),
 	}
-	p.client = &http.Client{Transport: &http.Transport{
+	// Every request upstream carries the hop header (loop.go).
+	p.client = &http.Client{Transport: &hopTransport{id: p.id, base: &http.Transport{
 		Proxy:                 nil, // the backend is addressed directly
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:          256,
@@ -163,7 +181,7 @@ func New(cfg Config) (*Proxy, error) {
 		IdleConnTimeout:       90 * time.Second,
 		DisableCompression:    true, // relay the backend's bytes as they are
 		ExpectContinueTimeout: time.Second,
-	}}
+	}}}
 	p.up = newUpstream(base, p.client, cfg.Backend)
 	p.writer = cfg.Writer
 	if p.writer == "" {
@@ -239,7 +257,8 @@ func (s *Server) Wait() error {
 }
 
 // Run listens on cfg.Listen (refusing non-loopback addresses unless
-// AllowRemote) and serves until ctx is done. It returns once the proxy
+// AllowRemote, and an upstream that is the proxy's own address:
+// ErrUpstreamIsSelf) and serves until ctx is done. It returns once the proxy
 // accepts connections. The archive writer defaults to one named after the
 // bound address.
 func Run(ctx context.Context, cfg Config) (*Server, error) {
@@ -295,18 +314,42 @@ func listen(cfg Config) (net.Listener, *Proxy, error) {
 		ln.Close()
 		return nil, nil, err
 	}
+	if err := p.checkSelf(ln); err != nil {
+		p.Close()
+		ln.Close()
+		return nil, nil, err
+	}
 	return ln, p, nil
+}
+
+// checkSelf refuses to serve on ln when the upstream is ln itself
+// (checkUpstreamNotSelf), once per listen address.
+func (p *Proxy) checkSelf(ln net.Listener) error {
+	addr := ln.Addr().String()
+	if p.selfChecked == addr {
+		return nil
+	}
+	if err := checkUpstreamNotSelf(context.Background(), p.cfg.Upstream, ln.Addr()); err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	p.selfChecked = addr
+	return nil
 }
 
 // Serve serves on ln until ctx is done, then shuts down: it stops
 // accepting, waits (up to 5 s) for the requests in flight to be answered
-// and recorded, and returns.
+// and recorded, and returns. When the upstream is ln itself it closes ln
+// and returns ErrUpstreamIsSelf without serving.
 //
 // What it waits for is the handlers (Idle), not the connections: a client
 // may hold a connection it dialled but never sent a request on, which
 // http.Server.Shutdown would wait 5 s for. Once no handler is running,
 // such connections are closed.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
+	if err := p.checkSelf(ln); err != nil {
+		ln.Close()
+		return err
+	}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -343,11 +386,16 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 // ServeHTTP routes: /lossless/* is the proxy's own surface; POST
 // /v1/chat/completions and /v1/messages are compacted; everything else
 // passes through unchanged. Before any of it, on every route, a request
-// whose Host does not name the proxy or that a browser sent for a web
-// page is refused (admit), and the body gets its time limit.
+// that has come round a loop is refused (checkLoop), a request whose
+// Host does not name the proxy or that a browser sent for a web page is
+// refused (admit), and the body gets its time limit.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.active.begin()
 	defer p.active.end()
+	if why := p.checkLoop(r); why != "" {
+		p.refuseLoop(w, r, why)
+		return
+	}
 	cors, ok := p.admit(w, r)
 	if !ok {
 		return
@@ -475,6 +523,10 @@ type exchange struct {
 	sentTok int
 	sentSrc string
 	retried bool
+	// cut: the backend broke the answer off (relayFailed); relayed: the
+	// answer has been relayed to its end or its cut.
+	cut     bool
+	relayed bool
 	added   time.Duration
 	// Summary calls made and their input characters, counted also for a
 	// compaction that failed: the backend did that work either way.

@@ -28,7 +28,7 @@ End with a section headed exactly "## Must Keep" listing, as "- " bullets, the f
 
 // summaryError is a failed summary, by reason (the fail-open reason).
 type summaryError struct {
-	reason string // summary-error, summary-timeout, summary-empty, summary-short
+	reason string // summary-error, summary-cut, summary-timeout, summary-empty, summary-short
 	err    error
 }
 
@@ -213,6 +213,11 @@ func (p *Proxy) postSummary(ctx context.Context, job summaryJob, data []byte) (s
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return "", &summaryError{"summary-timeout", err}
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) && ctx.Err() == nil {
+			// The backend broke the summary off: nothing of it is used
+			// or archived.
+			return "", &summaryError{"summary-cut", err}
 		}
 		return "", &summaryError{"summary-error", err}
 	}

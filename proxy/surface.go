@@ -12,7 +12,9 @@ import (
 )
 
 // Event is one entry of /lossless/events: something the proxy did or
-// learned. Kinds: compaction, fail-open, truncation, window, overflow.
+// learned. Kinds: compaction, fail-open, truncation, window, overflow,
+// upstream-cut (the backend broke an answer off), loop (a request
+// refused with 508).
 type Event struct {
 	Seq     int64     `json:"seq"`
 	TS      time.Time `json:"ts"`
@@ -113,6 +115,8 @@ type statCounters struct {
 	retries         int
 	passthrough     int
 	upstreamErrors  int
+	upstreamCuts    int
+	loops           int
 	tokensBefore    int64
 	tokensAfter     int64
 	failOpen        map[string]int
@@ -154,7 +158,16 @@ type Stats struct {
 	OverflowErrors  int            `json:"overflow_errors"`
 	OverflowRetries int            `json:"overflow_retries"`
 	UpstreamErrors  int            `json:"upstream_errors"`
-	Passthrough     int            `json:"passthrough"`
+	// UpstreamCuts counts answers the backend broke off (it closed the
+	// connection inside a chunked answer, or before the Content-Length
+	// it announced): each reached its client as a cut, never as a
+	// complete answer.
+	UpstreamCuts int `json:"upstream_cuts"`
+	// LoopsRefused counts requests answered 508 Loop Detected: they had
+	// passed through this proxy before (the upstream leads back to it)
+	// or through too many proxies (loop.go).
+	LoopsRefused int `json:"loops_refused"`
+	Passthrough  int `json:"passthrough"`
 	// Refused counts requests answered 403 before anything was read,
 	// forwarded or archived, by reason: host (the Host header names
 	// another site: DNS rebinding), origin (a web page's Origin),
@@ -180,7 +193,7 @@ func (p *Proxy) Stats() Stats {
 		SummariesReused: s.reused, SummaryCalls: s.summaryCalls, Spills: s.spills, Spans: s.spans,
 		TokensBefore: s.tokensBefore, TokensAfter: s.tokensAfter, TokensKeptOut: s.tokensBefore - s.tokensAfter,
 		FailOpen: map[string]int{}, Truncations: s.truncations, OverflowErrors: s.overflows, OverflowRetries: s.retries,
-		UpstreamErrors: s.upstreamErrors, Passthrough: s.passthrough,
+		UpstreamErrors: s.upstreamErrors, UpstreamCuts: s.upstreamCuts, LoopsRefused: s.loops, Passthrough: s.passthrough,
 		AddedMsPlainP50: s.addedPlain.pct(0.5), AddedMsPlainP95: s.addedPlain.pct(0.95),
 		AddedMsCompP50: s.addedCompacting.pct(0.5), AddedMsCompP95: s.addedCompacting.pct(0.95),
 	}

@@ -90,6 +90,13 @@ session is a hash of model, first system and first user message.
 Point the client at http://127.0.0.1:8786/v1 (OpenAI SDKs) or
 ANTHROPIC_BASE_URL=http://127.0.0.1:8786 (Claude Code).
 
+An answer the backend breaks off reaches the client broken off too (what
+arrived is relayed, then the connection closes without the answer's end:
+curl exits 18, as it would straight from the backend), and is counted as
+upstream_cuts. An --upstream that is the proxy itself is refused at start;
+a request that comes back round a loop (two proxies pointing at each other)
+is answered 508 Loop Detected.
+
 Who may talk to it: programs on this machine, not web pages. Every request,
 on every route, is refused with 403 before its body is read unless
   - its Host names the proxy: 127.0.0.1:PORT, localhost:PORT, [::1]:PORT or
@@ -153,6 +160,9 @@ request is answered 408 and nothing is forwarded.
 					return withHint(err, "set `git config --add lossless.recipient age1...` (or an ssh-ed25519 public key), or `git config lossless.encrypt false`")
 				}
 				ln, p, err := proxy.Listen(cfg)
+				if errors.Is(err, proxy.ErrUpstreamIsSelf) {
+					return withHint(err, "point --upstream at the model server: Ollama http://127.0.0.1:11434, llama.cpp http://127.0.0.1:8080, vLLM http://127.0.0.1:8000")
+				}
 				if err != nil {
 					return withHint(err, "choose another address with --listen, or set allow-remote to listen beyond loopback")
 				}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -385,6 +386,35 @@ func TestProxyCommandRefusesRemoteListen(t *testing.T) {
 	code, _, errOut = runCLI(t, "-C", repo, "proxy", "--window", "lots")
 	if code != 2 || !strings.Contains(errOut, "--window") {
 		t.Fatalf("bad window: exit %d %s", code, errOut)
+	}
+}
+
+// The real command pointed at itself refuses to start, in any spelling
+// of its own address, before it prints its banner or serves anything.
+func TestProxyCommandRefusesItselfAsUpstream(t *testing.T) {
+	proxyTestEnv(t)
+	repo := gitInitRepo(t)
+	for _, host := range []string{"127.0.0.1", "localhost", "0.0.0.0"} {
+		var code int
+		var sout, serr string
+		for attempt := 0; attempt < 3; attempt++ {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().(*net.TCPAddr)
+			ln.Close() // the command binds it again
+			code, sout, serr = runCLI(t, "-C", repo, "proxy", "--listen", addr.String(), "--upstream", "http://"+host+":"+strconv.Itoa(addr.Port)+"/v1")
+			if !strings.Contains(serr, "address already in use") {
+				break // (another process took the port: try another)
+			}
+		}
+		if code == 0 || !strings.Contains(serr, "is this proxy itself") || !strings.Contains(serr, "hint: point --upstream at the model server") {
+			t.Fatalf("upstream %s: exit %d\nstdout %s\nstderr %s", host, code, sout, serr)
+		}
+		if strings.Contains(sout, "git lossless proxy on") {
+			t.Fatalf("upstream %s: the banner was printed before the refusal: %s", host, sout)
+		}
 	}
 }
 
