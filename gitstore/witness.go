@@ -230,21 +230,21 @@ func (s *Store) SeenHeads(ctx context.Context, writer string) ([]seal.Checkpoint
 }
 
 // KnownWriters lists the writers this clone has a memory of, whether or
-// not their refs still exist: those with a witness, those it owns, and
-// those it anchored itself. A writer anchored only in another machine's
+// not their refs still exist: those with a witness and those it anchored
+// itself. A writer anchored only in another machine's
 // checkpoint is checked where it exists, not required. Verify checks them
 // all, so a deleted writer is a break, not an absence.
 func (s *Store) KnownWriters() ([]string, error) {
 	set := map[string]bool{}
-	for _, d := range []string{witnessDir, ownDir} {
-		ents, err := os.ReadDir(s.stateDir(d))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		for _, e := range ents {
-			if !e.IsDir() && ValidWriter(e.Name()) == nil {
-				set[e.Name()] = true
-			}
+	// (Ownership alone adds nothing: a writer is owned once claimed, and
+	// witnessed once written.)
+	wents, err := os.ReadDir(s.stateDir(witnessDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range wents {
+		if !e.IsDir() && ValidWriter(e.Name()) == nil {
+			set[e.Name()] = true
 		}
 	}
 	ents, err := os.ReadDir(s.stateDir(anchoredDir))
@@ -470,6 +470,10 @@ func (s *Store) CheckWritable(writer string) error {
 		return err
 	}
 	if cur == "" {
+		// A new writer is claimed before it is written: two processes of
+		// this clone creating it at once (parallel hooks, imports) must
+		// both find it theirs, not the loser find a ref it does not own.
+		s.markOwn(writer)
 		return nil
 	}
 	own, err := s.Owns(writer)
