@@ -37,7 +37,11 @@ absolutely. A path on the deny list is recorded with excluded:true and its
 content is never written. Directories, missing and unreadable files are
 refused with an error; the other paths are still recorded (exit 1).
 
-The writer defaults to cli-<session> with --session, else cli.`,
+The writer defaults to cli-<session> with --session, else cli (the hashed
+form of the session id when it holds a secret). A --session, --agent,
+--writer, --key or --source value in which the secret scanner finds a
+credential is refused before anything is written: it would be stored in
+the events or as a ref name, and pushed with the archive.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			op := fs.String("op", "", "what happened: read, edit or write (required)")
 			session := fs.String("session", "", "session id the event belongs to")
@@ -63,6 +67,9 @@ The writer defaults to cli-<session> with --session, else cli.`,
 				}
 				if !validView(*view) {
 					return usagef("--view %q: use full or lines:A-B", *view)
+				}
+				if err := refuseSecretFlags("--session", *session, "--agent", *agent, "--writer", *writer, "--key", *key, "--source", *source); err != nil {
+					return err
 				}
 				w := *writer
 				if w == "" {
