@@ -9,6 +9,7 @@ package gitstore_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -365,4 +366,59 @@ func TestGateLinks(t *testing.T) {
 	if len(probs) != 6 || len(gitstore.Refused(probs)) != 0 {
 		t.Fatalf("allowed: %v", probKeys(gitstore.Refused(probs)))
 	}
+}
+
+// Links a hostile or careless work tree holds: a link whose ignored
+// target was deleted after the read (judged by the target's name), a
+// chain of links, a link into .git, a link loop (judged by its name, no
+// hang), a non-UTF-8 real_path64; a file with a second link that nothing
+// ignores passes.
+func TestGateLinksHostile(t *testing.T) {
+	ogEnv(t)
+	dir := ogRepo(t)
+	ogWrite(t, filepath.Join(dir, ".gitignore"), "local.yml\n*.bin\n")
+	ogWrite(t, filepath.Join(dir, "local.yml"), "db: prod\n")
+	ogWrite(t, filepath.Join(dir, "plain.txt"), "plain\n")
+	for _, l := range [][2]string{
+		{"local.yml", "dangling.txt"}, {"hop2.txt", "hop1.txt"}, {"local.yml", "hop2.txt"},
+		{".git/config", "cfg.txt"}, {"loop2.txt", "loop1.txt"}, {"loop1.txt", "loop2.txt"},
+	} {
+		if err := os.Symlink(l[0], filepath.Join(dir, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(dir, "plain.txt"), filepath.Join(dir, "plain2.txt")); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	st := ogOpen(t, dir)
+	raw := ogRead("raw.txt", "r\n")
+	raw.Extra = map[string]json.RawMessage{"real_path64": json.RawMessage(strconv.Quote(base64Std("x\xff.bin")))}
+	ogAppend(t, st, "w",
+		ogRead("dangling.txt", "db: prod\n"), // #1
+		ogRead("hop1.txt", "db: prod\n"),     // #2
+		ogRead("cfg.txt", "[core]\n"),        // #3
+		ogRead("loop1.txt", "?\n"),           // #4
+		raw,                                  // #5
+		ogRead("plain2.txt", "plain\n"),      // #6
+	)
+	// The ignored target goes after the read: the link now dangles.
+	if err := os.Remove(filepath.Join(dir, "local.yml")); err != nil {
+		t.Fatal(err)
+	}
+	_, probs := gateCheck(t, st, nil, gitstore.PushPolicy{})
+	sameStrings(t, "problems", probKeys(probs), []string{
+		"ignored:w#1:dangling.txt",
+		"ignored:w#2:hop1.txt",
+		"outside:w#3:cfg.txt",
+		"ignored:w#5:raw.txt",
+	})
+	for _, p := range probs {
+		if p.Seq == 3 && !strings.Contains(p.Reason, ".git directory") {
+			t.Errorf("link into .git: %s", p.Reason)
+		}
+	}
+}
+
+func base64Std(s string) string {
+	return base64.StdEncoding.EncodeToString([]byte(s))
 }

@@ -58,8 +58,11 @@ type fileName struct {
 
 // namesOf returns the names (1–3 above) a file version is judged by, and
 // the file as it is now (nil when it is gone or not a regular file) for
-// the hard-link check.
-func namesOf(it OutgoingItem, storeWT string) ([]fileName, os.FileInfo) {
+// the hard-link check. Symlinks are followed as the deny list follows
+// them (deny.go's resolver, one per check): a dangling link is followed
+// through its target's name, so a link whose ignored target was deleted
+// since is still judged by that target.
+func namesOf(it OutgoingItem, storeWT string, r *resolver) ([]fileName, os.FileInfo) {
 	names := []fileName{{it.Path, viaPath}}
 	if it.RealPath != "" && it.RealPath != it.Path {
 		names = append(names, fileName{it.RealPath, viaRealPath})
@@ -76,18 +79,26 @@ func namesOf(it OutgoingItem, storeWT string) ([]fileName, os.FileInfo) {
 		abs = filepath.Join(repo, abs)
 	}
 	abs = filepath.Clean(abs)
-	target, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return names, nil // gone, or a dangling link: judged by its names
+	target, fi, ok := r.resolve(abs, true)
+	if !ok {
+		return names, nil // a symlink loop: judged by its names
 	}
-	if target != abs {
+	if target != abs && target != filepath.Join(r.realOf(filepath.Dir(abs)), filepath.Base(abs)) {
 		names = append(names, fileName{target, viaLink})
 	}
-	fi, err := os.Stat(target)
-	if err != nil || !fi.Mode().IsRegular() || linkCount(fi) < 2 {
+	if fi == nil || !fi.Mode().IsRegular() || linkCount(fi) < 2 {
 		return names, nil
 	}
 	return names, fi
+}
+
+// realOf is dir with its symlinks resolved (dir itself when it does not
+// resolve).
+func (r *resolver) realOf(dir string) string {
+	if p, ok := r.dir(dir); ok {
+		return p
+	}
+	return dir
 }
 
 // maxIgnoredListed bounds how many ignored files one work tree's

@@ -382,6 +382,7 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 	// (linkcheck.go) to the work tree that holds it, then ask once per
 	// work tree.
 	res := newPathResolver()
+	links := newResolver()
 	type pending struct {
 		item  int
 		slot  int // the name's index among the item's names (its verdict slot)
@@ -422,7 +423,7 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 		names := []fileName{{it.Path, viaPath}}
 		var fi os.FileInfo
 		if it.Kind == ContentFile {
-			names, fi = namesOf(it, o.s.loc.WorkTree)
+			names, fi = namesOf(it, o.s.loc.WorkTree, links)
 		}
 		verdicts[i] = make([]*PushProblem, len(names)+1)
 		for k, n := range names {
