@@ -203,7 +203,9 @@ type PushPolicy struct {
 
 	// Ignore checks ignore rules; nil is GitCheckIgnore.
 	Ignore IgnoreChecker
-	// Scan finds secrets; nil is secrets.Scan.
+	// Scan finds secrets; nil is secrets.Scan for content and
+	// secrets.ScanName for names and fields (event lines, notes, commits,
+	// tree entries, ref names). A Scan given is used for both.
 	Scan func([]byte) []secrets.Finding
 }
 
@@ -246,9 +248,12 @@ const ageHeader = "age-encryption.org/v1\n"
 // and the secret's kind and masked form; the names a problem shows (ref,
 // writer, path) are masked too when they hold the secret.
 func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, error) {
-	scan := p.Scan
+	// Content is scanned as text; names and fields (event lines, commits,
+	// tree entries, ref names) as names, where a key may also follow a
+	// '-' or '_' (secrets.ScanName). A policy's own Scan does both.
+	scan, scanName := p.Scan, p.Scan
 	if scan == nil {
-		scan = secrets.Scan
+		scan, scanName = secrets.Scan, secrets.ScanName
 	}
 	ign := p.Ignore
 	if ign == nil {
@@ -272,7 +277,7 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 			probs = append(probs, PushProblem{Kind: ProblemNonFastForward, Ref: u.Ref, Writer: u.Name,
 				Reason: "non-fast-forward: " + why + "; pushing discards the remote's history of it", Allowed: p.Force})
 		}
-		if fs, vals := findSecrets(scan, []byte(u.Ref)); len(fs) > 0 {
+		if fs, vals := findSecrets(scanName, []byte(u.Ref)); len(fs) > 0 {
 			refSecrets[u.Ref] = vals.set
 			probs = append(probs, PushProblem{Kind: ProblemSecret, Ref: u.Ref, Writer: u.Name, Content: ContentRef, Field: "ref",
 				Findings: fs, Allowed: p.AllowSecrets, Reason: "the ref name " + holds(fs) + " (a writer name is chosen by us only when it holds none: this one was given)"})
@@ -289,14 +294,18 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 	}
 	results := map[string]*scanned{}
 	isEvents := map[string]bool{}
+	isNote := map[string]bool{} // a receipt: names (sessions, writers, paths), scanned as names
 	var order []string
 	for _, it := range o.Items {
 		if _, ok := results[it.Blob]; !ok {
 			results[it.Blob] = &scanned{}
 			order = append(order, it.Blob)
 		}
-		if it.Kind == ContentEvents {
+		switch it.Kind {
+		case ContentEvents:
 			isEvents[it.Blob] = true
+		case ContentNote:
+			isNote[it.Blob] = true
 		}
 	}
 	encOnly := map[string]bool{} // every event naming it says "enc":"age"
@@ -320,7 +329,11 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 			return
 		}
 		if isEvents[id] {
-			r.events = scanEvents(scan, body)
+			r.events = scanEvents(scanName, body)
+			return
+		}
+		if isNote[id] {
+			r.findings, _ = findSecrets(scanName, body)
 			return
 		}
 		r.findings, _ = findSecrets(scan, body)
@@ -344,7 +357,7 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 			objErr[i] = err
 			return
 		}
-		fs, vals := findSecrets(scan, body)
+		fs, vals := findSecrets(scanName, body)
 		for k := 0; k < len(fs); k++ {
 			if refSecrets[ob.ref][vals.list[k]] {
 				continue // the writer's own name, reported for the ref

@@ -26,12 +26,12 @@ import (
 // labelHoldsSecret reports whether a label, or the writer name made from
 // it, holds a secret the scanner finds.
 func labelHoldsSecret(label, name string) bool {
-	return len(secrets.Scan([]byte(label))) > 0 || len(secrets.Scan([]byte(name))) > 0
+	return len(secrets.ScanName([]byte(label))) > 0 || len(secrets.ScanName([]byte(name))) > 0
 }
 
 // checkWriterName refuses a writer name that holds a secret.
 func checkWriterName(w string) error {
-	fs := secrets.Scan([]byte(w))
+	fs := secrets.ScanName([]byte(w))
 	if len(fs) == 0 {
 		return nil
 	}

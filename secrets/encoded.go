@@ -19,8 +19,9 @@ package secrets
 //     of a wrapped encoding (`base64` wraps at 76, PEM at 64) are joined
 //     when each full line is a multiple of 4 characters long. The run is
 //     decoded from its first character; a run up to maxB64Aligned long is
-//     also decoded from its second, third and fourth, for a run glued to
-//     base64-alphabet text before it ("path/" + encoding). Decoded bytes
+//     also decoded from after each separator of its first 64 bytes, for a
+//     run glued to text before it ("https://host/api/" + encoding,
+//     "sess-" + encoding). Decoded bytes
 //     with no run of minTextRun printable ASCII bytes (what decoding an
 //     identifier gives) are not scanned: every finding is longer.
 //   - percent-encoding: a run of URL query bytes ([A-Za-z0-9._~%+=&!*-])
@@ -41,9 +42,11 @@ const (
 	minB64Run = 24
 	// maxB64Run: longer runs (images, archives) are not decoded.
 	maxB64Run = 1 << 20
-	// maxB64Aligned: runs up to this long are decoded at all four
-	// alignments.
+	// maxB64Aligned: runs up to this long are also decoded from after
+	// each of the separators ('+' '/' '-' '_') of their first 64 bytes, at
+	// most maxB64Starts starts in all.
 	maxB64Aligned = 4096
+	maxB64Starts  = 8
 	// minB64Line: a line of a wrapped encoding is at least this long.
 	minB64Line = 48
 	// minTextRun: decoded bytes without this many printable ASCII bytes
@@ -140,17 +143,22 @@ func (s *scanner) base64Run(i int) {
 	if url {
 		enc = base64.RawURLEncoding
 	}
-	aligns := 1
+	// Where the encoding may start: the run's start, or, in a run glued
+	// to text before it ("https://host/api/" + encoding, "sess-" +
+	// encoding), just after one of the separators of its first bytes.
+	var startArr [maxB64Starts]int
+	starts := startArr[:1]
 	if joined <= maxB64Aligned {
-		aligns = 4
+		for k := 0; k < min(len(src), 64) && len(starts) < maxB64Starts; k++ {
+			if b64class[src[k]]&(b64Std|b64URL) != 0 && len(src)-k-1 >= minB64Run {
+				starts = append(starts, k+1)
+			}
+		}
 	}
-	for a := 0; a < aligns; a++ {
+	for _, a := range starts {
 		part := src[a:]
 		if len(part)%4 == 1 {
 			part = part[:len(part)-1]
-		}
-		if len(part) < minB64Run-a {
-			break
 		}
 		if cap(s.buf) < enc.DecodedLen(len(part)) {
 			s.buf = make([]byte, enc.DecodedLen(len(part)))

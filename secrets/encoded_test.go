@@ -146,10 +146,10 @@ func TestScanPercentEncoded(t *testing.T) {
 	}
 }
 
-// A key after a '-' or '_' inside a word (a session id or a writer name
-// built from one) is found; one glued to letters is not (a prefix starts
-// a part of a word).
-func TestScanEmbeddedKey(t *testing.T) {
+// In a name (ScanName), a key after a '-' or '_' inside a word (a
+// session id, a writer name built from one) is found; one glued to
+// letters is not (a prefix starts a part of a word).
+func TestScanNameEmbeddedKey(t *testing.T) {
 	g := newGen(14)
 	k := keys(g)
 	for _, c := range []struct{ text, kind, value string }{
@@ -158,13 +158,13 @@ func TestScanEmbeddedKey(t *testing.T) {
 		{"MY_" + k["aws-access-key-id"], "aws-access-key-id", k["aws-access-key-id"]},
 		{`{"session":"run-` + k["openai-key"] + `"}`, "openai-key", k["openai-key"]},
 	} {
-		fs := Scan([]byte(c.text))
+		fs := ScanName([]byte(c.text))
 		if len(fs) != 1 || fs[0].Kind != c.kind || c.text[fs[0].Start:fs[0].End] != c.value {
 			t.Errorf("%q: %v", c.text, show(c.text, fs))
 		}
 	}
 	for _, text := range []string{"sessghp" + k["github-token"][3:], "fewer-permission-prompts", "run_in_background", "9e33e208-2b1c-4064-b54f-efdf0f79781b"} {
-		if fs := Scan([]byte(text)); len(fs) != 0 {
+		if fs := ScanName([]byte(text)); len(fs) != 0 {
 			t.Errorf("%q: %v", text, show(text, fs))
 		}
 	}
@@ -204,6 +204,9 @@ func TestScanDocumentedLimits(t *testing.T) {
 		"reversed":      {reverse(gh)},
 		"rot13":         {rot13(gh)},
 		"glued to word": {"mytoken" + gh},
+		// In text (not a name: see ScanName), a key glued after a '-' or
+		// '_' inside a longer word.
+		"glued after a separator in text": {"export-" + gh + " done", "MY_" + k["aws-access-key-id"]},
 		// A random string with no known prefix and no secret name beside
 		// it: without a free-floating entropy rule (which flags every
 		// digest) nothing tells it from an id.

@@ -143,11 +143,11 @@ func Mask(value []byte) string {
 	return string(value[:3]) + "****" + string(value[len(value)-4:])
 }
 
-// MaskString returns s with every secret Scan finds in it replaced by its
-// Mask: a name (a path, a ref, a session id) that holds a secret can be
-// printed this way. A string with no secret comes back as it is.
+// MaskString returns s with every secret ScanName finds in it replaced by
+// its Mask: a name (a path, a ref, a session id) that holds a secret can
+// be printed this way. A string with no secret comes back as it is.
 func MaskString(s string) string {
-	fs := Scan([]byte(s))
+	fs := ScanName([]byte(s))
 	if len(fs) == 0 {
 		return s
 	}

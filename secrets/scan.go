@@ -57,7 +57,10 @@ type scanner struct {
 
 	// plain: the text is itself decoded from base64 or percent-encoding
 	// (encoded.go): its own encoded runs are not decoded again.
-	plain   bool
+	plain bool
+	// names: the text is a name or a field (ScanName): a key may also end
+	// a word after a '-' or '_' (embedded).
+	names   bool
 	b64Done int      // the end of the last base64 run looked at (encoded.go)
 	pctDone int      // the end of the last percent-encoded run decoded
 	escEnd  int      // the end of the last JSON escape the loop skipped
@@ -123,12 +126,6 @@ func (s *scanner) run() {
 				i = e
 				continue
 			}
-			if j-i >= minB64Word {
-				if e := s.long(i, j); e > j {
-					i = e
-					continue
-				}
-			}
 		}
 		i = j
 	}
@@ -190,6 +187,12 @@ func (s *scanner) word(i, j int) int {
 			}
 		}
 	}
+	// Long words may hold a key after a separator or be part of a base64
+	// run (long); most words of 10 to 16 bytes are neither, and cost only
+	// this test.
+	if t := s.text; j-i >= minB64Run || j-i >= minB64Word && (s.names || j < len(t) && (t[j] == '+' || t[j] == '/') || i > 0 && (t[i-1] == '+' || t[i-1] == '/')) {
+		return s.long(i, j)
+	}
 	return j
 }
 
@@ -201,7 +204,7 @@ func (s *scanner) long(i, j int) int {
 	if isUUID(s.text, i, j) {
 		return j // ids on every transcript line: never hold a key, never base64
 	}
-	if j-i >= minEmbedded+2 {
+	if s.names && j-i >= minEmbedded+2 {
 		if e := s.embedded(i, j); e > j {
 			return e
 		}
@@ -216,6 +219,10 @@ func (s *scanner) long(i, j int) int {
 // after one of its '-' or '_' separators: "sess-ghp_…", "MY_AKIA…". A
 // key glued to letters ("xghp_…") is still not one: a prefix must start
 // a part of the word. It returns where scanning goes on, as word does.
+// Only names are scanned this way (ScanName): a name is built by gluing
+// parts with separators (cli-<session>, a file name, a ref), text puts
+// spaces, quotes or '=' around a key, and every long word of text would
+// pay for the search.
 func (s *scanner) embedded(i, j int) int {
 	t := s.text
 	w := t[i+1 : j-minEmbedded] // where a separator before a key can be

@@ -8,9 +8,9 @@
 // # What is found
 //
 // Provider keys, recognised by their documented prefix and shape, each a
-// whole word (a run of [A-Za-z0-9_-] not inside a longer one) or the end
-// of a word after a '-' or '_' ("sess-ghp_…", "MY_AKIA…": a session id or
-// a name built around a key):
+// whole word (a run of [A-Za-z0-9_-] not inside a longer one) — and, in a
+// name (ScanName: a session id, a path, a ref), also the end of a word
+// after a '-' or '_' ("sess-ghp_…", "MY_AKIA…"):
 //
 //	anthropic-key          sk-ant-…                          (tail ≥ 32)
 //	openai-key             sk-proj-…, sk-svcacct-…, sk-admin-…, and legacy
@@ -82,7 +82,8 @@
 //     results): each is scanned on its own, and neither half has the
 //     whole shape;
 //   - a key glued to letters before it ("mytokenghp_…"): a prefix must
-//     start a word or follow '-' or '_';
+//     start a word (or, in a name, follow '-' or '_'); in text, a key
+//     glued after a '-' or '_' ("export-ghp_…") is not found either;
 //   - hex-encoded keys (hex is every digest's alphabet), and encodings
 //     other than base64 and percent-encoding: base32, rot13, a reversed
 //     key, compressed or encrypted text;
@@ -93,9 +94,9 @@
 //     long or not separated by plain line breaks;
 //   - in a base64 run of the standard alphabet, a key whose encoding has
 //     no word of 10 or more characters between its '+' and '/' bytes (rare
-//     for a key's length), or whose run is glued to base64-alphabet text
-//     and longer than 4 KiB (only shorter runs are decoded at every
-//     alignment).
+//     for a key's length); a run glued to base64-alphabet text before it
+//     other than through a separator ('/', '+', '-', '_') in its first 64
+//     bytes, or glued and longer than 4 KiB.
 //
 // # JSON
 //
@@ -134,6 +135,17 @@ type Finding struct {
 // a placeholder keeps a JSON document valid.
 func Scan(text []byte) []Finding {
 	s := scanner{text: text}
+	s.run()
+	return s.out
+}
+
+// ScanName is Scan of a name or a short field — a session id, an agent,
+// a path, a writer or ref name, a commit message — with one more rule: a
+// provider key may also end a word after a '-' or '_' ("sess-ghp_…",
+// "MY_AKIA…"), as names are built by gluing parts with separators. Text
+// is scanned with Scan, where every long word would pay for that search.
+func ScanName(text []byte) []Finding {
+	s := scanner{text: text, names: true}
 	s.run()
 	return s.out
 }
