@@ -181,16 +181,33 @@ func (s *Store) readBatch(id string) (seal.Batch, commitInfo, error) {
 // hand-made or damaged batch) is listed in other.
 type batchObjects struct {
 	commitBytes int
+	commit      []byte // the commit as read: the check scans it without reading it again
 	trees       []treeObject
 	events      string // events.jsonl's blob ("" when the batch has none)
 	eventsBytes int
+	eventsBody  []byte // as read (the batch's Lines are slices of it)
 	other       []treeBlob
 }
 
-// treeObject is a tree a push sends, with its size.
+// treeObject is a tree a push sends, with its size and its entries'
+// names, one a line (what the check scans in a tree).
 type treeObject struct {
 	id    string
 	bytes int
+	names []byte
+}
+
+// entryNames is a tree's entry names, one a line.
+func entryNames(ents []gitobj.TreeEntry) []byte {
+	n := 0
+	for _, e := range ents {
+		n += len(e.Name) + 1
+	}
+	b := make([]byte, 0, n)
+	for _, e := range ents {
+		b = append(append(b, e.Name...), '\n')
+	}
+	return b
 }
 
 // treeBlob is a blob a tree lists, at its path in that tree.
@@ -218,7 +235,7 @@ func (s *Store) readBatchObjects(id string, objs *batchObjects) (seal.Batch, com
 		return b, c, err
 	}
 	if objs != nil {
-		objs.commitBytes = len(body)
+		objs.commitBytes, objs.commit = len(body), body
 	}
 	b.Seq, b.Seal = c.Seq, c.Seal
 	typ, body, err = s.odb.Read(c.Tree)
@@ -232,7 +249,7 @@ func (s *Store) readBatchObjects(id string, objs *batchObjects) (seal.Batch, com
 		return b, c, nil
 	}
 	if objs != nil {
-		objs.trees = append(objs.trees, treeObject{c.Tree, len(body)})
+		objs.trees = append(objs.trees, treeObject{c.Tree, len(body), entryNames(ents)})
 	}
 	b.Blobs = map[string]bool{}
 	var eventsID string
@@ -252,7 +269,7 @@ func (s *Store) readBatchObjects(id string, objs *batchObjects) (seal.Batch, com
 				return b, c, nil
 			}
 			if objs != nil {
-				objs.trees = append(objs.trees, treeObject{e.ID, len(sub)})
+				objs.trees = append(objs.trees, treeObject{e.ID, len(sub), entryNames(subEnts)})
 			}
 			for _, se := range subEnts {
 				b.Blobs[se.ID] = true
@@ -274,7 +291,7 @@ func (s *Store) readBatchObjects(id string, objs *batchObjects) (seal.Batch, com
 		return b, c, nil
 	}
 	if objs != nil {
-		objs.events, objs.eventsBytes = eventsID, len(evBody)
+		objs.events, objs.eventsBytes, objs.eventsBody = eventsID, len(evBody), evBody
 	}
 	b.Lines = splitLines(evBody)
 	return b, c, nil
@@ -306,7 +323,7 @@ func (s *Store) treeObjects(e gitobj.TreeEntry, dir string, objs *batchObjects) 
 	if err != nil {
 		return fmt.Errorf("tree %s: %w", p, err)
 	}
-	objs.trees = append(objs.trees, treeObject{e.ID, len(body)})
+	objs.trees = append(objs.trees, treeObject{e.ID, len(body), entryNames(ents)})
 	for _, se := range ents {
 		if err := s.treeObjects(se, p, objs); err != nil {
 			return err

@@ -137,10 +137,22 @@ func mergeProblems(ps []PushProblem) []PushProblem {
 		ref, field, sig string
 		content         ContentKind
 	}
+	mergeable := func(p *PushProblem) bool {
+		return p.Kind == ProblemSecret && (p.Content == ContentEvents || p.Content == ContentCommit || p.Content == ContentTree)
+	}
+	n := 0
+	for i := range ps {
+		if mergeable(&ps[i]) {
+			n++
+		}
+	}
+	if n < 2 {
+		return ps
+	}
 	first := map[key]int{}
-	var out []PushProblem
+	out := make([]PushProblem, 0, len(ps))
 	for _, p := range ps {
-		if p.Kind != ProblemSecret || p.Content != ContentEvents && p.Content != ContentCommit && p.Content != ContentTree {
+		if !mergeable(&p) {
 			out = append(out, p)
 			continue
 		}

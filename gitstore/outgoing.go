@@ -119,6 +119,10 @@ type OutgoingItem struct {
 	Bytes     int64  `json:"bytes"`
 	Encrypted bool   `json:"encrypted,omitempty"` // "enc":"age": sent as ciphertext, not scanned
 	Marked    int64  `json:"secrets,omitempty"`   // the "secrets": N mark written with a file version
+
+	// body is an events.jsonl as the plan read it: the check scans it
+	// without reading it again (a hook-written archive has one per event).
+	body []byte
 }
 
 // OutgoingCounts sums up what a push sends.
@@ -156,11 +160,30 @@ func (c *OutgoingCounts) add(o OutgoingCounts) {
 
 // outObject is a commit or tree a push sends, kept for the check: where
 // it belongs and which entries (a batch's first and last) it carries.
+// Compact: a push of hook-written batches holds three per event.
 type outObject struct {
-	ref, name  string // the ref and its writer or notes name
 	id         string
-	kind       ContentKind // ContentCommit or ContentTree
-	first, seq int64       // the batch's entries (0 for notes)
+	first, seq int64 // the batch's entries (0 for notes)
+	ref        int32 // index into Outgoing.objRefs
+	tree       bool  // a tree, else a commit
+	// text is what the check scans, kept from the plan's own read (a
+	// commit as read, a tree's entry names); nil: the check reads it.
+	text []byte
+}
+
+// objRef is a ref objects belong to.
+type objRef struct{ ref, name string }
+
+// planned is what one ref's plan sends besides its items' list: its
+// objects and their sizes, split into those no other writer shares (a
+// writer's commits, root trees and events.jsonl hold its own chain; two
+// refs at one history would count them twice) and the rest (content
+// blobs, subtrees, notes), which are counted once across refs.
+type planned struct {
+	ownN     int
+	ownBytes int64
+	shared   map[string]int64
+	objects  []outObject // its commits and trees, for the check
 }
 
 // RefUpdate is one ref a push updates.
@@ -199,6 +222,7 @@ type Outgoing struct {
 
 	s       *Store
 	objects []outObject // the commits and trees sent, for Check
+	objRefs []objRef
 }
 
 // Empty reports whether there is nothing to push.
@@ -254,9 +278,14 @@ func (s *Store) Outgoing(ctx context.Context, remote map[string]string) (*Outgoi
 	if err != nil {
 		return nil, err
 	}
+	// Each ref's items and objects are joined once, sized, at the end:
+	// growing one slice of a few hundred thousand items costs more than
+	// planning them.
+	var parts [][]OutgoingItem
+	var objParts [][]outObject
 	seenBlob := map[string]bool{}
 	seenObj := map[string]bool{}
-	total := func(items []OutgoingItem, sizes map[string]int64) {
+	total := func(items []OutgoingItem, pl planned) {
 		for _, it := range items {
 			if !seenBlob[it.Blob] && it.Kind != ContentEvents {
 				seenBlob[it.Blob] = true
@@ -264,7 +293,10 @@ func (s *Store) Outgoing(ctx context.Context, remote map[string]string) (*Outgoi
 				o.Total.Bytes += it.Bytes
 			}
 		}
-		for id, n := range sizes {
+		objParts = append(objParts, pl.objects)
+		o.Total.Objects += pl.ownN
+		o.Total.ObjectBytes += pl.ownBytes
+		for id, n := range pl.shared {
 			if !seenObj[id] {
 				seenObj[id] = true
 				o.Total.Objects++
@@ -286,14 +318,15 @@ func (s *Store) Outgoing(ctx context.Context, remote map[string]string) (*Outgoi
 			o.UpToDate++
 			continue
 		}
-		u, items, sizes, err := s.planWriter(ctx, name, id, rid, &o.objects)
+		o.objRefs = append(o.objRefs, objRef{RefPrefix + name, name})
+		u, items, pl, err := s.planWriter(ctx, name, id, rid, int32(len(o.objRefs)-1))
 		if err != nil {
 			return nil, err
 		}
-		total(items, sizes)
+		total(items, pl)
 		o.Total.add(u.Counts)
 		o.Writers = append(o.Writers, u)
-		o.Items = append(o.Items, items...)
+		parts = append(parts, items)
 	}
 	for _, ref := range sortedKeys(notes) {
 		if err := ctx.Err(); err != nil {
@@ -309,15 +342,32 @@ func (s *Store) Outgoing(ctx context.Context, remote map[string]string) (*Outgoi
 			o.UpToDate++
 			continue
 		}
-		u, items, sizes, err := s.planNotes(ctx, name, id, rid, &o.objects)
+		o.objRefs = append(o.objRefs, objRef{NotesPrefix + name, name})
+		u, items, pl, err := s.planNotes(ctx, name, id, rid, int32(len(o.objRefs)-1))
 		if err != nil {
 			return nil, err
 		}
-		total(items, sizes)
+		total(items, pl)
 		o.Notes = append(o.Notes, u)
-		o.Items = append(o.Items, items...)
+		parts = append(parts, items)
 	}
+	o.Items = joinParts(parts)
+	o.objects = joinParts(objParts)
 	return o, nil
+}
+
+// joinParts concatenates slices into one of their total length (never
+// nil).
+func joinParts[T any](parts [][]T) []T {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	out := make([]T, 0, n)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -331,14 +381,14 @@ func sortedKeys(m map[string]string) []string {
 
 // planWriter plans one writer's update from remote commit rid ("" when
 // the remote lacks it) to local head id: the ref update, the blobs it
-// sends (Items), the size of every object it sends by id, and its commits
-// and trees appended to objs.
-func (s *Store) planWriter(ctx context.Context, name, id, rid string, objs *[]outObject) (RefUpdate, []OutgoingItem, map[string]int64, error) {
+// sends (Items), and its objects: their sizes, and its commits and trees
+// (as ref ri) for the check.
+func (s *Store) planWriter(ctx context.Context, name, id, rid string, ri int32) (RefUpdate, []OutgoingItem, planned, error) {
 	u := RefUpdate{Ref: RefPrefix + name, Name: name, Local: id, Remote: rid}
 	h, err := s.headAt(id)
 	if err != nil {
 		u.Err = err.Error()
-		return u, nil, nil, nil
+		return u, nil, planned{}, nil
 	}
 	stop, stopSeq := "", int64(0)
 	if rid != "" {
@@ -356,24 +406,33 @@ func (s *Store) planWriter(ctx context.Context, name, id, rid string, objs *[]ou
 	}
 	batches, bobjs, found, err := s.walkObjects(ctx, id, stop, stopSeq, true)
 	if err != nil {
-		return u, nil, nil, err
+		return u, nil, planned{}, err
 	}
 	if stop != "" && !found {
 		// The remote's commit is not on this history (a prune rewrote
 		// it): the whole history goes.
 		u.NonFastForward = true
 		if batches, bobjs, _, err = s.walkObjects(ctx, id, "", 0, true); err != nil {
-			return u, nil, nil, err
+			return u, nil, planned{}, err
 		}
 	}
-	var items []OutgoingItem
-	var mine []outObject
-	sizes := map[string]int64{}
+	// Sized up front: a push of hook-written batches holds an item and
+	// three objects per event, and growing them is most of the plan's
+	// cost.
+	nItems, nObjs := 0, 0
+	for bi, b := range batches {
+		nItems += len(b.Lines) + 1
+		nObjs += 1 + len(bobjs[bi].trees)
+	}
+	items := make([]OutgoingItem, 0, nItems)
+	mine := make([]outObject, 0, nObjs)
+	var pl planned
+	sizes := map[string]int64{} // the shared objects
 	seen := map[string]bool{}
 	for bi, b := range batches {
 		if b.Err != nil {
 			u.Err = fmt.Sprintf("batch %s: %v (run `git lossless verify %s`)", gitobj.Short(b.Commit), b.Err, name)
-			return u, nil, nil, nil
+			return u, nil, planned{}, nil
 		}
 		bo := bobjs[bi]
 		u.Counts.Batches++
@@ -383,7 +442,7 @@ func (s *Store) planWriter(ctx context.Context, name, id, rid string, objs *[]ou
 			e, err := ParseEvent(l)
 			if err != nil {
 				u.Err = fmt.Sprintf("batch %s: %v", gitobj.Short(b.Commit), err)
-				return u, nil, nil, nil
+				return u, nil, planned{}, nil
 			}
 			u.Counts.Events++
 			if u.FromSeq == 0 {
@@ -436,13 +495,18 @@ func (s *Store) planWriter(ctx context.Context, name, id, rid string, objs *[]ou
 		}
 		// The batch's own objects: its events, its commit and trees, and
 		// whatever else its tree holds.
-		items = append(items, OutgoingItem{Writer: name, Seq: first, Kind: ContentEvents, Blob: bo.events, Bytes: int64(bo.eventsBytes)})
-		sizes[bo.events] = int64(bo.eventsBytes)
-		sizes[b.Commit] = int64(bo.commitBytes)
-		mine = append(mine, outObject{ref: u.Ref, name: name, id: b.Commit, kind: ContentCommit, first: first, seq: last})
-		for _, t := range bo.trees {
-			sizes[t.id] = int64(t.bytes)
-			mine = append(mine, outObject{ref: u.Ref, name: name, id: t.id, kind: ContentTree, first: first, seq: last})
+		items = append(items, OutgoingItem{Writer: name, Seq: first, Kind: ContentEvents, Blob: bo.events, Bytes: int64(bo.eventsBytes), body: bo.eventsBody})
+		pl.ownN += 2 // the commit and events.jsonl
+		pl.ownBytes += int64(bo.eventsBytes) + int64(bo.commitBytes)
+		mine = append(mine, outObject{ref: ri, id: b.Commit, first: first, seq: last, text: bo.commit})
+		for k, t := range bo.trees {
+			if k == 0 { // the root tree: it lists events.jsonl, so it is the batch's own
+				pl.ownN++
+				pl.ownBytes += int64(t.bytes)
+			} else {
+				sizes[t.id] = int64(t.bytes)
+			}
+			mine = append(mine, outObject{ref: ri, id: t.id, tree: true, first: first, seq: last, text: t.names})
 		}
 		for _, ob := range bo.other {
 			n := s.objectSize(ob.id)
@@ -455,12 +519,13 @@ func (s *Store) planWriter(ctx context.Context, name, id, rid string, objs *[]ou
 			sizes[ob.id] = n
 		}
 	}
-	u.Counts.Objects = len(sizes)
+	pl.shared, pl.objects = sizes, mine
+	u.Counts.Objects = pl.ownN + len(sizes)
+	u.Counts.ObjectBytes = pl.ownBytes
 	for _, n := range sizes {
 		u.Counts.ObjectBytes += n
 	}
-	*objs = append(*objs, mine...)
-	return u, items, sizes, nil
+	return u, items, pl, nil
 }
 
 // objectSize is the size of an object no event records (0 when it
@@ -505,7 +570,7 @@ func extraStringOf(e *Event, k string) string {
 // id's ancestors (a fast-forward) or missing here. Each note blob is an
 // item (a receipt names paths, sessions and writers: it is scanned like
 // content).
-func (s *Store) planNotes(ctx context.Context, name, id, rid string, objs *[]outObject) (RefUpdate, []OutgoingItem, map[string]int64, error) {
+func (s *Store) planNotes(ctx context.Context, name, id, rid string, ri int32) (RefUpdate, []OutgoingItem, planned, error) {
 	u := RefUpdate{Ref: NotesPrefix + name, Name: name, Notes: true, Local: id, Remote: rid}
 	have := map[string]bool{} // trees and blobs the remote's notes commit holds
 	if rid != "" {
@@ -527,7 +592,7 @@ func (s *Store) planNotes(ctx context.Context, name, id, rid string, objs *[]out
 	queue := []string{id}
 	for len(queue) > 0 && u.Err == "" {
 		if err := ctx.Err(); err != nil {
-			return u, nil, nil, err
+			return u, nil, planned{}, err
 		}
 		c := queue[0]
 		queue = queue[1:]
@@ -553,11 +618,11 @@ func (s *Store) planNotes(ctx context.Context, name, id, rid string, objs *[]out
 		}
 		u.Counts.Batches++
 		sizes[c] = int64(len(body))
-		mine = append(mine, outObject{ref: u.Ref, name: name, id: c, kind: ContentCommit})
+		mine = append(mine, outObject{ref: ri, id: c, text: body})
 		err = s.notesTreeWalk(ctx, info.Tree, "", have, func(kind ContentKind, p, oid string, n int) {
 			sizes[oid] = int64(n)
 			if kind == ContentTree {
-				mine = append(mine, outObject{ref: u.Ref, name: name, id: oid, kind: ContentTree})
+				mine = append(mine, outObject{ref: ri, id: oid, tree: true})
 				return
 			}
 			items = append(items, OutgoingItem{Writer: name, Notes: true, Kind: ContentNote, TreePath: p, Blob: oid, Bytes: int64(n)})
@@ -571,15 +636,14 @@ func (s *Store) planNotes(ctx context.Context, name, id, rid string, objs *[]out
 		queue = append(queue, info.Parents...)
 	}
 	if u.Err != "" {
-		return u, nil, nil, nil
+		return u, nil, planned{}, nil
 	}
 	u.NonFastForward = !ff
 	u.Counts.Objects = len(sizes)
 	for _, n := range sizes {
 		u.Counts.ObjectBytes += n
 	}
-	*objs = append(*objs, mine...)
-	return u, items, sizes, nil
+	return u, items, planned{shared: sizes, objects: mine}, nil
 }
 
 // notesTreeWalk visits the tree id and everything under it that is not

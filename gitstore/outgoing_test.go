@@ -696,3 +696,35 @@ func TestOutgoingPushSendsWhatWasChecked(t *testing.T) {
 		t.Fatal("the batch appended after the check reached the remote")
 	}
 }
+
+// BenchmarkOutgoingCheckOneEventBatches plans and checks 100,000 events
+// stored one per batch commit, as hooks append them: every events.jsonl,
+// commit and tree is read and scanned besides the content.
+func BenchmarkOutgoingCheckOneEventBatches(b *testing.B) {
+	hooksOnce.Do(func() {
+		root := os.Getenv("LOSSLESS_BENCH_CACHE")
+		if root == "" {
+			root = os.TempDir()
+		}
+		hooksDir, hooksErr = fixtureHooks.Cached(context.Background(), root)
+	})
+	if hooksErr != nil {
+		b.Fatal(hooksErr)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		st, err := gitstore.OpenDir(hooksDir, gitstore.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		plan, err := st.Outgoing(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		probs, err := plan.Check(ctx, gitstore.PushPolicy{AllowIgnored: true})
+		if err != nil || len(gitstore.Refused(probs)) != 0 {
+			b.Fatalf("check: %d refused, %v", len(gitstore.Refused(probs)), err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ package gitstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -294,7 +295,8 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 	}
 	results := map[string]*scanned{}
 	isEvents := map[string]bool{}
-	isNote := map[string]bool{} // a receipt: names (sessions, writers, paths), scanned as names
+	bodies := map[string][]byte{} // events.jsonl the plan kept
+	isNote := map[string]bool{}   // a receipt: names (sessions, writers, paths), scanned as names
 	var order []string
 	for _, it := range o.Items {
 		if _, ok := results[it.Blob]; !ok {
@@ -304,6 +306,9 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 		switch it.Kind {
 		case ContentEvents:
 			isEvents[it.Blob] = true
+			if it.body != nil {
+				bodies[it.Blob] = it.body
+			}
 		case ContentNote:
 			isNote[it.Blob] = true
 		}
@@ -316,6 +321,10 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 	if err := parallel(ctx, len(order), func(i int) {
 		id := order[i]
 		r := results[id]
+		if b, ok := bodies[id]; ok {
+			r.events = scanEvents(scanName, b)
+			return
+		}
 		typ, body, err := o.s.odb.Read(id)
 		if err == nil && typ != "blob" {
 			err = fmt.Errorf("%s is a %s, not a blob", gitobj.Short(id), typ)
@@ -346,20 +355,25 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 	objErr := make([]error, len(o.objects))
 	if err := parallel(ctx, len(o.objects), func(i int) {
 		ob := o.objects[i]
-		typ, body, err := o.s.odb.Read(ob.id)
-		if err == nil && typ != string(ob.kind) {
-			err = fmt.Errorf("%s is a %s, not a %s", gitobj.Short(ob.id), typ, ob.kind)
-		}
-		if err == nil && ob.kind == ContentTree {
-			body, err = treeNames(body)
-		}
-		if err != nil {
-			objErr[i] = err
-			return
+		body := ob.text
+		if body == nil {
+			kind := ob.kind()
+			typ, raw, err := o.s.odb.Read(ob.id)
+			if err == nil && typ != string(kind) {
+				err = fmt.Errorf("%s is a %s, not a %s", gitobj.Short(ob.id), typ, kind)
+			}
+			if err == nil && ob.tree {
+				raw, err = treeNames(raw)
+			}
+			if err != nil {
+				objErr[i] = err
+				return
+			}
+			body = raw
 		}
 		fs, vals := findSecrets(scanName, body)
 		for k := 0; k < len(fs); k++ {
-			if refSecrets[ob.ref][vals.list[k]] {
+			if refSecrets[o.objRefs[ob.ref].ref][vals.list[k]] {
 				continue // the writer's own name, reported for the ref
 			}
 			objFindings[i] = append(objFindings[i], fs[k])
@@ -368,13 +382,17 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 		return nil, err
 	}
 	for i, ob := range o.objects {
-		base := PushProblem{Ref: ob.ref, Writer: ob.name, Seq: ob.first, ToSeq: ob.seq, Content: ob.kind, Object: ob.id}
+		if objErr[i] == nil && len(objFindings[i]) == 0 {
+			continue
+		}
+		or := o.objRefs[ob.ref]
+		base := PushProblem{Ref: or.ref, Writer: or.name, Seq: ob.first, ToSeq: ob.seq, Content: ob.kind(), Object: ob.id}
 		if ob.seq == ob.first {
 			base.ToSeq = 0
 		}
 		if objErr[i] != nil {
 			pp := base
-			pp.Kind, pp.Reason = ProblemUnreadable, fmt.Sprintf("%s %s cannot be read: %v (run `git lossless verify %s`)", ob.kind, gitobj.Short(ob.id), objErr[i], ob.name)
+			pp.Kind, pp.Reason = ProblemUnreadable, fmt.Sprintf("%s %s cannot be read: %v (run `git lossless verify %s`)", ob.kind(), gitobj.Short(ob.id), objErr[i], or.name)
 			probs = append(probs, pp)
 			continue
 		}
@@ -383,7 +401,7 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 			pp.Kind, pp.Allowed, pp.Findings = ProblemSecret, p.AllowSecrets, fs
 			pp.Field = "message"
 			what := "commit"
-			if ob.kind == ContentTree {
+			if ob.tree {
 				pp.Field, what = "entry name", "tree entry names"
 			}
 			pp.Reason = what + " " + holds(fs)
@@ -435,8 +453,8 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 		}
 		names := []fileName{{it.Path, viaPath}}
 		var fi os.FileInfo
-		if it.Kind == ContentFile {
-			names, fi = namesOf(it, o.s.loc.WorkTree, links)
+		if repo := cmp.Or(it.Repo, o.s.loc.WorkTree); it.Kind == ContentFile && repo != "" && res.dirExists(repo) {
+			names, fi = namesOf(it, o.s.loc.WorkTree, links) // nothing to follow where the repository is gone
 		}
 		verdicts[i] = make([]*PushProblem, len(names)+1)
 		for k, n := range names {
@@ -524,6 +542,14 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 	}
 	sortProblems(probs)
 	return probs, nil
+}
+
+// kind is ContentTree or ContentCommit.
+func (ob outObject) kind() ContentKind {
+	if ob.tree {
+		return ContentTree
+	}
+	return ContentCommit
 }
 
 // refOf is the ref an item is on.
