@@ -344,8 +344,16 @@ func FuzzScan(f *testing.F) {
 	f.Add([]byte("https://u%3Ap%40ss@h/?q=" + strings.ReplaceAll(k["github-token"], "_", "%5F") + "&sess-" + k["github-token"]))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, text := range [][]byte{data, []byte(mustJSON(string(data)))} {
-			fs := Scan(text)
+			// Names are scanned with one more rule: same properties.
 			end := 0
+			for _, f := range ScanName(text) {
+				if f.Start < end || f.End <= f.Start || f.End > len(text) || f.Kind == "" {
+					t.Fatalf("bad name finding %+v after %d in %q", f, end, text)
+				}
+				end = f.End
+			}
+			fs := Scan(text)
+			end = 0
 			for _, f := range fs {
 				if f.Start < end || f.End <= f.Start || f.End > len(text) || f.Kind == "" {
 					t.Fatalf("bad finding %+v after %d in %q", f, end, text)
