@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -170,8 +171,62 @@ func (s *Store) headAt(id string) (head, error) {
 
 // readBatch reads one batch commit.
 func (s *Store) readBatch(id string) (seal.Batch, commitInfo, error) {
+	return s.readBatchObjects(id, nil)
+}
+
+// batchObjects is every object of one batch commit besides its content
+// blobs: what a push sends with them and the push gate scans too
+// (outgoing.go). A batch as this store writes it has a commit, a root
+// tree, a blobs/ tree and events.jsonl; anything else a tree holds (a
+// hand-made or damaged batch) is listed in other.
+type batchObjects struct {
+	commitBytes int
+	commit      []byte // the commit as read: the check scans it without reading it again
+	trees       []treeObject
+	events      string // events.jsonl's blob ("" when the batch has none)
+	eventsBytes int
+	eventsBody  []byte // as read (the batch's Lines are slices of it)
+	other       []treeBlob
+}
+
+// treeObject is a tree a push sends, with its size and its entries'
+// names, one a line (what the check scans in a tree).
+type treeObject struct {
+	id    string
+	bytes int
+	names []byte
+}
+
+// entryNames is a tree's entry names, one a line.
+func entryNames(ents []gitobj.TreeEntry) []byte {
+	n := 0
+	for _, e := range ents {
+		n += len(e.Name) + 1
+	}
+	b := make([]byte, 0, n)
+	for _, e := range ents {
+		b = append(append(b, e.Name...), '\n')
+	}
+	return b
+}
+
+// treeBlob is a blob a tree lists, at its path in that tree.
+type treeBlob struct {
+	path, id string
+}
+
+// readBatchObjects reads one batch commit and, when objs is not nil,
+// records its objects there.
+func (s *Store) readBatchObjects(id string, objs *batchObjects) (seal.Batch, commitInfo, error) {
 	b := seal.Batch{Commit: id}
-	c, err := s.readCommit(id)
+	typ, body, err := s.odb.Read(id)
+	var c commitInfo
+	switch {
+	case err == nil && typ != "commit":
+		err = fmt.Errorf("%s is a %s, not a commit", id, typ)
+	case err == nil:
+		c, err = parseCommit(body)
+	}
 	if err != nil {
 		if errors.Is(err, ErrObjectMissing) || errors.Is(err, ErrObjectCorrupt) {
 			b.Err = err
@@ -179,8 +234,11 @@ func (s *Store) readBatch(id string) (seal.Batch, commitInfo, error) {
 		}
 		return b, c, err
 	}
+	if objs != nil {
+		objs.commitBytes, objs.commit = len(body), body
+	}
 	b.Seq, b.Seal = c.Seq, c.Seal
-	typ, body, err := s.odb.Read(c.Tree)
+	typ, body, err = s.odb.Read(c.Tree)
 	if err != nil || typ != "tree" {
 		b.Err = fmt.Errorf("tree %s unreadable: %v", gitobj.Short(c.Tree), err)
 		return b, c, nil
@@ -190,13 +248,16 @@ func (s *Store) readBatch(id string) (seal.Batch, commitInfo, error) {
 		b.Err = err
 		return b, c, nil
 	}
+	if objs != nil {
+		objs.trees = append(objs.trees, treeObject{c.Tree, len(body), entryNames(ents)})
+	}
 	b.Blobs = map[string]bool{}
 	var eventsID string
 	for _, e := range ents {
-		switch e.Name {
-		case "events.jsonl":
+		switch {
+		case e.Name == "events.jsonl":
 			eventsID = e.ID
-		case "blobs":
+		case e.Name == "blobs":
 			_, sub, err := s.odb.Read(e.ID)
 			if err != nil {
 				b.Err = fmt.Errorf("blobs tree unreadable: %v", err)
@@ -207,8 +268,16 @@ func (s *Store) readBatch(id string) (seal.Batch, commitInfo, error) {
 				b.Err = err
 				return b, c, nil
 			}
+			if objs != nil {
+				objs.trees = append(objs.trees, treeObject{e.ID, len(sub), entryNames(subEnts)})
+			}
 			for _, se := range subEnts {
 				b.Blobs[se.ID] = true
+			}
+		case objs != nil:
+			if err := s.treeObjects(e, "", objs); err != nil {
+				b.Err = err
+				return b, c, nil
 			}
 		}
 	}
@@ -221,9 +290,51 @@ func (s *Store) readBatch(id string) (seal.Batch, commitInfo, error) {
 		b.Err = fmt.Errorf("events.jsonl unreadable: %v", err)
 		return b, c, nil
 	}
+	if objs != nil {
+		objs.events, objs.eventsBytes, objs.eventsBody = eventsID, len(evBody), evBody
+	}
 	b.Lines = splitLines(evBody)
 	return b, c, nil
 }
+
+// treeObjects records the tree entry e (at dir) and, for a tree,
+// everything under it. A gitlink (a submodule's commit) is not sent by a
+// push, so not listed.
+func (s *Store) treeObjects(e gitobj.TreeEntry, dir string, objs *batchObjects) error {
+	p := path.Join(dir, e.Name)
+	switch {
+	case e.Mode == "160000":
+		return nil
+	case !e.IsTree():
+		objs.other = append(objs.other, treeBlob{p, e.ID})
+		return nil
+	}
+	if len(objs.trees) > maxBatchTrees {
+		return fmt.Errorf("batch tree holds more than %d trees", maxBatchTrees)
+	}
+	typ, body, err := s.odb.Read(e.ID)
+	if err == nil && typ != "tree" {
+		err = fmt.Errorf("%s is a %s, not a tree", gitobj.Short(e.ID), typ)
+	}
+	if err != nil {
+		return fmt.Errorf("tree %s unreadable: %w", p, err)
+	}
+	ents, err := gitobj.ParseTree(body)
+	if err != nil {
+		return fmt.Errorf("tree %s: %w", p, err)
+	}
+	objs.trees = append(objs.trees, treeObject{e.ID, len(body), entryNames(ents)})
+	for _, se := range ents {
+		if err := s.treeObjects(se, p, objs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxBatchTrees bounds the trees one hand-made batch may hold before the
+// plan calls it damaged (a batch this store writes has two).
+const maxBatchTrees = 10000
 
 func splitLines(body []byte) [][]byte {
 	var out [][]byte
@@ -245,14 +356,26 @@ func splitLines(body []byte) [][]byte {
 // first, following first parents. It stops early, returning ok=false, when
 // it passes stopSeq without meeting stop (stop is not an ancestor).
 func (s *Store) walk(ctx context.Context, headID, stop string, stopSeq int64) (batches []seal.Batch, ok bool, err error) {
+	batches, _, ok, err = s.walkObjects(ctx, headID, stop, stopSeq, false)
+	return batches, ok, err
+}
+
+// walkObjects is walk that, with objects set, also returns each batch's
+// objects (batchObjects), in the same order.
+func (s *Store) walkObjects(ctx context.Context, headID, stop string, stopSeq int64, objects bool) (batches []seal.Batch, objs []batchObjects, ok bool, err error) {
 	id := headID
 	for id != "" && id != stop {
 		if err := ctx.Err(); err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
-		b, c, err := s.readBatch(id)
+		var o *batchObjects
+		if objects {
+			objs = append(objs, batchObjects{})
+			o = &objs[len(objs)-1]
+		}
+		b, c, err := s.readBatchObjects(id, o)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		// A batch whose tree cannot be read goes on to its parent when
 		// the commit itself was read (an unreadable commit has no
@@ -261,7 +384,8 @@ func (s *Store) walk(ctx context.Context, headID, stop string, stopSeq int64) (b
 		batches = append(batches, b)
 		if stop != "" && c.Seq <= stopSeq {
 			reverse(batches)
-			return batches, false, nil
+			reverse(objs)
+			return batches, objs, false, nil
 		}
 		if len(c.Parents) == 0 {
 			id = ""
@@ -270,7 +394,8 @@ func (s *Store) walk(ctx context.Context, headID, stop string, stopSeq int64) (b
 		}
 	}
 	reverse(batches)
-	return batches, stop == "" || id == stop, nil
+	reverse(objs)
+	return batches, objs, stop == "" || id == stop, nil
 }
 
 func reverse[T any](s []T) {

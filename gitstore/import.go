@@ -52,6 +52,9 @@ func (s *Store) ImportWith(ctx context.Context, writer string, recs []Record, op
 	if err := ValidWriter(writer); err != nil {
 		return ImportResult{}, err
 	}
+	if err := checkWriterName(writer); err != nil {
+		return ImportResult{}, err
+	}
 	if len(recs) == 0 {
 		return ImportResult{}, nil
 	}

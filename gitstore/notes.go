@@ -86,6 +86,9 @@ func (s *Store) WriteNote(ctx context.Context, writer, target string, text []byt
 	if err := ValidWriter(writer); err != nil {
 		return "", err
 	}
+	if err := checkWriterName(writer); err != nil {
+		return "", err
+	}
 	target = strings.ToLower(target)
 	if !gitobj.IsID(target) {
 		return "", fmt.Errorf("note target %q is not a full 40-hex object id", target)

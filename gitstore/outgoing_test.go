@@ -121,6 +121,19 @@ func (c *countingIgnore) CheckIgnore(ctx context.Context, wt string, rels []stri
 	return gitstore.GitCheckIgnore{}.CheckIgnore(ctx, wt, rels)
 }
 
+// contentItems are the plan's items that events name (not the events
+// blobs, notes or unnamed blobs).
+func contentItems(plan *gitstore.Outgoing) []gitstore.OutgoingItem {
+	var out []gitstore.OutgoingItem
+	for _, it := range plan.Items {
+		switch it.Kind {
+		case gitstore.ContentFile, gitstore.ContentSpan, gitstore.ContentVault:
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
 // probKeys lists problems as kind:writer#seq:path, for comparing sets.
 func probKeys(ps []gitstore.PushProblem) []string {
 	var out []string
@@ -183,8 +196,8 @@ func TestOutgoingGate(t *testing.T) {
 	if tot.Batches != 1 || tot.Events != 9 || tot.FileVersions != 7 || tot.Spans != 1 || tot.Vault != 1 || tot.Encrypted != 1 {
 		t.Fatalf("totals: %+v", tot)
 	}
-	if len(plan.Items) != 9 {
-		t.Fatalf("items: %d", len(plan.Items))
+	if n := len(contentItems(plan)); n != 9 || len(plan.Items) != 10 {
+		t.Fatalf("items: %d content of %d", n, len(plan.Items))
 	}
 
 	ci := &countingIgnore{}
@@ -316,7 +329,7 @@ func TestOutgoingIncrementalAndNonFastForward(t *testing.T) {
 		t.Fatalf("incremental: %+v", u)
 	}
 	var paths []string
-	for _, it := range plan.Items {
+	for _, it := range contentItems(plan) {
 		paths = append(paths, it.Path)
 	}
 	sameStrings(t, "incremental items", paths, []string{"a.txt", "c.txt"})
@@ -392,21 +405,31 @@ func TestOutgoingEncryptedSpans(t *testing.T) {
 	if plan.Total.Spans != 2 || plan.Total.Encrypted != 2 {
 		t.Fatalf("totals: %+v", plan.Total)
 	}
-	for _, it := range plan.Items {
+	for _, it := range contentItems(plan) {
 		if !it.Encrypted || it.Kind != gitstore.ContentSpan {
 			t.Fatalf("item: %+v", it)
 		}
 	}
+	// The scanner sees the batch's events, commit, tree names and ref
+	// name, never the ciphertext.
+	var mu sync.Mutex
 	var scanned [][]byte
 	probs, err := plan.Check(ctx, gitstore.PushPolicy{Scan: func(b []byte) []secrets.Finding {
+		mu.Lock()
+		defer mu.Unlock()
 		scanned = append(scanned, b)
-		return []secrets.Finding{{Start: 0, End: 1, Kind: "everything"}}
+		return nil
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(probs) != 0 || len(scanned) != 0 {
-		t.Fatalf("encrypted content scanned (%d) or refused: %v", len(scanned), probKeys(probs))
+	if len(probs) != 0 || len(scanned) == 0 {
+		t.Fatalf("refused (%v), or nothing scanned (%d)", probKeys(probs), len(scanned))
+	}
+	for _, b := range scanned {
+		if bytes.HasPrefix(b, []byte("age-encryption.org/v1")) {
+			t.Fatal("the scanner read age ciphertext")
+		}
 	}
 	if res.Events[0].Blob == "" {
 		t.Fatal("no blob")
@@ -671,5 +694,37 @@ func TestOutgoingPushSendsWhatWasChecked(t *testing.T) {
 	}
 	if exec.Command("git", "-C", bare, "cat-file", "-e", r2.Commit+"^{commit}").Run() == nil {
 		t.Fatal("the batch appended after the check reached the remote")
+	}
+}
+
+// BenchmarkOutgoingCheckOneEventBatches plans and checks 100,000 events
+// stored one per batch commit, as hooks append them: every events.jsonl,
+// commit and tree is read and scanned besides the content.
+func BenchmarkOutgoingCheckOneEventBatches(b *testing.B) {
+	hooksOnce.Do(func() {
+		root := os.Getenv("LOSSLESS_BENCH_CACHE")
+		if root == "" {
+			root = os.TempDir()
+		}
+		hooksDir, hooksErr = fixtureHooks.Cached(context.Background(), root)
+	})
+	if hooksErr != nil {
+		b.Fatal(hooksErr)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		st, err := gitstore.OpenDir(hooksDir, gitstore.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		plan, err := st.Outgoing(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		probs, err := plan.Check(ctx, gitstore.PushPolicy{AllowIgnored: true})
+		if err != nil || len(gitstore.Refused(probs)) != 0 {
+			b.Fatalf("check: %d refused, %v", len(gitstore.Refused(probs)), err)
+		}
 	}
 }

@@ -5,13 +5,10 @@ package gitstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -56,17 +53,28 @@ type SecretFinding struct {
 }
 
 // PushProblem is one reason a push holds something back. It never holds a
-// secret's value.
+// secret's value: the names it shows (ref, writer, path) are masked where
+// they hold one.
 type PushProblem struct {
-	Kind     ProblemKind     `json:"kind"`
-	Ref      string          `json:"ref"`
-	Writer   string          `json:"writer"` // the writer or notes name
-	Seq      int64           `json:"seq,omitempty"`
-	Op       string          `json:"op,omitempty"`
-	Content  ContentKind     `json:"content,omitempty"`
-	Path     string          `json:"path,omitempty"` // raw: print it with QuotePath
+	Kind   ProblemKind `json:"kind"`
+	Ref    string      `json:"ref"`
+	Writer string      `json:"writer"` // the writer or notes name
+	Seq    int64       `json:"seq,omitempty"`
+	// ToSeq is the last entry when the problem covers several: a batch's
+	// commit or tree, or the same secret in the same field of several
+	// entries (Entries of them).
+	ToSeq   int64       `json:"to_seq,omitempty"`
+	Op      string      `json:"op,omitempty"`
+	Content ContentKind `json:"content,omitempty"`
+	Path    string      `json:"path,omitempty"` // raw: print it with QuotePath
+	// Field is where a secret outside content is: an event's field
+	// ("session", "agent", "path", "real_path", "tool", "key", ...), a
+	// commit's "message", a tree's "entry name", or "ref" (the ref name).
+	Field    string          `json:"field,omitempty"`
 	Blob     string          `json:"blob,omitempty"`
-	Reason   string          `json:"reason"` // a sentence, already safe to print
+	Object   string          `json:"object,omitempty"`  // the commit or tree
+	Entries  int             `json:"entries,omitempty"` // entries or objects covered, when more than one
+	Reason   string          `json:"reason"`            // a sentence, already safe to print
 	Findings []SecretFinding `json:"findings,omitempty"`
 	// Rule is the ignore rule that matched: "<source>:<line>:<pattern>".
 	Rule    string `json:"rule,omitempty"`
@@ -79,12 +87,17 @@ func (p PushProblem) String() string {
 	b.WriteString(p.Writer)
 	if p.Seq > 0 {
 		fmt.Fprintf(&b, "#%d", p.Seq)
+		if p.ToSeq > p.Seq {
+			fmt.Fprintf(&b, "-%d", p.ToSeq)
+		}
 	}
 	if p.Op != "" {
 		b.WriteString(" " + p.Op)
 	}
 	if p.Path != "" {
 		b.WriteString(" " + QuotePath(p.Path))
+	} else if p.Object != "" {
+		b.WriteString(" " + string(p.Content) + " " + gitobj.Short(p.Object))
 	} else if p.Blob != "" && p.Seq == 0 {
 		b.WriteString(" blob " + p.Blob)
 	}
@@ -121,64 +134,6 @@ func Refused(ps []PushProblem) []PushProblem {
 	return out
 }
 
-// IgnoreRule is the rule that makes git ignore a path.
-type IgnoreRule struct {
-	Source  string // the file the rule is in (.gitignore, .git/info/exclude, core.excludesFile)
-	Line    int
-	Pattern string
-}
-
-func (r IgnoreRule) String() string {
-	return fmt.Sprintf("%s:%d:%s", r.Source, r.Line, r.Pattern)
-}
-
-// IgnoreChecker says which paths git ignores in a work tree.
-type IgnoreChecker interface {
-	// CheckIgnore returns the paths of rels (slash-separated, relative to
-	// the top of workTree) that git ignores there, each with its rule.
-	CheckIgnore(ctx context.Context, workTree string, rels []string) (map[string]IgnoreRule, error)
-}
-
-// GitCheckIgnore is the IgnoreChecker of the real git: one `git
-// check-ignore -v --stdin -z` process per call, run in the work tree, so
-// nested .gitignore files, .git/info/exclude and core.excludesFile apply
-// as git applies them, and a tracked file is not ignored.
-type GitCheckIgnore struct{}
-
-// CheckIgnore implements IgnoreChecker.
-func (GitCheckIgnore) CheckIgnore(ctx context.Context, workTree string, rels []string) (map[string]IgnoreRule, error) {
-	var in bytes.Buffer
-	for _, r := range rels {
-		// "./" keeps a path that starts with ':' from being read as
-		// pathspec magic; check-ignore echoes the path as given.
-		in.WriteString("./" + r)
-		in.WriteByte(0)
-	}
-	cmd := exec.CommandContext(ctx, "git", "check-ignore", "-v", "--stdin", "-z")
-	cmd.Dir = workTree
-	cmd.Env = gitEnv()
-	cmd.Stdin = &in
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) { // 1: nothing ignored
-		return nil, fmt.Errorf("git check-ignore: %s", gitMessage(errb.Bytes(), err))
-	}
-	f := bytes.Split(out.Bytes(), []byte{0})
-	res := map[string]IgnoreRule{}
-	for i := 0; i+3 < len(f); i += 4 {
-		pat := string(f[i+2])
-		if strings.HasPrefix(pat, "!") {
-			continue // a negated pattern matched: not ignored
-		}
-		line, _ := strconv.Atoi(string(f[i+1]))
-		p := strings.TrimPrefix(string(f[i+3]), "./")
-		res[p] = IgnoreRule{Source: string(f[i]), Line: line, Pattern: pat}
-	}
-	return res, nil
-}
-
 // PushPolicy says what a push may send anyway.
 type PushPolicy struct {
 	AllowSecrets bool // content holding secrets (flag --allow-secrets, git config lossless.push.allowSecrets)
@@ -187,7 +142,9 @@ type PushPolicy struct {
 
 	// Ignore checks ignore rules; nil is GitCheckIgnore.
 	Ignore IgnoreChecker
-	// Scan finds secrets; nil is secrets.Scan.
+	// Scan finds secrets; nil is secrets.Scan for content and
+	// secrets.ScanName for names and fields (event lines, notes, commits,
+	// tree entries, ref names). A Scan given is used for both.
 	Scan func([]byte) []secrets.Finding
 }
 
@@ -221,18 +178,31 @@ const ageHeader = "age-encryption.org/v1\n"
 
 // Check checks everything o sends against the policy and returns every
 // problem found, allowed ones included (Allowed set); Refused keeps the
-// ones that stop the push. Each content blob is read and scanned once,
-// ignore rules are read with one IgnoreChecker call per work tree.
+// ones that stop the push. Each blob, commit and tree is read and scanned
+// once; ignore rules are read with one IgnoreChecker call per work tree.
+//
+// Everything that leaves is scanned, not only content: a credential in a
+// session id, an agent name, a path, a ref name or a receipt leaves just
+// as surely (see outgoing.go). A problem names it by writer, entry, field
+// and the secret's kind and masked form; the names a problem shows (ref,
+// writer, path) are masked too when they hold the secret.
 func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, error) {
-	scan := p.Scan
+	// Content is scanned as text; names and fields (event lines, commits,
+	// tree entries, ref names) as names, where a key may also follow a
+	// '-' or '_' (secrets.ScanName). A policy's own Scan does both.
+	scan, scanName := p.Scan, p.Scan
 	if scan == nil {
-		scan = secrets.Scan
+		scan, scanName = secrets.Scan, secrets.ScanName
 	}
 	ign := p.Ignore
 	if ign == nil {
 		ign = GitCheckIgnore{}
 	}
 	var probs []PushProblem
+	// refSecrets are the values found in each ref's name: a batch commit
+	// repeats its writer's name, and is not reported again for it. Kept in
+	// memory only.
+	refSecrets := map[string]map[string]bool{}
 	for _, u := range o.Refs() {
 		if u.Err != "" {
 			probs = append(probs, PushProblem{Kind: ProblemUnreadable, Ref: u.Ref, Writer: u.Name,
@@ -246,20 +216,39 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 			probs = append(probs, PushProblem{Kind: ProblemNonFastForward, Ref: u.Ref, Writer: u.Name,
 				Reason: "non-fast-forward: " + why + "; pushing discards the remote's history of it", Allowed: p.Force})
 		}
+		if fs, vals := findSecrets(scanName, []byte(u.Ref)); len(fs) > 0 {
+			refSecrets[u.Ref] = vals.set
+			probs = append(probs, PushProblem{Kind: ProblemSecret, Ref: u.Ref, Writer: u.Name, Content: ContentRef, Field: "ref",
+				Findings: fs, Allowed: p.AllowSecrets, Reason: "the ref name " + holds(fs) + " (a writer name is chosen by us only when it holds none: this one was given)"})
+		}
 	}
 
-	// Secrets: scan each distinct blob that is not age ciphertext once.
+	// Blobs: scan each distinct one that is not age ciphertext once; an
+	// events.jsonl field by field.
 	type scanned struct {
 		findings  []SecretFinding
-		encrypted bool // really age ciphertext
+		events    []eventFinding // for an events.jsonl
+		encrypted bool           // really age ciphertext
 		err       error
 	}
 	results := map[string]*scanned{}
+	isEvents := map[string]bool{}
+	bodies := map[string][]byte{} // events.jsonl the plan kept
+	isNote := map[string]bool{}   // a receipt: names (sessions, writers, paths), scanned as names
 	var order []string
 	for _, it := range o.Items {
 		if _, ok := results[it.Blob]; !ok {
 			results[it.Blob] = &scanned{}
 			order = append(order, it.Blob)
+		}
+		switch it.Kind {
+		case ContentEvents:
+			isEvents[it.Blob] = true
+			if it.body != nil {
+				bodies[it.Blob] = it.body
+			}
+		case ContentNote:
+			isNote[it.Blob] = true
 		}
 	}
 	encOnly := map[string]bool{} // every event naming it says "enc":"age"
@@ -270,6 +259,10 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 	if err := parallel(ctx, len(order), func(i int) {
 		id := order[i]
 		r := results[id]
+		if b, ok := bodies[id]; ok {
+			r.events = scanEvents(scanName, b)
+			return
+		}
 		typ, body, err := o.s.odb.Read(id)
 		if err == nil && typ != "blob" {
 			err = fmt.Errorf("%s is a %s, not a blob", gitobj.Short(id), typ)
@@ -282,33 +275,105 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 			r.encrypted = true
 			return
 		}
-		for _, f := range scan(body) {
-			if f.Start < 0 || f.End > len(body) || f.Start >= f.End {
-				continue
-			}
-			r.findings = append(r.findings, SecretFinding{Kind: f.Kind, Masked: secrets.Mask(body[f.Start:f.End]),
-				Line: 1 + bytes.Count(body[:f.Start], []byte{'\n'})})
+		if isEvents[id] {
+			r.events = scanEvents(scanName, body)
+			return
 		}
+		if isNote[id] {
+			r.findings, _ = findSecrets(scanName, body)
+			return
+		}
+		r.findings, _ = findSecrets(scan, body)
 	}); err != nil {
 		return nil, err
 	}
 
-	// Ignore rules: resolve each file path to the work tree that holds it,
-	// then ask once per work tree.
+	// Commits (message and headers) and trees (entry names).
+	objFindings := make([][]SecretFinding, len(o.objects))
+	objErr := make([]error, len(o.objects))
+	if err := parallel(ctx, len(o.objects), func(i int) {
+		ob := o.objects[i]
+		body := ob.text
+		if body == nil {
+			kind := ob.kind()
+			typ, raw, err := o.s.odb.Read(ob.id)
+			if err == nil && typ != string(kind) {
+				err = fmt.Errorf("%s is a %s, not a %s", gitobj.Short(ob.id), typ, kind)
+			}
+			if err == nil && ob.tree {
+				raw, err = treeNames(raw)
+			}
+			if err != nil {
+				objErr[i] = err
+				return
+			}
+			body = raw
+		}
+		fs, vals := findSecrets(scanName, body)
+		for k := 0; k < len(fs); k++ {
+			if refSecrets[o.objRefs[ob.ref].ref][vals.list[k]] {
+				continue // the writer's own name, reported for the ref
+			}
+			objFindings[i] = append(objFindings[i], fs[k])
+		}
+	}); err != nil {
+		return nil, err
+	}
+	for i, ob := range o.objects {
+		if objErr[i] == nil && len(objFindings[i]) == 0 {
+			continue
+		}
+		or := o.objRefs[ob.ref]
+		base := PushProblem{Ref: or.ref, Writer: or.name, Seq: ob.first, ToSeq: ob.seq, Content: ob.kind(), Object: ob.id}
+		if ob.seq == ob.first {
+			base.ToSeq = 0
+		}
+		if objErr[i] != nil {
+			pp := base
+			pp.Kind, pp.Reason = ProblemUnreadable, fmt.Sprintf("%s %s cannot be read: %v (run `git lossless verify %s`)", ob.kind(), gitobj.Short(ob.id), objErr[i], or.name)
+			probs = append(probs, pp)
+			continue
+		}
+		if fs := objFindings[i]; len(fs) > 0 {
+			pp := base
+			pp.Kind, pp.Allowed, pp.Findings = ProblemSecret, p.AllowSecrets, fs
+			pp.Field = "message"
+			what := "commit"
+			if ob.tree {
+				pp.Field, what = "entry name", "tree entry names"
+			}
+			pp.Reason = what + " " + holds(fs)
+			probs = append(probs, pp)
+		}
+	}
+
+	// Ignore rules: resolve each name a file version is judged by
+	// (linkcheck.go) to the work tree that holds it, then ask once per
+	// work tree.
 	res := newPathResolver()
+	links := newResolver()
 	type pending struct {
-		item int
-		rel  string
+		item  int
+		slot  int // the name's index among the item's names (its verdict slot)
+		rel   string
+		name  fileName
+		shown string // the name as the reason shows it
 	}
 	byTree := map[string][]pending{}
-	verdict := make([]*PushProblem, len(o.Items)) // the path problem of item i
+	verdicts := make([][]*PushProblem, len(o.Items)) // per item, per name tried: the path problems
+	hard := map[string][]int{}                       // work tree → items whose file has other hard links
+	hardFI := map[int]os.FileInfo{}
 	for i, it := range o.Items {
 		r := results[it.Blob]
-		base := PushProblem{Ref: RefPrefix + it.Writer, Writer: it.Writer, Seq: it.Seq, Op: it.Op, Content: it.Kind, Path: it.Path, Blob: it.Blob}
+		base := PushProblem{Ref: refOf(it), Writer: it.Writer, Seq: it.Seq, Op: it.Op, Content: it.Kind, Path: it.Path, Blob: it.Blob}
 		if r.err != nil {
 			pp := base
 			pp.Kind, pp.Reason = ProblemUnreadable, fmt.Sprintf("content %s cannot be read: %v (run `git lossless verify %s`)", gitobj.Short(it.Blob), r.err, it.Writer)
 			probs = append(probs, pp)
+			continue
+		}
+		if it.Kind == ContentEvents {
+			probs = append(probs, eventProblems(it, r.events, p.AllowSecrets)...)
 			continue
 		}
 		if it.Encrypted && !r.encrypted {
@@ -321,17 +386,57 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 			pp.Reason = secretReason(it, r.findings)
 			probs = append(probs, pp)
 		}
-		if it.Encrypted || it.Path == "" || it.Kind == ContentVault || it.Kind == ContentUnnamed {
+		if it.Encrypted || it.Path == "" || it.Kind != ContentFile && it.Kind != ContentSpan {
 			continue
 		}
-		wt, rel, kind, why := res.resolve(it.Repo, it.Path, o.s.loc.WorkTree)
-		if kind != "" {
-			pp := base
-			pp.Kind, pp.Reason, pp.Allowed = kind, why, p.AllowIgnored
-			verdict[i] = &pp
+		names := []fileName{{it.Path, viaPath}}
+		var fi os.FileInfo
+		if repo := cmp.Or(it.Repo, o.s.loc.WorkTree); it.Kind == ContentFile && repo != "" && res.dirExists(repo) {
+			names, fi = namesOf(it, o.s.loc.WorkTree, links) // nothing to follow where the repository is gone
+		}
+		verdicts[i] = make([]*PushProblem, len(names)+1)
+		for k, n := range names {
+			wt, rel, kind, why := res.resolve(it.Repo, n.path, o.s.loc.WorkTree)
+			if kind != "" {
+				pp := base
+				pp.Kind, pp.Reason, pp.Allowed = kind, viaReason(n, n.path, why), p.AllowIgnored
+				verdicts[i][k] = &pp
+				continue
+			}
+			byTree[wt] = append(byTree[wt], pending{i, k, rel, n, n.path})
+			if n.via == viaPath && fi != nil {
+				hard[wt] = append(hard[wt], i)
+				hardFI[i] = fi
+			}
+		}
+	}
+	// Hard links: the other names of a linked file that git ignores in
+	// the same work tree are judged with the rest.
+	for _, wt := range sortedKeysP(hard) {
+		items := hard[wt]
+		fis := make([]os.FileInfo, len(items))
+		for k, i := range items {
+			fis[k] = hardFI[i]
+		}
+		partners, err := hardLinkPartners(ctx, wt, fis)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			for _, i := range items {
+				it := o.Items[i]
+				pp := PushProblem{Kind: ProblemIgnoreUnknown, Ref: refOf(it), Writer: it.Writer, Seq: it.Seq, Op: it.Op, Content: it.Kind,
+					Path: it.Path, Blob: it.Blob, Allowed: p.AllowIgnored,
+					Reason: "ignore rules unknown: it is a hard link and its other names could not be checked: " + err.Error() + " in " + QuotePath(wt)}
+				verdicts[i][len(verdicts[i])-1] = &pp
+			}
 			continue
 		}
-		byTree[wt] = append(byTree[wt], pending{i, rel})
+		for k, i := range items {
+			for _, rel := range partners[k] {
+				byTree[wt] = append(byTree[wt], pending{i, len(verdicts[i]) - 1, rel, fileName{rel, viaHardLink}, rel})
+			}
+		}
 	}
 	for _, wt := range sortedKeysP(byTree) {
 		ps := byTree[wt]
@@ -349,27 +454,126 @@ func (o *Outgoing) Check(ctx context.Context, p PushPolicy) ([]PushProblem, erro
 		ignored, err := ign.CheckIgnore(ctx, wt, rels)
 		for _, q := range ps {
 			it := o.Items[q.item]
-			pp := PushProblem{Ref: RefPrefix + it.Writer, Writer: it.Writer, Seq: it.Seq, Op: it.Op, Content: it.Kind,
+			pp := PushProblem{Ref: refOf(it), Writer: it.Writer, Seq: it.Seq, Op: it.Op, Content: it.Kind,
 				Path: it.Path, Blob: it.Blob, Allowed: p.AllowIgnored}
 			if err != nil {
 				pp.Kind, pp.Reason = ProblemIgnoreUnknown, "ignore rules unknown: "+err.Error()+" in "+QuotePath(wt)
-				verdict[q.item] = &pp
+			} else if rule, ok := ignored[q.rel]; ok {
+				pp.Kind, pp.Rule = ProblemIgnored, rule.String()
+				pp.Reason = viaReason(q.name, q.shown, "git ignores it ("+QuotePath(rule.Source)+":"+strconv.Itoa(rule.Line)+": "+QuotePath(rule.Pattern)+")")
+			} else {
 				continue
 			}
-			if rule, ok := ignored[q.rel]; ok {
-				pp.Kind, pp.Rule = ProblemIgnored, rule.String()
-				pp.Reason = "git ignores it (" + QuotePath(rule.Source) + ":" + strconv.Itoa(rule.Line) + ": " + QuotePath(rule.Pattern) + ")"
-				verdict[q.item] = &pp
+			if verdicts[q.item][q.slot] == nil { // one hard-link partner is enough
+				verdicts[q.item][q.slot] = &pp
 			}
 		}
 	}
-	for _, v := range verdict {
-		if v != nil {
+	for _, vs := range verdicts {
+		if v := firstVerdict(vs); v != nil {
 			probs = append(probs, *v)
 		}
 	}
+	probs = mergeProblems(probs)
+	for i := range probs {
+		maskNames(&probs[i])
+	}
 	sortProblems(probs)
 	return probs, nil
+}
+
+// kind is ContentTree or ContentCommit.
+func (ob outObject) kind() ContentKind {
+	if ob.tree {
+		return ContentTree
+	}
+	return ContentCommit
+}
+
+// refOf is the ref an item is on.
+func refOf(it OutgoingItem) string {
+	if it.Notes {
+		return NotesPrefix + it.Writer
+	}
+	return RefPrefix + it.Writer
+}
+
+// firstVerdict picks an item's path problem: the first name, in the
+// order they were tried, that git would not commit; a name git would
+// commit but whose rules are unknown counts only when no name gives a
+// firm answer.
+func firstVerdict(vs []*PushProblem) *PushProblem {
+	var unknown *PushProblem
+	for _, v := range vs {
+		switch {
+		case v == nil:
+		case v.Kind == ProblemIgnoreUnknown:
+			if unknown == nil {
+				unknown = v
+			}
+		default:
+			return v
+		}
+	}
+	return unknown
+}
+
+// findSecrets scans text and returns its findings, without their values,
+// and the values themselves (kept in memory only, for comparing).
+func findSecrets(scan func([]byte) []secrets.Finding, text []byte) ([]SecretFinding, secretValues) {
+	var out []SecretFinding
+	var vals secretValues
+	for _, f := range scan(text) {
+		if f.Start < 0 || f.End > len(text) || f.Start >= f.End {
+			continue
+		}
+		v := text[f.Start:f.End]
+		out = append(out, SecretFinding{Kind: f.Kind, Masked: secrets.Mask(v), Line: 1 + bytes.Count(text[:f.Start], []byte{'\n'})})
+		vals.add(string(v))
+	}
+	return out, vals
+}
+
+// secretValues are found values, in order and as a set.
+type secretValues struct {
+	list []string
+	set  map[string]bool
+}
+
+func (v *secretValues) add(s string) {
+	v.list = append(v.list, s)
+	if v.set == nil {
+		v.set = map[string]bool{}
+	}
+	v.set[s] = true
+}
+
+// holds says "holds N secret(s): kind masked (line L), ...".
+func holds(fs []SecretFinding) string {
+	var parts []string
+	for i, f := range fs {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("%d more", len(fs)-3))
+			break
+		}
+		parts = append(parts, f.Kind+" "+f.Masked)
+	}
+	return fmt.Sprintf("holds %d secret(s): %s", len(fs), strings.Join(parts, ", "))
+}
+
+// treeNames returns a tree's entry names, one a line: what a tree says
+// besides object ids.
+func treeNames(body []byte) ([]byte, error) {
+	ents, err := gitobj.ParseTree(body)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	for _, e := range ents {
+		b.WriteString(e.Name)
+		b.WriteByte('\n')
+	}
+	return b.Bytes(), nil
 }
 
 func sortedKeysP[V any](m map[string]V) []string {
@@ -453,126 +657,4 @@ func parallel(ctx context.Context, n int, fn func(int)) error {
 	close(next)
 	wg.Wait()
 	return err
-}
-
-// pathResolver finds, for a recorded path, the work tree whose ignore
-// rules apply: the innermost work tree on disk that holds the file (with
-// symlinks resolved), so a file in a submodule or nested repository is
-// checked there, and one outside every work tree, or in another
-// repository than the one it was recorded in, is outside.
-type pathResolver struct {
-	real  map[string]string // directory → its real path ("" when it does not resolve)
-	home  map[string]string // real directory → innermost work tree holding it ("" for none)
-	exist map[string]bool   // repository directories that exist
-}
-
-func newPathResolver() *pathResolver {
-	return &pathResolver{real: map[string]string{}, home: map[string]string{}, exist: map[string]bool{}}
-}
-
-// resolve returns the work tree and the path relative to it to check, or a
-// problem kind and its reason.
-func (r *pathResolver) resolve(repo, p, storeWT string) (wt, rel string, kind ProblemKind, why string) {
-	if repo == "" {
-		repo = storeWT
-	}
-	abs := filepath.FromSlash(p)
-	if !filepath.IsAbs(abs) {
-		if repo == "" {
-			return "", "", ProblemIgnoreUnknown, "ignore rules unknown: the event names no repository for this relative path"
-		}
-		abs = filepath.Join(repo, abs)
-	}
-	abs = filepath.Clean(abs)
-	if repo != "" && !r.dirExists(repo) {
-		return "", "", ProblemIgnoreUnknown, "ignore rules unknown: its repository " + QuotePath(repo) + " is not on this machine"
-	}
-	realRepo := ""
-	if repo != "" {
-		realRepo = r.realDir(repo)
-		if r.homeOf(realRepo) != realRepo {
-			return "", "", ProblemIgnoreUnknown, "ignore rules unknown: its repository " + QuotePath(repo) + " is not a work tree on this machine"
-		}
-	}
-	realFile := filepath.Join(r.realDir(filepath.Dir(abs)), filepath.Base(abs))
-	home := r.homeOf(filepath.Dir(realFile))
-	switch {
-	case home == "" && realRepo == "":
-		return "", "", ProblemOutside, "outside any repository: git would never commit it"
-	case home == "":
-		return "", "", ProblemOutside, "outside the repository " + QuotePath(repo) + ": git would never commit it"
-	case realRepo == "" || !within(realRepo, home):
-		// In another repository than the one it was recorded in (or
-		// recorded with none): not this repository's file.
-		return "", "", ProblemOutside, "outside the repository it was recorded in (it is in " + QuotePath(home) + ")"
-	}
-	rp, err := filepath.Rel(home, realFile)
-	if err != nil {
-		return "", "", ProblemOutside, "outside the repository: " + err.Error()
-	}
-	rp = filepath.ToSlash(rp)
-	if rp == "." || rp == ".." || strings.HasPrefix(rp, "../") || path.Clean(rp) != rp {
-		return "", "", ProblemOutside, "outside the repository " + QuotePath(home) + ": git would never commit it"
-	}
-	for _, c := range strings.Split(rp, "/") {
-		if strings.EqualFold(c, ".git") {
-			return "", "", ProblemOutside, "inside the .git directory: git never commits it"
-		}
-	}
-	return home, rp, "", ""
-}
-
-func (r *pathResolver) dirExists(d string) bool {
-	v, ok := r.exist[d]
-	if !ok {
-		st, err := os.Stat(d)
-		v = err == nil && st.IsDir()
-		r.exist[d] = v
-	}
-	return v
-}
-
-// within reports whether dir is root or inside it.
-func within(root, dir string) bool {
-	if root == dir {
-		return true
-	}
-	rel, err := filepath.Rel(root, dir)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-// realDir returns d with symlinks resolved; a directory that does not
-// exist (a file deleted since) resolves through its deepest existing
-// ancestor, as no symlink can hide in what does not exist.
-func (r *pathResolver) realDir(d string) string {
-	if v, ok := r.real[d]; ok {
-		return v
-	}
-	v, err := filepath.EvalSymlinks(d)
-	if err != nil {
-		parent := filepath.Dir(d)
-		if parent == d {
-			v = d
-		} else {
-			v = filepath.Join(r.realDir(parent), filepath.Base(d))
-		}
-	}
-	r.real[d] = v
-	return v
-}
-
-// homeOf returns the innermost directory at or above real dir d that is
-// the top of a work tree (holds a .git entry), "" for none.
-func (r *pathResolver) homeOf(d string) string {
-	if v, ok := r.home[d]; ok {
-		return v
-	}
-	v := ""
-	if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-		v = d
-	} else if parent := filepath.Dir(d); parent != d {
-		v = r.homeOf(parent)
-	}
-	r.home[d] = v
-	return v
 }

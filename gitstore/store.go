@@ -190,7 +190,7 @@ func WriterName(prefix, label string) string {
 		}
 	}
 	w := b.String()
-	if len(w) > 128 || ValidWriter(w) != nil {
+	if len(w) > 128 || ValidWriter(w) != nil || labelHoldsSecret(label, w) { // writername.go
 		sum := sha256.Sum256([]byte(label))
 		w = prefix + hex.EncodeToString(sum[:8])
 	}
@@ -233,6 +233,9 @@ type head struct {
 // writer, including a concurrent process) is skipped.
 func (s *Store) Append(ctx context.Context, writer string, recs []Record) (AppendResult, error) {
 	if err := ValidWriter(writer); err != nil {
+		return AppendResult{}, err
+	}
+	if err := checkWriterName(writer); err != nil { // writername.go
 		return AppendResult{}, err
 	}
 	if len(recs) == 0 {

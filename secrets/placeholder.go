@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"bytes"
+	"strings"
 )
 
 // A placeholder stands in the stored text for one redacted secret:
@@ -140,4 +141,23 @@ func Mask(value []byte) string {
 		return "****"
 	}
 	return string(value[:3]) + "****" + string(value[len(value)-4:])
+}
+
+// MaskString returns s with every secret ScanName finds in it replaced by
+// its Mask: a name (a path, a ref, a session id) that holds a secret can
+// be printed this way. A string with no secret comes back as it is.
+func MaskString(s string) string {
+	fs := ScanName([]byte(s))
+	if len(fs) == 0 {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, f := range fs {
+		b.WriteString(s[last:f.Start])
+		b.WriteString(Mask([]byte(s[f.Start:f.End])))
+		last = f.End
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }

@@ -15,7 +15,7 @@ const (
 	cB64                 // [A-Za-z0-9+/]: the bytes of a base64 word
 	cTok68               // [A-Za-z0-9._~+/=-]: the bytes of an HTTP token68
 	cStop                // ends an unquoted value: space, control, quotes, \ , ; & ) } ] > |
-	cSpecial             // \ [ : — the non-word bytes run looks at
+	cSpecial             // \ [ : % — the non-word bytes run looks at
 )
 
 // class is the scanner's byte table, computed once; it is never written
@@ -37,7 +37,7 @@ var class = func() (t [256]uint16) {
 		case b == '.' || b == '~' || b == '=':
 			t[c] |= cTok68
 		}
-		if b == '\\' || b == '[' || b == ':' {
+		if b == '\\' || b == '[' || b == ':' || b == '%' {
 			t[c] |= cSpecial
 		}
 		if b <= ' ' || b == 0x7f || bytes.IndexByte([]byte("\"'`\\,;&)}]>|"), b) >= 0 {
@@ -54,6 +54,18 @@ type scanner struct {
 	lastEnd  int  // End of the last finding added
 	unsorted bool // a finding was added before lastEnd
 	awsIDs   bool // an aws-access-key-id was found: look for its secret beside it
+
+	// plain: the text is itself decoded from base64 or percent-encoding
+	// (encoded.go): its own encoded runs are not decoded again.
+	plain bool
+	// names: the text is a name or a field (ScanName): a key may also end
+	// a word after a '-' or '_' (embedded).
+	names   bool
+	b64Done int      // the end of the last base64 run looked at (encoded.go)
+	pctDone int      // the end of the last percent-encoded run decoded
+	escEnd  int      // the end of the last JSON escape the loop skipped
+	buf     []byte   // decode scratch, reused across runs
+	sub     *scanner // scans decoded bytes (scanDecoded)
 }
 
 func (s *scanner) add(start, end int, kind string) {
@@ -81,6 +93,7 @@ func (s *scanner) run() {
 			switch c {
 			case '\\':
 				i = skipEscape(t, i)
+				s.escEnd = i
 				continue
 			case '[':
 				if e := placeholderEnd(t, i); e > 0 {
@@ -93,6 +106,10 @@ func (s *scanner) run() {
 						i = e
 						continue
 					}
+				}
+			case '%':
+				if i >= s.pctDone && !s.plain && i+2 < n && isHex(t[i+1]) && isHex(t[i+2]) {
+					s.percentRun(i)
 				}
 			}
 			i++
@@ -170,8 +187,74 @@ func (s *scanner) word(i, j int) int {
 			}
 		}
 	}
+	// Long words may hold a key after a separator or be part of a base64
+	// run (long); most words of 10 to 16 bytes are neither, and cost only
+	// this test.
+	if t := s.text; j-i >= minB64Run || j-i >= minB64Word && (s.names || j < len(t) && (t[j] == '+' || t[j] == '/') || i > 0 && (t[i-1] == '+' || t[i-1] == '/')) {
+		return s.long(i, j)
+	}
 	return j
 }
+
+// long looks at a long word t[i:j] in which word found nothing: a key
+// after one of its separators (embedded), or a base64 run it is part of
+// (encoded.go). Kept apart from word, which every name-like word pays
+// for.
+func (s *scanner) long(i, j int) int {
+	if isUUID(s.text, i, j) {
+		return j // ids on every transcript line: never hold a key, never base64
+	}
+	if s.names && j-i >= minEmbedded+2 {
+		if e := s.embedded(i, j); e > j {
+			return e
+		}
+	}
+	if i >= s.b64Done && !s.plain && maybeB64(s.text, i, j) {
+		s.base64Run(i)
+	}
+	return j
+}
+
+// embedded looks for a provider key that ends the word t[i:j] and starts
+// after one of its '-' or '_' separators: "sess-ghp_…", "MY_AKIA…". A
+// key glued to letters ("xghp_…") is still not one: a prefix must start
+// a part of the word. It returns where scanning goes on, as word does.
+// Only names are scanned this way (ScanName): a name is built by gluing
+// parts with separators (cli-<session>, a file name, a ref), text puts
+// spaces, quotes or '=' around a key, and every long word of text would
+// pay for the search.
+func (s *scanner) embedded(i, j int) int {
+	t := s.text
+	w := t[i+1 : j-minEmbedded] // where a separator before a key can be
+	for _, sep := range [2]byte{'-', '_'} {
+		for off := 0; off < len(w); {
+			p := bytes.IndexByte(w[off:], sep)
+			if p < 0 {
+				break
+			}
+			k := i + 1 + off + p + 1 // after the separator
+			off += p + 1
+			if class[t[k]]&cAlnum != 0 {
+				if e := s.prefixed(k, j); e > 0 {
+					return e
+				}
+			}
+		}
+	}
+	return j
+}
+
+// isUUID reports whether t[i:j] has a UUID's shape (8-4-4-4-12) with a
+// hex digit after each '-': no key starts after one of its separators (a
+// prefix starts with a letter that is not a hex digit, or is AKIA/AIza,
+// whose length no tail of a UUID has).
+func isUUID(t []byte, i, j int) bool {
+	return j-i == 36 && t[i+8] == '-' && t[i+13] == '-' && t[i+18] == '-' && t[i+23] == '-' &&
+		isHex(t[i+9]) && isHex(t[i+14]) && isHex(t[i+19]) && isHex(t[i+24])
+}
+
+// minEmbedded is the shortest key embedded looks for (a slack token).
+const minEmbedded = 15
 
 // tail adds t[i:j] as kind when the word's bytes after the prefix of
 // length p are all of class cls and number at least min; it returns j, or

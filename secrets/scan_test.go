@@ -263,6 +263,10 @@ func TestScanJSONStaysValid(t *testing.T) {
 	}
 	pw := "p@ss\"w\\rd\n" // escapes inside a quoted value: not a finding, never a broken one
 	parts = append(parts, "DB_PASSWORD=hunter2\n", `"password": "`+pw+`"`, "\t\u00e9"+parts[0]+"\u2028")
+	// Encoded forms: the finding covers encoded bytes, across escaped line
+	// breaks for wrapped base64.
+	enc := base64.StdEncoding.EncodeToString([]byte("export TOKEN=" + parts[0] + "\n"))
+	parts = append(parts, enc, enc[:8]+"\n"+enc[8:], enc[:48]+"\n"+enc[48:], "?q="+strings.ReplaceAll(parts[0], "-", "%2D"), "sess-"+parts[0])
 	for i, p := range parts {
 		doc := mustJSON(map[string]any{"content": "a\"\n" + p + "\\\n\"b", "n": i})
 		fs := Scan([]byte(doc))
@@ -332,10 +336,24 @@ func FuzzScan(f *testing.F) {
 	f.Add([]byte(`{"a":"Authorization: Bearer abcdef0123456789abcdef\n","b":"postgres://u:p4ss@h/db"}`))
 	f.Add([]byte("-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEow\\nIBAAK\n"))
 	f.Add([]byte(`\"api_key\\\": \\\"abcd\"1234efgh5678\"`))
+	// Encoded forms (encoded.go): base64, wrapped base64 in JSON, percent.
+	k := keys(newGen(10))
+	b64 := base64.StdEncoding.EncodeToString([]byte("TOKEN=" + k["github-token"] + "\nAWS=" + k["aws-access-key-id"] + "\n"))
+	f.Add([]byte(b64))
+	f.Add([]byte(mustJSON(b64[:64] + "\n" + b64[64:])))
+	f.Add([]byte("https://u%3Ap%40ss@h/?q=" + strings.ReplaceAll(k["github-token"], "_", "%5F") + "&sess-" + k["github-token"]))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, text := range [][]byte{data, []byte(mustJSON(string(data)))} {
-			fs := Scan(text)
+			// Names are scanned with one more rule: same properties.
 			end := 0
+			for _, f := range ScanName(text) {
+				if f.Start < end || f.End <= f.Start || f.End > len(text) || f.Kind == "" {
+					t.Fatalf("bad name finding %+v after %d in %q", f, end, text)
+				}
+				end = f.End
+			}
+			fs := Scan(text)
+			end = 0
 			for _, f := range fs {
 				if f.Start < end || f.End <= f.Start || f.End > len(text) || f.Kind == "" {
 					t.Fatalf("bad finding %+v after %d in %q", f, end, text)

@@ -8,7 +8,9 @@
 // # What is found
 //
 // Provider keys, recognised by their documented prefix and shape, each a
-// whole word (a run of [A-Za-z0-9_-] not inside a longer one):
+// whole word (a run of [A-Za-z0-9_-] not inside a longer one) — and, in a
+// name (ScanName: a session id, a path, a ref), also the end of a word
+// after a '-' or '_' ("sess-ghp_…", "MY_AKIA…"):
 //
 //	anthropic-key          sk-ant-…                          (tail ≥ 32)
 //	openai-key             sk-proj-…, sk-svcacct-…, sk-admin-…, and legacy
@@ -40,6 +42,16 @@
 // the name stays readable. The kind is password, token, secret,
 // credential or api-key; "Authorization: Bearer …" gives authorization.
 //
+// Encoded secrets (encoded.go), the cheap forms: a base64 run (standard
+// or URL-safe alphabet, padded or not, wrapped at a line length that is a
+// multiple of 4) whose decoded bytes hold any of the above gives
+// base64-KIND ("base64-github-token"), and a percent-encoded run (a URL
+// query, a form body) whose decoding shows one that the text does not
+// gives urlencoded-KIND; a URL's userinfo whose ':' is encoded too
+// ("://user%3Apass@") gives url-password. The finding covers the encoded
+// bytes that hold the secret. A run is decoded only when it has the shape
+// of its encoding (see encoded.go), so ordinary text pays nothing.
+//
 // # Why a value next to a name is or is not a secret
 //
 // Code is full of secret-named identifiers whose values are not secrets
@@ -60,8 +72,31 @@
 // lockfile integrity hashes, data: URLs, minified code: none of them
 // starts with a provider prefix at a word boundary or follows a secret
 // name, and the scanner has no free-floating entropy rule (such rules
-// flag every digest). A secret with no prefix and no name beside it is
-// therefore not found; that is the price of not flagging every hash.
+// flag every digest). The price, and the scanner's known limits, each
+// held by a test (TestScanDocumentedLimits) so that this list and the
+// behaviour stay together:
+//
+//   - a secret with no known prefix and no secret name beside it (a
+//     random string pasted alone in a prompt);
+//   - a key split across two texts (two messages, two spans, two tool
+//     results): each is scanned on its own, and neither half has the
+//     whole shape;
+//   - a key glued to letters before it ("mytokenghp_…"): a prefix must
+//     start a word (or, in a name, follow '-' or '_'); in text, a key
+//     glued after a '-' or '_' ("export-ghp_…") is not found either;
+//   - hex-encoded keys (hex is every digest's alphabet), and encodings
+//     other than base64 and percent-encoding: base32, rot13, a reversed
+//     key, compressed or encrypted text;
+//   - a secret encoded twice (base64 of base64): decoded bytes are not
+//     decoded again;
+//   - a base64 run longer than 1 MiB (an archive, an image with a key
+//     inside), and a wrapped encoding whose lines are not a multiple of 4
+//     long or not separated by plain line breaks;
+//   - in a base64 run of the standard alphabet, a key whose encoding has
+//     no word of 10 or more characters between its '+' and '/' bytes (rare
+//     for a key's length); a run glued to base64-alphabet text before it
+//     other than through a separator ('/', '+', '-', '_') in its first 64
+//     bytes, or glued and longer than 4 KiB.
 //
 // # JSON
 //
@@ -69,15 +104,18 @@
 // backslash escape (\", \n, \uXXXX, …) is a word boundary and never part
 // of a value, so a finding never starts or ends inside an escape and
 // replacing it with a placeholder keeps a JSON document valid. The only
-// finding that may contain escapes is a PEM block, whose lines are
-// joined by \n in JSON.
+// findings that may contain escapes are a PEM block and a wrapped base64
+// run, whose lines are joined by \n in JSON.
 //
 // # Speed
 //
 // One pass over the bytes with a byte-class table; work beyond a table
 // lookup happens only at a word whose first bytes are a provider prefix,
 // at a word ending in one of a few letter triples (…ord, …ken, …key,
-// …ret, …), at "://" and at "-----BEGIN". BenchmarkScan and `git
+// …ret, …), at "://", at "-----BEGIN", at a "%XX" escape, and at a word
+// of 10 bytes or more (a key after a separator, a base64 run: most such
+// words are rejected by their length, their neighbours or their letter
+// case before any decoding). BenchmarkScan and `git
 // lossless bench secrets` measure it against a regexp-only scanner of the
 // same rules.
 package secrets
@@ -97,6 +135,17 @@ type Finding struct {
 // a placeholder keeps a JSON document valid.
 func Scan(text []byte) []Finding {
 	s := scanner{text: text}
+	s.run()
+	return s.out
+}
+
+// ScanName is Scan of a name or a short field — a session id, an agent,
+// a path, a writer or ref name, a commit message — with one more rule: a
+// provider key may also end a word after a '-' or '_' ("sess-ghp_…",
+// "MY_AKIA…"), as names are built by gluing parts with separators. Text
+// is scanned with Scan, where every long word would pay for that search.
+func ScanName(text []byte) []Finding {
+	s := scanner{text: text, names: true}
 	s.run()
 	return s.out
 }

@@ -37,9 +37,13 @@ refused with an error; the other paths are still recorded (exit 1).
 
 The writer defaults to cli-<clone>-<session> with --session, else
 cli-<clone>, where <clone> is this clone's id: two clones never write to
-one writer. --writer names another, which must be new or one this clone
-wrote: a writer another clone wrote (adopted by sync, or fetched) is
-refused, and so is a cli-/proxy- name carrying another clone's id.`,
+one writer (the hashed form of the session id when it holds a secret).
+--writer names another, which must be new or one this clone wrote: a
+writer another clone wrote (adopted by sync, or fetched) is refused, and
+so is a cli-/proxy- name carrying another clone's id. A --session,
+--agent, --writer, --key or --source value in which the secret scanner
+finds a credential is refused before anything is written: it would be
+stored in the events or as a ref name, and pushed with the archive.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			op := fs.String("op", "", "what happened: read, edit or write (required)")
 			session := fs.String("session", "", "session id the event belongs to")
@@ -65,6 +69,9 @@ refused, and so is a cli-/proxy- name carrying another clone's id.`,
 				}
 				if !validView(*view) {
 					return usagef("--view %q: use full or lines:A-B", *view)
+				}
+				if err := refuseSecretFlags("--session", *session, "--agent", *agent, "--writer", *writer, "--key", *key, "--source", *source); err != nil {
+					return err
 				}
 				if *writer != "" {
 					if err := gitstore.ValidWriter(*writer); err != nil {

@@ -39,6 +39,9 @@ At least one of --path, --session, --before is required.`,
 				if *reason == "" && !*dry {
 					return usagef("--reason is required: it is recorded in the prune record")
 				}
+				if err := refuseSecretFlags("--reason", *reason); err != nil {
+					return err
+				}
 				if *path != "" && !doublestar.ValidatePattern(*path) {
 					return usagef("--path %q is not a valid glob", *path)
 				}

@@ -26,21 +26,30 @@ path; default: git config lossless.remote, else origin — with your own git
 (your SSH config and credential helpers), after checking what would leave.
 
 First it asks the remote what it has (git ls-remote) and plans, per writer,
-the batches it lacks: their events and the content blobs their trees list
-(content removed by git lossless prune is not sent). It prints that plan —
-new events, spans, file versions, vault entries, encrypted items and bytes
-per writer, and the receipts' notes refs — then checks every outgoing
-content blob and refuses the whole push (exit 1, nothing sent) when:
+the batches it lacks: their commits, trees, events and the content blobs
+their trees list (content removed by git lossless prune is not sent), and
+per receipts' notes ref the commits, trees and notes it lacks. It prints
+that plan — new events, spans, file versions, vault entries, encrypted
+items and bytes per writer, notes and their bytes per notes ref, and every
+object — then checks everything that would leave and refuses the whole
+push (exit 1, nothing sent) when:
 
-  secret            the content holds a secret: the scanner finds one in it,
-                    or the file version was marked holding one when it was
-                    recorded (--allow-secrets sends it anyway);
+  secret            something that leaves holds a secret: content (the
+                    scanner finds one, or the file version was marked holding
+                    one when it was recorded), a field of an event (session,
+                    agent, path, real_path, tool, ...), a commit message, a
+                    tree entry's name, a ref name or a receipt (note); shown
+                    by writer, entry and field, the secret masked
+                    (--allow-secrets sends it anyway);
   ignored           a file version's path is ignored by git there (nested
                     .gitignore files, .git/info/exclude, core.excludesFile;
                     a tracked file is not ignored), or a span names such a
-                    path (--allow-ignored);
-  outside           the path is outside the repository, in another one, or
-                    in .git: git would never commit it (--allow-ignored);
+                    path — judged by the file it was read from: a symlink by
+                    its target (the recorded real_path, and where it leads
+                    now), a hard link by its other names (--allow-ignored);
+  outside           the path, or the file it was read from, is outside the
+                    repository, in another one, or in .git: git would never
+                    commit it (--allow-ignored);
   ignore-unknown    the recording repository is not on this machine any
                     more, or git check-ignore failed there (--allow-ignored);
   non-fast-forward  the remote's ref is not an ancestor of this one (after
@@ -230,6 +239,7 @@ func printPushPlan(w io.Writer, remote string, o *gitstore.Outgoing) {
 	if o.Empty() {
 		return
 	}
+	o = o.Display() // names holding a secret are shown masked
 	fmt.Fprintf(w, "to %s:\n", gitstore.QuotePath(remote))
 	if len(o.Writers) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -247,15 +257,15 @@ func printPushPlan(w io.Writer, remote string, o *gitstore.Outgoing) {
 	}
 	if len(o.Notes) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "NOTES REF (receipts)\tCOMMITS\tUPDATE")
+		fmt.Fprintln(tw, "NOTES REF (receipts)\tCOMMITS\tNOTES\tBYTES\tUPDATE")
 		for _, u := range o.Notes {
-			fmt.Fprintf(tw, "%s\t%d\t%s\n", u.Ref, u.Counts.Batches, pushUpdate(u))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", u.Ref, u.Counts.Batches, u.Counts.Blobs, pushBytes(u.Counts.Bytes), pushUpdate(u))
 		}
 		tw.Flush()
 	}
 	t := o.Total
-	fmt.Fprintf(w, "total: %d writers, %d batches, %d events (%d spans, %d file versions, %d vault entries), %d encrypted, %d blobs, %s; %d notes refs",
-		len(o.Writers), t.Batches, t.Events, t.Spans, t.FileVersions, t.Vault, t.Encrypted, t.Blobs, pushBytes(t.Bytes), len(o.Notes))
+	fmt.Fprintf(w, "total: %d writers, %d batches, %d events (%d spans, %d file versions, %d vault entries), %d encrypted, %d blobs, %s; %d notes refs; %d objects, %s",
+		len(o.Writers), t.Batches, t.Events, t.Spans, t.FileVersions, t.Vault, t.Encrypted, t.Blobs, pushBytes(t.Bytes), len(o.Notes), t.Objects, pushBytes(t.ObjectBytes))
 	if t.Pruned > 0 {
 		fmt.Fprintf(w, "; %d events' content pruned, not sent", t.Pruned)
 	}
@@ -362,11 +372,14 @@ func printPushed(w io.Writer, remote string, pushed []gitstore.PushedRef) {
 // pushHint says how to get a refused push through, by kind.
 func pushHint(refused []gitstore.PushProblem) string {
 	has := map[gitstore.ProblemKind]bool{}
-	spans := false
+	spans, meta := false, false
 	for _, p := range refused {
 		has[p.Kind] = true
 		if p.Kind == gitstore.ProblemSecret && p.Content == gitstore.ContentSpan {
 			spans = true
+		}
+		if p.Kind == gitstore.ProblemSecret && p.Field != "" || p.Content == gitstore.ContentNote || p.Content == gitstore.ContentUnnamed {
+			meta = true
 		}
 	}
 	var parts []string
@@ -374,6 +387,9 @@ func pushHint(refused []gitstore.PushProblem) string {
 		h := "secrets: remove them with `git lossless prune --path GLOB --reason TEXT`"
 		if spans {
 			h = "secrets: `git lossless redact` redacts spans, `git lossless prune --path GLOB --reason TEXT` removes file versions"
+		}
+		if meta {
+			h += " (a secret in an event's fields, a commit, a tree, a ref name or a receipt is no file version: prune keeps events, so only --allow-secrets, to a remote you trust, sends it)"
 		}
 		parts = append(parts, h+", or send them with --allow-secrets")
 	}

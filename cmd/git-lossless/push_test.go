@@ -228,7 +228,8 @@ func TestPushRefusesIgnoredAndSecrets(t *testing.T) {
 	if code != exitOK || rep.Verdict != "would push" || len(rep.Plan.Writers) != 1 || rep.Plan.UpToDate != 1 {
 		t.Fatalf("incremental dry run: exit %d %+v", code, rep)
 	}
-	if w := rep.Plan.Writers[0]; w.Name != "w1" || w.FromSeq != 6 || w.ToSeq != 6 || w.Counts.Events != 1 || len(rep.Plan.Items) != 1 || rep.Plan.Items[0].Path != "main.go" {
+	if w := rep.Plan.Writers[0]; w.Name != "w1" || w.FromSeq != 6 || w.ToSeq != 6 || w.Counts.Events != 1 || len(rep.Plan.Items) != 2 || rep.Plan.Items[0].Path != "main.go" ||
+		rep.Plan.Items[1].Kind != gitstore.ContentEvents || w.Counts.Objects != 5 {
 		t.Fatalf("incremental plan: %+v items %+v", w, rep.Plan.Items)
 	}
 	code, out, errOut = pushCLI(t, repo, "push", bare)
