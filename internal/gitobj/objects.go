@@ -23,6 +23,10 @@ var ErrObjectMissing = errors.New("object not found")
 // inflate to a well-formed object.
 var ErrObjectCorrupt = errors.New("object corrupt")
 
+// ErrReadOnly is returned by every write to a read-only DB or Refs (a
+// view, such as the one of a fetch quarantine, that must change nothing).
+var ErrReadOnly = errors.New("read-only view: writes are refused")
+
 // DB writes loose objects itself, so that it can fsync them (go-git
 // never does), and reads loose objects itself, so that a fresh process that
 // only needs the writer's head commit never loads a pack index. Packed
@@ -35,12 +39,33 @@ type DB struct {
 	// native reads packs (versions 1 and 2 of the index, whole and
 	// delta entries).
 	native *packReader
+
+	// readOnly refuses every write (ErrReadOnly).
+	readOnly bool
+
+	// alts are the object directories objects/info/alternates names
+	// (alternates.go), read after the DB's own; loaded on first need.
+	altOnce sync.Once
+	alts    []*DB
 }
 
+// NewDB returns the object store of the repository whose common dir is
+// commonDir: its own objects directory, then (for reading) the ones its
+// objects/info/alternates names.
 func NewDB(commonDir string, fsync bool) *DB {
 	dir := filepath.Join(commonDir, "objects")
 	return &DB{dir: dir, fsync: fsync, native: newPackReader(dir)}
 }
+
+// NewReadOnlyDB is NewDB whose writes are all refused with ErrReadOnly.
+func NewReadOnlyDB(commonDir string) *DB {
+	db := NewDB(commonDir, false)
+	db.readOnly = true
+	return db
+}
+
+// Dir returns the DB's own objects directory.
+func (db *DB) Dir() string { return db.dir }
 
 // ObjectID returns the git id of an object of the given type and body.
 func ObjectID(typ string, body []byte) string {
@@ -85,6 +110,9 @@ func (l LooseSink) Put(typ string, body []byte) (string, error) {
 // crash never leaves a partial object under a valid name. When fsync is on
 // the caller must call flush before making the object reachable.
 func (db *DB) Write(typ string, body []byte, pending *[]string) (string, error) {
+	if db.readOnly {
+		return "", ErrReadOnly
+	}
 	id := ObjectID(typ, body)
 	path := db.LoosePath(id)
 	if _, err := os.Stat(path); err == nil {
@@ -176,8 +204,27 @@ func (db *DB) Flush(paths []string) error {
 	return nil
 }
 
-// read returns an object's type and body.
+// Read returns an object's type and body: from the DB's own directory,
+// else from its alternates, in order.
 func (db *DB) Read(id string) (string, []byte, error) {
+	typ, body, err := db.readOwn(id)
+	if err == nil || !errors.Is(err, ErrObjectMissing) || len(id) != 40 {
+		return typ, body, err
+	}
+	for _, alt := range db.alternates() {
+		t, b, aerr := alt.readOwn(id)
+		if aerr == nil {
+			return t, b, nil
+		}
+		if !errors.Is(aerr, ErrObjectMissing) {
+			return "", nil, aerr
+		}
+	}
+	return "", nil, err
+}
+
+// readOwn reads id from the DB's own directory only.
+func (db *DB) readOwn(id string) (string, []byte, error) {
 	if len(id) != 40 {
 		return "", nil, fmt.Errorf("object id %q: %w", id, ErrObjectMissing)
 	}

@@ -34,7 +34,7 @@ type PackSink struct {
 
 type packEntry struct {
 	id    [20]byte
-	typ   byte // pack type code: 1 commit, 2 tree, 3 blob
+	typ   byte // pack type code: 1 commit, 2 tree, 3 blob, 4 tag
 	body  []byte
 	data  []byte // the entry as stored: header and zlib stream
 	err   error
@@ -78,6 +78,8 @@ func (p *PackSink) Put(typ string, body []byte) (string, error) {
 		code = 2
 	case "blob":
 		code = 3
+	case "tag":
+		code = 4
 	default:
 		return "", fmt.Errorf("pack: unsupported object type %q", typ)
 	}
@@ -415,6 +417,9 @@ func writeBufSize(n int) int { return max(4096, min(1<<20, n)) }
 // whose pack is missing, go-git lists .pack files and fails on one without
 // an index), so neither ever sees half a pack.
 func (db *DB) WritePack(p *PackSink) (string, error) {
+	if db.readOnly {
+		return "", ErrReadOnly
+	}
 	p.finish()
 	for _, e := range p.ents {
 		if e.err != nil {

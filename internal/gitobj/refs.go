@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +57,22 @@ type Refs struct {
 	fsync    bool
 	staleAge time.Duration
 	warn     func(string)
+
+	// A view (View) refuses every update, and reads the refs covers
+	// accepts from over instead of the files.
+	readOnly bool
+	covers   func(name string) bool
+	over     map[string]string
+}
+
+// View returns a read-only copy of r: every update is refused with
+// ErrReadOnly, and a ref name covers accepts reads as over gives it (absent
+// when over lacks it) instead of as the files say. A fetch quarantine
+// shows through one what the archive's refs would be once its fetch is
+// accepted. covers nil: the files as they are.
+func (r *Refs) View(covers func(name string) bool, over map[string]string) *Refs {
+	return &Refs{gitDir: r.gitDir, fsync: r.fsync, staleAge: r.staleAge, warn: r.warn,
+		readOnly: true, covers: covers, over: over}
 }
 
 // NewRefs returns the refs of the repository whose common dir is gitDir.
@@ -111,6 +128,9 @@ func (r *Refs) path(name string) string {
 
 // read returns a ref's value ("" when it does not exist).
 func (r *Refs) Read(name string) (string, error) {
+	if r.covers != nil && r.covers(name) {
+		return r.over[name], nil
+	}
 	b, err := ReadFile(r.path(name))
 	switch {
 	case err == nil:
@@ -214,6 +234,18 @@ func (r *Refs) List(prefix string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", prefix, err)
 	}
+	if r.covers != nil {
+		for k := range out {
+			if r.covers(k) {
+				delete(out, k)
+			}
+		}
+		for k, v := range r.over {
+			if strings.HasPrefix(k, prefix) && v != "" && r.covers(k) {
+				out[k] = v
+			}
+		}
+	}
 	return out, nil
 }
 
@@ -227,6 +259,9 @@ type Lock struct {
 // acquire takes name's lock, waiting (with backoff) while another process
 // holds it, removing it when it is stale, until ctx ends.
 func (r *Refs) Acquire(ctx context.Context, name string) (*Lock, error) {
+	if r.readOnly {
+		return nil, fmt.Errorf("lock %s: %w", name, ErrReadOnly)
+	}
 	p := r.path(name) + ".lock"
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, fmt.Errorf("create ref dir: %w", err)
@@ -318,6 +353,9 @@ func processAlive(pid int) bool {
 // name first and checking that what was renamed is still stale, so that two
 // cleaners racing never delete a lock someone took in between.
 func (r *Refs) RemoveStale(p string) bool {
+	if r.readOnly {
+		return false
+	}
 	// The aside name ends in ".lock" so that, should we die before removing
 	// it, git never takes it for a ref (a name such as x.lock.stale-1 would
 	// be a broken ref to git: fsck fails).
@@ -362,6 +400,77 @@ func (l *Lock) Commit(old, new string) error {
 
 func (l *Lock) Release() {
 	os.Remove(l.path)
+}
+
+// Delete compares name's current value with old (which must be an id),
+// then deletes the ref, the lock held throughout and released either way.
+// As git does, the packed entry goes first (under packed-refs.lock, the
+// file rewritten by rename) and the loose file last, so that a reader
+// never sees an older packed value through a missing loose file.
+func (l *Lock) Delete(ctx context.Context, old string) error {
+	defer l.Release()
+	if !IsID(old) {
+		return fmt.Errorf("delete %s: expected value %q is not an object id", l.name, old)
+	}
+	cur, err := l.r.Read(l.name)
+	if err != nil {
+		return err
+	}
+	if cur != old {
+		return fmt.Errorf("%w: %s is %s, expected %s", ErrRefChanged, l.name, Short(cur), Short(old))
+	}
+	packed, err := l.r.Packed()
+	if err != nil {
+		return err
+	}
+	if _, ok := packed[l.name]; ok {
+		if err := l.r.removePacked(ctx, l.name); err != nil {
+			return fmt.Errorf("delete %s: %w", l.name, err)
+		}
+	}
+	if err := os.Remove(l.r.path(l.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete %s: %w", l.name, err)
+	}
+	// Empty directories left above it go too (git removes them as well),
+	// up to the top of refs/.
+	stop := filepath.Join(l.r.gitDir, "refs")
+	for d := filepath.Dir(l.r.path(l.name)); d != stop && strings.HasPrefix(d, stop+string(filepath.Separator)); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// removePacked rewrites packed-refs without name (and its peeled line),
+// under packed-refs.lock.
+func (r *Refs) removePacked(ctx context.Context, name string) error {
+	lk, err := r.Acquire(ctx, "packed-refs")
+	if err != nil {
+		return err
+	}
+	defer lk.Release()
+	return r.rewritePacked(map[string]string{name: ""}, nil)
+}
+
+// WritePackedRefs writes refs as the packed-refs file of a repository
+// being created (nobody else uses it yet, so no lock is taken), sorted as
+// git writes it. Existing content is replaced.
+func WritePackedRefs(gitDir string, refs map[string]string) error {
+	names := make([]string, 0, len(refs))
+	for n, id := range refs {
+		if !IsID(id) || strings.ContainsAny(n, " \n\x00") || !strings.HasPrefix(n, "refs/") {
+			return fmt.Errorf("packed ref %q -> %q: not a ref and an id", n, id)
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b bytes.Buffer
+	b.WriteString("# pack-refs with: sorted \n")
+	for _, n := range names {
+		b.WriteString(refs[n] + " " + n + "\n")
+	}
+	return WriteFile(filepath.Join(gitDir, "packed-refs"), b.Bytes(), 0o600)
 }
 
 func Short(id string) string {
