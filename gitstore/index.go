@@ -139,6 +139,9 @@ func (s *Store) indexAppend(writer string, parent, nh head, evs []Event) {
 // no create or unlink, and a lock held by a process that died is released
 // by the kernel, so no stale index lock can outlive its holder.
 func (s *Store) indexWrite(writer string, h head, lines [][]byte, on *indexHead) {
+	if s.readOnly {
+		return // a quarantine's view: its heads may never reach the archive
+	}
 	jf, hf, lf := s.indexPaths(writer)
 	unlock, ok := gitobj.TryLockFile(lf)
 	if !ok {
@@ -196,6 +199,9 @@ func (s *Store) indexWrite(writer string, h head, lines [][]byte, on *indexHead)
 
 // Reindex rebuilds every writer's index from the commits.
 func (s *Store) Reindex(ctx context.Context) error {
+	if s.readOnly {
+		return fmt.Errorf("reindex: %w", ErrReadOnly)
+	}
 	if err := os.RemoveAll(s.stateDir("index")); err != nil {
 		return fmt.Errorf("remove index: %w", err)
 	}

@@ -46,6 +46,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(itChildEnv) != "" {
 		os.Exit(itChildMain())
 	}
+	if os.Getenv(qChildEnv) != "" {
+		os.Exit(qChildMain())
+	}
 	home, err := os.MkdirTemp("", "gitstore-it-home-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -16,6 +16,9 @@ var (
 	ErrRefChanged = gitobj.ErrRefChanged
 	// ErrLocked: a ref's lock could not be taken in time.
 	ErrLocked = gitobj.ErrLocked
+	// ErrReadOnly: a write through a read-only view (a fetch
+	// quarantine's, Quarantine.Store).
+	ErrReadOnly = gitobj.ErrReadOnly
 )
 
 // StaleLockAge is how old a foreign lock must be before it is removed.

@@ -96,6 +96,30 @@ func (s *Store) SetRef(ctx context.Context, name, old, new string) error {
 	return lk.Commit(old, new)
 }
 
+// DeleteTrackingRef deletes a tracking ref (under TrackingPrefix only) if
+// it is at old (compare-and-swap: ErrRefChanged otherwise), under the ref
+// lock, from packed-refs and as a loose file: what `git fetch --prune`
+// did to refs a remote lost, now that fetches go through a quarantine
+// (Quarantine.Gone lists them). SetRef never deletes.
+func (s *Store) DeleteTrackingRef(ctx context.Context, name, old string) error {
+	if !strings.HasPrefix(name, TrackingPrefix) || len(name) == len(TrackingPrefix) {
+		return fmt.Errorf("delete %s: not under %s", name, TrackingPrefix)
+	}
+	if err := validRefName(name); err != nil {
+		return err
+	}
+	if !gitobj.IsID(old) {
+		return fmt.Errorf("delete %s: expected value %q is not an object id", name, old)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.lockT)
+	defer cancel()
+	lk, err := s.refs.Acquire(ctx, name)
+	if err != nil {
+		return err
+	}
+	return lk.Delete(ctx, old)
+}
+
 // TreeFile is one file of a flat tree written by CommitFiles.
 type TreeFile struct {
 	Name string // a plain file name: no '/', not "." or ".."
@@ -398,6 +422,9 @@ func (s *Store) HeadOf(id string) (seq int64, seal string, err error) {
 // tracking namespace mirrors the remote. No tags are fetched beyond the
 // refspecs, no FETCH_HEAD is written.
 func (s *Store) Fetch(ctx context.Context, r Remote, refspecs []string, prune bool) error {
+	if s.readOnly {
+		return fmt.Errorf("fetch: %w", ErrReadOnly)
+	}
 	if err := ValidRemote(r.URL); err != nil {
 		return err
 	}

@@ -88,7 +88,13 @@ func ValidRemote(url string) error {
 }
 
 func (s *Store) git(ctx context.Context, r Remote, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir=" + s.loc.CommonDir}, args...)...)
+	return s.gitAt(ctx, r, s.loc.CommonDir, args...)
+}
+
+// gitAt is git run on the repository at gitDir (a fetch quarantine), in
+// the archive's directory and environment.
+func (s *Store) gitAt(ctx context.Context, r Remote, gitDir string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir=" + gitDir}, args...)...)
 	cmd.Dir = r.Dir
 	if cmd.Dir == "" {
 		cmd.Dir = s.loc.WorkTree
@@ -194,6 +200,9 @@ func (s *Store) Push(ctx context.Context, r Remote, o *Outgoing, force bool) ([]
 // returns each ref's outcome as git reports it; the error, when git
 // failed, names the remote and the first rejected ref or git's message.
 func (s *Store) runPush(ctx context.Context, r Remote, args []string) ([]PushedRef, error) {
+	if s.readOnly {
+		return nil, fmt.Errorf("push: %w", ErrReadOnly)
+	}
 	cmd := s.git(ctx, r, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -85,6 +85,10 @@ type Store struct {
 	now   func() time.Time
 	lockT time.Duration
 
+	// readOnly: a fetch quarantine's view (Quarantine.Store), whose
+	// every write is refused with ErrReadOnly.
+	readOnly bool
+
 	appendMu sync.Mutex // one append at a time per process keeps retries rare
 	redact   redactor   // placeholder key and vault recipient, loaded on the first secret
 }
@@ -232,6 +236,9 @@ type head struct {
 // got there first. A record whose Key was stored already (by anyone on this
 // writer, including a concurrent process) is skipped.
 func (s *Store) Append(ctx context.Context, writer string, recs []Record) (AppendResult, error) {
+	if s.readOnly {
+		return AppendResult{}, fmt.Errorf("append: %w", ErrReadOnly)
+	}
 	if err := ValidWriter(writer); err != nil {
 		return AppendResult{}, err
 	}
@@ -587,7 +594,10 @@ func (s *Store) Now() time.Time { return s.now() }
 // derived state, such as transcript cursors: <common dir>/lossless/<name>.
 // Such state must be rebuildable; the archive is the refs and objects.
 func (s *Store) StateDir(name string) (string, error) {
-	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." || name == "index" {
+	if s.readOnly {
+		return "", fmt.Errorf("state dir %s: %w", name, ErrReadOnly)
+	}
+	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." || name == "index" || name == "quarantine" {
 		return "", fmt.Errorf("invalid state dir name %q", name)
 	}
 	d := s.stateDir(name)
