@@ -92,7 +92,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -105,55 +104,112 @@ import (
 	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
-// Default caps of a fetch (FetchLimits' zero values). The reasons and the
-// measurements behind them are in FORMAT.md section 21 and the report of
-// BenchmarkQuarantineHostile.
+// Default caps of a fetch (FetchLimits' zero values, unless git config
+// says otherwise: lossless.fetchMaxRefs, lossless.fetchMaxNewRefs,
+// lossless.fetchMaxBytes and lossless.fetchMaxObject, the byte counts with
+// git's k, m and g suffixes). The reasons, and the measurements behind
+// them, are in FORMAT.md section 21.
 const (
 	// DefaultFetchMaxRefs bounds the refs a remote may list under one
 	// fetch's patterns. A real fleet has tens of thousands of writer refs
 	// (one per agent session) and, in tags mode, one anchor tag per
-	// checkpoint: refs that already are in the archive cost an ls-remote
-	// line and a packed-refs line, so the cap is generous.
+	// checkpoint; a ref the archive already holds at the listed value
+	// costs an ls-remote line and a packed-refs line, so this cap is
+	// generous and bounds only the listing.
 	DefaultFetchMaxRefs = 100_000
-	// DefaultFetchMaxBytes bounds what one fetch may download (pack and
-	// loose objects and ref files, as written).
-	DefaultFetchMaxBytes = 256 << 20
-	// DefaultFetchMaxObject bounds one object's size: archived file
-	// versions are whatever an agent read, so it must admit large files.
-	DefaultFetchMaxObject = 64 << 20
+	// DefaultFetchMaxNewRefs bounds the refs of the listing that are new
+	// or moved: what a fetch costs is per such ref (git writes each as a
+	// file in the quarantine, Accept moves each). A first sync of a fleet
+	// larger than this needs the cap raised (git config
+	// lossless.fetchMaxNewRefs).
+	DefaultFetchMaxNewRefs = 2_000
+	// DefaultFetchMaxBytes bounds what one fetch may download (its pack).
+	DefaultFetchMaxBytes = 64 << 20
+	// DefaultFetchMaxObject bounds one object's size. Archived file
+	// versions are whatever an agent read, so it must admit large source
+	// files and logs; a checkpoint is a few KB.
+	DefaultFetchMaxObject = 32 << 20
 )
 
 // StaleQuarantineAge is how old an unlocked quarantine directory must be
 // before FetchQuarantine removes it as left by a killed process.
 const StaleQuarantineAge = 5 * time.Minute
 
-// FetchLimits bounds what one fetch may bring. A zero field takes its
-// default (DefaultFetchMaxRefs, ...); a negative one is no limit.
+// FetchLimits bounds what one fetch may bring. A zero field takes the
+// value git config gives it (see the defaults above), else its default; a
+// negative one is no limit.
 type FetchLimits struct {
 	// MaxRefs: refs the remote may list under the fetched patterns,
 	// counted with ls-remote before fetching (over it nothing is fetched)
 	// and again after.
 	MaxRefs int
-	// MaxBytes: bytes the fetch may write into the quarantine's objects
-	// and refs (a watchdog kills git's process group past it).
+	// MaxNewRefs: refs of that listing whose destination the archive does
+	// not hold at the listed value (new or moved), counted before
+	// fetching and again after.
+	MaxNewRefs int
+	// MaxBytes: bytes the fetch may write into the quarantine's objects (a
+	// watchdog kills git's process group past it).
 	MaxBytes int64
 	// MaxObject: the largest single object accepted (checked after the
 	// fetch, before anything is accepted, from object headers).
 	MaxObject int64
 }
 
-func (l FetchLimits) withDefaults() FetchLimits {
-	if l.MaxRefs == 0 {
-		l.MaxRefs = DefaultFetchMaxRefs
+// fetchLimits fills lim's zero fields from git config, then defaults.
+func (s *Store) fetchLimits(lim FetchLimits) (FetchLimits, error) {
+	get := func(key string, def int64, bytes bool) (int64, error) {
+		v := strings.TrimSpace(s.cfg.Get(key))
+		if v == "" {
+			return def, nil
+		}
+		mult := int64(1)
+		if bytes && len(v) > 1 {
+			switch strings.ToLower(v[len(v)-1:]) {
+			case "k":
+				mult, v = 1<<10, v[:len(v)-1]
+			case "m":
+				mult, v = 1<<20, v[:len(v)-1]
+			case "g":
+				mult, v = 1<<30, v[:len(v)-1]
+			}
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n > (1<<62)/mult {
+			return 0, fmt.Errorf("git config %s: %q is not a number", key, s.cfg.Get(key))
+		}
+		return n * mult, nil
 	}
-	if l.MaxBytes == 0 {
-		l.MaxBytes = DefaultFetchMaxBytes
+	var err error
+	var n int64
+	if lim.MaxRefs == 0 {
+		if n, err = get("lossless.fetchMaxRefs", DefaultFetchMaxRefs, false); err != nil {
+			return lim, err
+		}
+		lim.MaxRefs = int(n)
 	}
-	if l.MaxObject == 0 {
-		l.MaxObject = DefaultFetchMaxObject
+	if lim.MaxNewRefs == 0 {
+		if n, err = get("lossless.fetchMaxNewRefs", DefaultFetchMaxNewRefs, false); err != nil {
+			return lim, err
+		}
+		lim.MaxNewRefs = int(n)
 	}
-	return l
+	if lim.MaxBytes == 0 {
+		if lim.MaxBytes, err = get("lossless.fetchMaxBytes", DefaultFetchMaxBytes, true); err != nil {
+			return lim, err
+		}
+	}
+	if lim.MaxObject == 0 {
+		if lim.MaxObject, err = get("lossless.fetchMaxObject", DefaultFetchMaxObject, true); err != nil {
+			return lim, err
+		}
+	}
+	return lim, nil
 }
+
+// ErrRemoteChanged: a remote moved a ref to another history between
+// listing its refs and the fetch; nothing was kept, and a new fetch will
+// see the new state.
+var ErrRemoteChanged = errors.New("the remote changed during the fetch")
 
 // ErrOverLimit is what a *LimitError matches (errors.Is).
 var ErrOverLimit = errors.New("over the fetch limit")
@@ -162,24 +218,33 @@ var ErrOverLimit = errors.New("over the fetch limit")
 // was seen. Nothing of the refused fetch is left in the archive.
 type LimitError struct {
 	Remote string
-	Limit  string // "refs", "bytes" or "object"
+	Limit  string // "refs", "new-refs", "bytes" or "object"
 	Max    int64
 	// Seen is what was seen when the fetch stopped: for "refs" the count
 	// so far (the listing stops at the first ref past the cap), for
-	// "bytes" the bytes written when git was stopped, for "object" the
-	// object's size.
-	Seen   int64
-	Object string // for "object": its id
+	// "new-refs" the count, for "bytes" the bytes written when git was
+	// stopped, for "object" the object's size.
+	Seen int64
+	// For "object": the object, and the fetched tracking refs whose
+	// history holds it (sorted).
+	Object string
+	Refs   []string
 }
 
 func (e *LimitError) Error() string {
 	switch e.Limit {
 	case "refs":
-		return fmt.Sprintf("remote %s serves more than %d refs under the fetched patterns (stopped counting at %d): refused, nothing fetched", QuotePath(e.Remote), e.Max, e.Seen)
+		return fmt.Sprintf("remote %s lists more than %d refs under the fetched patterns (counting stopped at %d): refused, nothing fetched", QuotePath(e.Remote), e.Max, e.Seen)
+	case "new-refs":
+		return fmt.Sprintf("remote %s lists %d new or moved refs, over the limit of %d (git config lossless.fetchMaxNewRefs raises it): refused, nothing fetched", QuotePath(e.Remote), e.Seen, e.Max)
 	case "bytes":
-		return fmt.Sprintf("fetch from %s passed %d bytes (%d written when stopped): refused, nothing kept", QuotePath(e.Remote), e.Max, e.Seen)
+		return fmt.Sprintf("fetch from %s passed %d bytes (%d written when stopped; git config lossless.fetchMaxBytes raises the limit): refused, nothing kept", QuotePath(e.Remote), e.Max, e.Seen)
 	case "object":
-		return fmt.Sprintf("remote %s serves object %s of %d bytes, over the limit of %d: refused, nothing kept", QuotePath(e.Remote), e.Object, e.Seen, e.Max)
+		where := ""
+		if len(e.Refs) > 0 {
+			where = " (in " + strings.Join(e.Refs, ", ") + ")"
+		}
+		return fmt.Sprintf("remote %s serves object %s of %d bytes%s, over the limit of %d (git config lossless.fetchMaxObject raises it): refused, nothing kept", QuotePath(e.Remote), e.Object, e.Seen, where, e.Max)
 	}
 	return fmt.Sprintf("fetch from %s: over the %s limit %d (seen %d)", QuotePath(e.Remote), e.Limit, e.Max, e.Seen)
 }
@@ -245,9 +310,32 @@ func (f fetchSpec) covers(name string) bool {
 	return len(name) > len(f.dstPre)+len(f.dstSuf) && strings.HasPrefix(name, f.dstPre) && strings.HasSuffix(name, f.dstSuf)
 }
 
-// dstPrefix is the ref directory RefsUnder lists the destinations from.
+// dstPrefix is the ref directory the destinations are listed from.
 func (f fetchSpec) dstPrefix() string {
 	return f.dstPre[:strings.LastIndexByte(f.dstPre, '/')+1]
+}
+
+// tracking returns the archive's refs under the fetched destinations, in
+// one listing of the directory they share.
+func (q *Quarantine) tracking() (map[string]string, error) {
+	prefix := q.specs[0].dstPrefix()
+	for _, f := range q.specs[1:] {
+		p := f.dstPrefix()
+		for !strings.HasPrefix(p, prefix) {
+			prefix = prefix[:strings.LastIndexByte(prefix[:len(prefix)-1], '/')+1]
+		}
+	}
+	have, err := q.s.refs.List(prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for k, v := range have {
+		if coversAny(q.specs, k) {
+			out[k] = v
+		}
+	}
+	return out, nil
 }
 
 func coversAny(specs []fetchSpec, name string) bool {
@@ -272,7 +360,9 @@ type Quarantine struct {
 	unlock func()     // releases the quarantine's flock
 
 	before map[string]string // the archive's tracking refs under the destinations when the fetch began
-	refs   map[string]string // what the fetch left under the destinations
+	refs   map[string]string // what the remote listed, mapped to the destinations
+	want   []string          // "SRC:DST" of the listed refs whose ids the archive lacks
+	loose  bool              // the quarantine holds loose objects (fetch.unpackLimit=1 should rule them out)
 
 	mu       sync.Mutex
 	view     *Store
@@ -362,26 +452,30 @@ func (s *Store) FetchQuarantine(ctx context.Context, r Remote, refspecs []string
 	if err != nil {
 		return nil, err
 	}
-	lim = lim.withDefaults()
+	lim, err = s.fetchLimits(lim)
+	if err != nil {
+		return nil, err
+	}
 	s.cleanStaleQuarantines()
 
-	q := &Quarantine{s: s, remote: r, specs: specs, lim: lim, before: map[string]string{}}
-	for _, f := range specs {
-		have, err := s.refs.List(f.dstPrefix())
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range have {
-			if f.covers(k) {
-				q.before[k] = v
-			}
-		}
+	q := &Quarantine{s: s, remote: r, specs: specs, lim: lim}
+	if q.before, err = q.tracking(); err != nil {
+		return nil, err
 	}
 
 	// 1. Count what the remote lists, before fetching anything.
-	listed, err := s.lsRemoteBounded(ctx, r, specs, lim.MaxRefs)
+	listed, srcs, err := s.lsRemoteBounded(ctx, r, specs, lim.MaxRefs)
 	if err != nil {
 		return nil, err
+	}
+	changed := 0
+	for dst, id := range listed {
+		if q.before[dst] != id {
+			changed++
+		}
+	}
+	if lim.MaxNewRefs >= 0 && changed > lim.MaxNewRefs {
+		return nil, &LimitError{Remote: r.URL, Limit: "new-refs", Max: int64(lim.MaxNewRefs), Seen: int64(changed)}
 	}
 	// 2. Nothing to fetch when the archive's refs hold every id already.
 	if have, err := s.refs.List("refs/"); err != nil {
@@ -391,20 +485,19 @@ func (s *Store) FetchQuarantine(ctx context.Context, r Remote, refspecs []string
 		for _, v := range have {
 			values[v] = true
 		}
-		missing := false
-		for _, id := range listed {
-			if !values[id] {
-				missing = true
-				break
+		for _, dst := range sortedKeys(listed) {
+			if !values[listed[dst]] {
+				q.want = append(q.want, srcs[dst]+":"+dst)
 			}
 		}
-		if !missing {
+		if len(q.want) == 0 {
 			q.refs = listed
 			q.db = gitobj.NewReadOnlyDB(s.loc.CommonDir)
 			return q, nil
 		}
 	}
 	// 3. Fetch into a quarantine.
+	q.refs = listed
 	if err := q.create(); err != nil {
 		q.Discard()
 		return nil, err
@@ -423,7 +516,7 @@ func (s *Store) FetchQuarantine(ctx context.Context, r Remote, refspecs []string
 // lsRemoteBounded lists the remote refs the specs' sources match, mapped
 // to their destinations, reading git's output as a stream and stopping it
 // at the first ref past max.
-func (s *Store) lsRemoteBounded(ctx context.Context, r Remote, specs []fetchSpec, max int) (map[string]string, error) {
+func (s *Store) lsRemoteBounded(ctx context.Context, r Remote, specs []fetchSpec, max int) (listed, srcs map[string]string, err error) {
 	args := []string{"ls-remote", "--", r.URL}
 	for _, f := range specs {
 		args = append(args, f.srcPre+map[bool]string{true: "*", false: ""}[f.glob]+f.srcSuf)
@@ -435,12 +528,12 @@ func (s *Store) lsRemoteBounded(ctx context.Context, r Remote, specs []fetchSpec
 	cmd.Stderr = &limitedWriter{w: &errb, n: 64 << 10}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("git ls-remote: %w", err)
+		return nil, nil, fmt.Errorf("git ls-remote: %w", err)
 	}
-	listed := map[string]string{}
+	listed, srcs = map[string]string{}, map[string]string{}
 	var over *LimitError
 	var perr error
 	sc := bufio.NewScanner(out)
@@ -473,7 +566,7 @@ func (s *Store) lsRemoteBounded(ctx context.Context, r Remote, specs []fetchSpec
 			perr = fmt.Errorf("git ls-remote %s: two refs map to %s", QuotePath(r.URL), dst)
 			break
 		}
-		listed[dst] = id
+		listed[dst], srcs[dst] = id, ref
 	}
 	if over != nil || perr != nil {
 		cancel() // kills git's process group
@@ -482,18 +575,18 @@ func (s *Store) lsRemoteBounded(ctx context.Context, r Remote, specs []fetchSpec
 	werr := cmd.Wait()
 	switch {
 	case over != nil:
-		return nil, over
+		return nil, nil, over
 	case perr != nil:
-		return nil, perr
+		return nil, nil, perr
 	case werr != nil:
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("git ls-remote %s: %s", QuotePath(r.URL), gitMessage([]byte(errb.String()), werr))
+		return nil, nil, fmt.Errorf("git ls-remote %s: %s", QuotePath(r.URL), gitMessage([]byte(errb.String()), werr))
 	case sc.Err() != nil:
-		return nil, fmt.Errorf("git ls-remote %s: %w", QuotePath(r.URL), sc.Err())
+		return nil, nil, fmt.Errorf("git ls-remote %s: %w", QuotePath(r.URL), sc.Err())
 	}
-	return listed, nil
+	return listed, srcs, nil
 }
 
 // limitedWriter keeps the first n bytes written to it.
@@ -563,19 +656,6 @@ func (q *Quarantine) create() error {
 			return fmt.Errorf("create quarantine: %w", err)
 		}
 	}
-	// The archive's tracking refs, so git updates only what moved; refs
-	// whose objects the archive lacks would fail git's negotiation.
-	seed := map[string]string{}
-	for k, v := range q.before {
-		if q.s.odb.Has(v) {
-			seed[k] = v
-		}
-	}
-	if len(seed) > 0 {
-		if err := gitobj.WritePackedRefs(dir, seed); err != nil {
-			return fmt.Errorf("create quarantine: %w", err)
-		}
-	}
 	q.db = gitobj.NewReadOnlyDB(dir)
 	return nil
 }
@@ -605,9 +685,15 @@ func configQuote(v string) string {
 	return `"` + r.Replace(v) + `"`
 }
 
+// explicitRefs is how many refs a fetch names one by one at most.
+const explicitRefs = 256
+
 // fetch runs `git fetch` into the quarantine under the watchdog.
 func (q *Quarantine) fetch(ctx context.Context) error {
-	var args []string
+	// Everything into one pack (index-pack), never loose objects
+	// (unpack-objects): the watchdog watches one growing file, and Accept
+	// renames one pack rather than a file per object.
+	args := []string{"-c", "fetch.unpackLimit=1"}
 	if q.lim.MaxObject > 0 && q.lim.MaxObject < 512<<20 {
 		// index-pack streams blobs past the threshold instead of holding
 		// them whole: an oversized blob costs no memory before it is
@@ -618,9 +704,20 @@ func (q *Quarantine) fetch(ctx context.Context) error {
 	// its advice would fill stderr).
 	args = append(args, "-c", "advice.fetchShowForcedUpdates=false")
 	args = append(args, "fetch", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
-		"--no-auto-maintenance", "--no-show-forced-updates", "--refmap=", "--prune", "--quiet", "--", q.remote.URL)
-	for _, f := range q.specs {
-		args = append(args, f.raw)
+		"--no-auto-maintenance", "--no-show-forced-updates", "--refmap=", "--dry-run", "--quiet", "--", q.remote.URL)
+	if len(q.want) <= explicitRefs {
+		// Just the refs to fetch, by name: git then asks the remote to
+		// advertise only those (protocol v2 ref-prefix), where a pattern
+		// has it send every ref again, as many as ls-remote just listed.
+		for _, w := range q.want {
+			args = append(args, "+"+w)
+		}
+	} else {
+		// git matches each named refspec against every advertised ref:
+		// past a few hundred, the patterns are cheaper.
+		for _, f := range q.specs {
+			args = append(args, f.raw)
+		}
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -669,7 +766,12 @@ func (q *Quarantine) fetch(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("git fetch %s: %s", QuotePath(q.remote.URL), gitMessage([]byte(errb.String()), werr))
+		msg := gitMessage([]byte(errb.String()), werr)
+		if strings.Contains(errb.String(), "couldn't find remote ref") {
+			// A listed ref deleted there since.
+			return fmt.Errorf("git fetch %s: %s: %w", QuotePath(q.remote.URL), msg, ErrRemoteChanged)
+		}
+		return fmt.Errorf("git fetch %s: %s", QuotePath(q.remote.URL), msg)
 	}
 	if e := q.overLimit(); e != nil { // what git wrote after the last look
 		return e
@@ -677,37 +779,33 @@ func (q *Quarantine) fetch(ctx context.Context) error {
 	return nil
 }
 
-// usage sums the sizes of the files under the quarantine's objects/ (what
-// a fetch downloads) and counts the loose ref files under refs/, each
-// counted as the 41 bytes a ref file holds: they are not stat'ed, so that
-// a walk over thousands of refs costs a directory read, not a system call
-// per file.
-func (q *Quarantine) usage() (bytes int64, refFiles int) {
-	filepath.WalkDir(filepath.Join(q.dir, "objects"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if fi, err := d.Info(); err == nil {
-				bytes += fi.Size()
+// usage sums the sizes of the files under the quarantine's objects/: what
+// a fetch downloads. With fetch.unpackLimit=1 that is one growing
+// tmp_pack_ file in objects/pack (then the pack and its index), so a look
+// costs two directory reads and a stat per file there; loose objects, which
+// that setting should rule out, are counted all the same.
+func (q *Quarantine) usage() int64 {
+	var n int64
+	objs := filepath.Join(q.dir, "objects")
+	top, _ := os.ReadDir(objs)
+	for _, d := range top {
+		if !d.IsDir() || d.Name() == "info" {
+			continue
+		}
+		ents, _ := os.ReadDir(filepath.Join(objs, d.Name()))
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+				n += fi.Size()
 			}
 		}
-		return nil
-	})
-	filepath.WalkDir(filepath.Join(q.dir, "refs"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			refFiles++
-		}
-		return nil
-	})
-	return bytes + 41*int64(refFiles), refFiles
+	}
+	return n
 }
 
-// overLimit checks the quarantine's size and ref files against the caps.
+// overLimit checks the quarantine's size against MaxBytes.
 func (q *Quarantine) overLimit() *LimitError {
-	n, refs := q.usage()
-	if q.lim.MaxBytes >= 0 && n > q.lim.MaxBytes {
+	if n := q.usage(); q.lim.MaxBytes >= 0 && n > q.lim.MaxBytes {
 		return &LimitError{Remote: q.remote.URL, Limit: "bytes", Max: q.lim.MaxBytes, Seen: n}
-	}
-	if q.lim.MaxRefs >= 0 && refs > q.lim.MaxRefs {
-		return &LimitError{Remote: q.remote.URL, Limit: "refs", Max: int64(q.lim.MaxRefs), Seen: int64(refs)}
 	}
 	return nil
 }
@@ -715,37 +813,95 @@ func (q *Quarantine) overLimit() *LimitError {
 // check reads what the fetch left and holds it to the caps: the refs
 // under the destinations, and the size of every object the archive lacks.
 func (q *Quarantine) check() error {
-	all, err := gitobj.NewRefs(q.dir, false, 0, nil).List(TrackingPrefix)
-	if err != nil {
-		return fmt.Errorf("quarantine refs: %w", err)
-	}
-	q.refs = map[string]string{}
-	for k, v := range all {
-		if coversAny(q.specs, k) {
-			q.refs[k] = v
+	// Every listed id must have come (or be in the archive): a remote
+	// that moved a ref to another history between the listing and the
+	// fetch served something else.
+	for _, name := range sortedKeys(q.refs) {
+		if q.refs[name] != q.before[name] && !q.db.Has(q.refs[name]) {
+			return fmt.Errorf("fetch from %s: %s was listed at %s, which the fetch did not bring: %w", QuotePath(q.remote.URL), name, gitobj.Short(q.refs[name]), ErrRemoteChanged)
 		}
 	}
-	if q.lim.MaxRefs >= 0 && len(q.refs) > q.lim.MaxRefs {
-		return &LimitError{Remote: q.remote.URL, Limit: "refs", Max: int64(q.lim.MaxRefs), Seen: int64(len(q.refs))}
-	}
-	if q.lim.MaxObject < 0 {
-		return nil
-	}
+	// Sized from headers (in memory, for a pack); only an object over the
+	// limit is looked up in the archive, which may hold it already.
 	seen := map[string]bool{}
 	return q.db.ForEachOwn(func(id string) error {
-		if seen[id] || q.s.odb.Has(id) {
+		if seen[id] {
 			return nil
 		}
 		seen[id] = true
+		if !q.db.InPacks(id) {
+			q.loose = true
+		}
+		if q.lim.MaxObject < 0 {
+			return nil
+		}
 		_, n, err := q.db.Info(id)
 		if err != nil {
 			return fmt.Errorf("quarantine: %w", err)
 		}
-		if n > q.lim.MaxObject {
-			return &LimitError{Remote: q.remote.URL, Limit: "object", Max: q.lim.MaxObject, Seen: n, Object: id}
+		if n > q.lim.MaxObject && !q.s.odb.Has(id) {
+			return &LimitError{Remote: q.remote.URL, Limit: "object", Max: q.lim.MaxObject, Seen: n, Object: id, Refs: q.reaching(id)}
 		}
 		return nil
 	})
+}
+
+// holds reports whether the quarantine's own directory holds id: its
+// pack, looked up in memory, and loose objects only if it has any.
+func (q *Quarantine) holds(id string) bool {
+	if q.db.InPacks(id) {
+		return true
+	}
+	return q.loose && q.db.HasOwn(id)
+}
+
+// reaching returns the fetched refs whose history holds id (walking only
+// objects the archive lacks), sorted: which refs an alarm is about.
+func (q *Quarantine) reaching(id string) []string {
+	var out []string
+	for _, name := range sortedKeys(q.refs) {
+		seen := map[string]bool{}
+		stack := []string{q.refs[name]}
+		for len(stack) > 0 {
+			cur := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if cur == id {
+				out = append(out, name)
+				break
+			}
+			if seen[cur] || !q.holds(cur) {
+				continue
+			}
+			seen[cur] = true
+			typ, _, err := q.db.Info(cur)
+			if err != nil || typ == "blob" {
+				continue
+			}
+			_, body, err := q.db.Read(cur)
+			if err != nil {
+				continue
+			}
+			switch typ {
+			case "commit":
+				if c, err := gitobj.ParseCommit(body); err == nil {
+					stack = append(append(stack, c.Tree), c.Parents...)
+				}
+			case "tree":
+				if ents, err := gitobj.ParseTree(body); err == nil {
+					for _, e := range ents {
+						if e.Mode != "160000" {
+							stack = append(stack, e.ID)
+						}
+					}
+				}
+			case "tag":
+				if t, err := gitobj.ParseTag(body); err == nil {
+					stack = append(stack, t.Object)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Accept moves into the archive exactly the objects reachable from the
@@ -785,9 +941,20 @@ func (q *Quarantine) accept(ctx context.Context, refs, gone map[string]string) e
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	cur, err := q.tracking()
+	if err != nil {
+		return err
+	}
+	// Only refs that move need objects (the others' are the archive's).
+	var moving []string
+	for _, n := range names {
+		if cur[n] != refs[n] {
+			moving = append(moving, n)
+		}
+	}
 	if q.dir != "" {
-		ids := make([]string, 0, len(names))
-		for _, n := range names {
+		ids := make([]string, 0, len(moving))
+		for _, n := range moving {
 			ids = append(ids, refs[n])
 		}
 		moved, err := q.moveObjects(ctx, ids)
@@ -798,27 +965,15 @@ func (q *Quarantine) accept(ctx context.Context, refs, gone map[string]string) e
 			defer q.s.autoMaintenance(ctx, q.remote)
 		}
 	} else {
-		for _, n := range names {
+		for _, n := range moving {
 			if !q.s.odb.Has(refs[n]) {
 				return fmt.Errorf("accept %s: %s is not in the archive: %w", n, gitobj.Short(refs[n]), ErrObjectMissing)
 			}
 		}
 	}
-	cur := map[string]string{}
-	for _, f := range q.specs {
-		have, err := q.s.refs.List(f.dstPrefix())
-		if err != nil {
-			return err
-		}
-		for k, v := range have {
-			cur[k] = v
-		}
-	}
 	var ups []gitobj.RefUpdate
-	for _, n := range names {
-		if cur[n] != refs[n] {
-			ups = append(ups, gitobj.RefUpdate{Name: n, Old: q.before[n], New: refs[n]})
-		}
+	for _, n := range moving {
+		ups = append(ups, gitobj.RefUpdate{Name: n, Old: q.before[n], New: refs[n]})
 	}
 	for n, old := range gone {
 		if !coversAny(q.specs, n) || !gitobj.IsID(old) {
@@ -852,17 +1007,26 @@ func (s *Store) updateTrackingRefs(ctx context.Context, ups []gitobj.RefUpdate) 
 		}
 		errs = res
 	} else {
-		for _, u := range ups {
-			lk, err := s.refs.Acquire(ctx, u.Name)
-			if err == nil {
-				if u.New == "" {
-					err = lk.Delete(ctx, u.Old)
-				} else {
-					err = lk.Commit(u.Old, u.New)
+		// One loose file each, fsynced concurrently (the disk commits
+		// them together) rather than one after the other.
+		errs = make([]error, len(ups))
+		var wg sync.WaitGroup
+		for i, u := range ups {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lk, err := s.refs.Acquire(ctx, u.Name)
+				if err == nil {
+					if u.New == "" {
+						err = lk.Delete(ctx, u.Old)
+					} else {
+						err = lk.Commit(u.Old, u.New)
+					}
 				}
-			}
-			errs = append(errs, err)
+				errs[i] = err
+			}()
 		}
+		wg.Wait()
 	}
 	return errors.Join(errs...)
 }
@@ -913,10 +1077,10 @@ func (q *Quarantine) moveObjects(ctx context.Context, ids []string) (bool, error
 			continue
 		}
 		seen[it.id] = true
-		if arch.Has(it.id) {
-			continue // in the archive, with its history (as git assumes of what it has)
-		}
-		if !q.db.HasOwn(it.id) {
+		if !q.holds(it.id) {
+			if arch.Has(it.id) {
+				continue // in the archive, with its history (as git assumes of what it has)
+			}
 			return false, fmt.Errorf("accept: %s is neither fetched nor in the archive: %w", gitobj.Short(it.id), ErrObjectMissing)
 		}
 		if it.blob {
@@ -1017,14 +1181,46 @@ var errStopWalk = errors.New("stop")
 // a fetch brought objects, as `git fetch` into the archive did (with
 // maintenance.auto false, not at all): the quarantine's own fetch runs
 // without it, and an embedded archive sees no other git command that
-// would pack its loose objects. gc.auto's thresholds decide whether
-// anything is done (usually nothing, in a few milliseconds), and a gc it
-// starts detaches itself.
+// would pack its loose objects. git is started only when gc --auto's own
+// thresholds are passed (gc.auto loose objects, estimated from objects/17
+// as git does, or gc.autoPackLimit packs): the usual sync pays a directory
+// read, not a process. A gc it starts detaches itself.
 func (s *Store) autoMaintenance(ctx context.Context, r Remote) {
+	cfgInt := func(key string, def int) int {
+		if v := s.cfg.Get(key); v != "" {
+			if n, err := strconv.Atoi(v); err == nil {
+				return n
+			}
+		}
+		return def
+	}
 	if v := s.cfg.Get("maintenance.auto"); v != "" {
 		if on, err := parseBool(v); err == nil && !on {
 			return
 		}
+	}
+	loose, packs := cfgInt("gc.auto", 6700), cfgInt("gc.autoPackLimit", 50)
+	if loose <= 0 {
+		return
+	}
+	objs := filepath.Join(s.loc.CommonDir, "objects")
+	need := false
+	if ents, err := os.ReadDir(filepath.Join(objs, "17")); err == nil {
+		n := 0
+		for _, e := range ents {
+			if len(e.Name()) == 38 {
+				n++
+			}
+		}
+		need = n > (loose+255)/256
+	}
+	if !need && packs > 0 {
+		if idx, err := filepath.Glob(filepath.Join(objs, "pack", "pack-*.idx")); err == nil {
+			need = len(idx) > packs
+		}
+	}
+	if !need {
+		return
 	}
 	cmd := s.git(ctx, r, "maintenance", "run", "--auto", "--quiet")
 	var errb strings.Builder

@@ -84,6 +84,29 @@ func (p *qPeer) push() {
 	itGit(p.t, p.repo, "push", "-q", "--prune", p.remote, "+refs/lossless/*:refs/lossless/*", "+refs/lossless-anchor/*:refs/lossless-anchor/*")
 }
 
+// qJunkRefs creates n refs <prefix>NNN in repo, each naming a commit of
+// its own (one git fast-import), and returns their ids in order.
+func qJunkRefs(t testing.TB, repo, prefix string, n int) []string {
+	t.Helper()
+	var in strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&in, "commit %s%03d\ncommitter x <x@example.invalid> 1700000000 +0000\ndata <<EOF\n%s %d\nEOF\n\n", prefix, i, prefix, i)
+	}
+	itGitIn(t, repo, []byte(in.String()), "fast-import", "--quiet")
+	// Sorted by name, which the zero-padded numbers keep in order.
+	dir := prefix[:strings.LastIndexByte(prefix, '/')+1]
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(itGit(t, repo, "for-each-ref", "--format=%(objectname) %(refname)", dir)), "\n") {
+		if id, name, _ := strings.Cut(l, " "); strings.HasPrefix(name, prefix) {
+			out = append(out, id)
+		}
+	}
+	if len(out) != n {
+		t.Fatalf("fast-import made %d refs, want %d", len(out), n)
+	}
+	return out
+}
+
 // qArchive opens a fresh archive.
 func qArchive(t testing.TB) (*Store, string) {
 	t.Helper()
@@ -309,8 +332,25 @@ func TestQuarantineMaxRefs(t *testing.T) {
 	if got := qTracking(t, repo); len(got) != 0 {
 		t.Fatalf("tracking refs: %v", got)
 	}
-	// At the cap it goes through.
-	q, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{MaxRefs: 61})
+	// Set in git config, the cap applies to a zero FetchLimits.
+	itGit(t, repo, "config", "lossless.fetchMaxRefs", "20")
+	withConfig, err := OpenDir(repo, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := withConfig.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{}); !errors.As(err, &le) || le.Limit != "refs" || le.Max != 20 {
+		t.Fatalf("with lossless.fetchMaxRefs=20: %v", err)
+	}
+	itGit(t, repo, "config", "--unset", "lossless.fetchMaxRefs")
+	// Refs the archive does not hold yet count against MaxNewRefs.
+	if _, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{MaxNewRefs: 10}); !errors.As(err, &le) || le.Limit != "new-refs" || le.Max != 10 || le.Seen != 61 {
+		t.Fatalf("err = %v, want a new-refs LimitError (max 10, seen 61)", err)
+	}
+	if after := qObjectState(t, repo); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("objects changed: %+v -> %+v", before, after)
+	}
+	// At the caps it goes through.
+	q, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{MaxRefs: 61, MaxNewRefs: 61})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,6 +358,22 @@ func TestQuarantineMaxRefs(t *testing.T) {
 	if len(q.Refs()) != 61 {
 		t.Fatalf("%d refs, want 61", len(q.Refs()))
 	}
+	if err := q.AcceptAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q.Discard()
+	// Once they are here, only what moves counts as new.
+	stdin.Reset()
+	for i := 0; i < 5; i++ {
+		fmt.Fprintf(&stdin, "create %smore-%d %s\n", RefPrefix, i, seed)
+	}
+	itGitIn(t, peer.repo, []byte(stdin.String()), "update-ref", "--stdin")
+	peer.push()
+	q, err = s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{MaxNewRefs: 5})
+	if err != nil {
+		t.Fatalf("5 new refs of 66 under MaxNewRefs 5: %v", err)
+	}
+	q.Discard()
 }
 
 // qBigBlobRemote makes a bare remote whose checkpoint ref names a commit
@@ -364,8 +420,8 @@ func TestQuarantineBigBlob(t *testing.T) {
 			if !errors.As(err, &le) || le.Limit != tc.limit {
 				t.Fatalf("err = %v, want a %s LimitError", err, tc.limit)
 			}
-			if tc.limit == "object" && (le.Object != blob || le.Seen != 60_000_000) {
-				t.Fatalf("limit error names %s of %d bytes, want %s of 60000000", le.Object, le.Seen, blob)
+			if tc.limit == "object" && (le.Object != blob || le.Seen != 60_000_000 || fmt.Sprint(le.Refs) != "["+TrackingPrefix+"r1/incoming/anchor/m/big]") {
+				t.Fatalf("limit error names %s of %d bytes in %v, want %s of 60000000 in the checkpoint ref", le.Object, le.Seen, le.Refs, blob)
 			}
 			after := qObjectState(t, repo)
 			if after.bytes-before.bytes > 4096 || fmt.Sprint(after.packs) != fmt.Sprint(before.packs) || after.count != before.count {
@@ -461,7 +517,7 @@ func TestQuarantinePartialAccept(t *testing.T) {
 // (time, peak RSS): with LOSSLESS_QUARANTINE_DRIVER set to a remote, it
 // fetches everything sync fetches from it into a fresh archive through
 // the quarantine, with the limits of LOSSLESS_QUARANTINE_LIMITS
-// ("refs,bytes,object"; empty: the defaults), accepts it all, and prints
+// ("refs,new-refs,bytes,object"; empty: the defaults), accepts it all, and prints
 // the outcome. Run it as
 //
 //	go test -c -o /tmp/gs.test ./gitstore
@@ -473,7 +529,7 @@ func TestQuarantineDriver(t *testing.T) {
 	}
 	var lim FetchLimits
 	if v := os.Getenv("LOSSLESS_QUARANTINE_LIMITS"); v != "" {
-		if _, err := fmt.Sscanf(v, "%d,%d,%d", &lim.MaxRefs, &lim.MaxBytes, &lim.MaxObject); err != nil {
+		if _, err := fmt.Sscanf(v, "%d,%d,%d,%d", &lim.MaxRefs, &lim.MaxNewRefs, &lim.MaxBytes, &lim.MaxObject); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -649,46 +705,93 @@ func qUploadPackScript(t testing.TB, body string) string {
 	return p
 }
 
-// TestQuarantineToctouRefFlood: a remote that lists few refs to ls-remote
-// and then serves many to the fetch is refused all the same (the refs are
-// counted again during and after the fetch), and nothing is left.
+// TestQuarantineToctouRefFlood: a remote that lists some refs to
+// ls-remote and then serves many more to the fetch gets only the listed
+// refs accepted (git writes no ref of the fetch: the listing is the only
+// source of names and ids). With a few refs to fetch, git asks for those
+// by name and the rest is never sent; with more than explicitRefs, it asks
+// by pattern, and the junk that comes stays in the quarantine and is
+// deleted with it. When what it serves lacks what it listed, the fetch
+// fails with ErrRemoteChanged and nothing is left.
 func TestQuarantineToctouRefFlood(t *testing.T) {
 	ctx := context.Background()
-	few, many := newQPeer(t), newQPeer(t)
-	few.add("w", 1, 100)
-	few.push()
-	many.add("seed", 1, 100)
-	var stdin strings.Builder
-	for i := 0; i < 100; i++ {
-		c := strings.TrimSpace(itGitIn(t, many.repo, []byte(fmt.Sprintf("junk %d\n", i)), "commit-tree", strings.TrimSpace(itGit(t, many.repo, "rev-parse", RefPrefix+"seed^{tree}"))))
-		fmt.Fprintf(&stdin, "create %sjunk-%03d %s\n", RefPrefix, i, c)
-	}
-	itGitIn(t, many.repo, []byte(stdin.String()), "update-ref", "--stdin")
-	many.push()
-	counter := filepath.Join(t.TempDir(), "n")
-	script := qUploadPackScript(t, fmt.Sprintf(`n=$(cat %[1]q 2>/dev/null || echo 0); echo $((n+1)) > %[1]q
+	for _, tc := range []struct {
+		listed     int
+		withListed bool
+	}{{1, true}, {explicitRefs + 40, true}, {1, false}} {
+		t.Run(fmt.Sprintf("listed=%d/serves-the-listed=%v", tc.listed, tc.withListed), func(t *testing.T) {
+			few := newQPeer(t)
+			few.add("seed", 1, 100)
+			if tc.listed > 1 {
+				qJunkRefs(t, few.repo, RefPrefix+"listed-", tc.listed-1)
+			}
+			few.push()
+			many := newQPeer(t)
+			many.add("other", 1, 100)
+			junk := qJunkRefs(t, many.repo, RefPrefix+"junk-", 100)
+			many.push()
+			if tc.withListed {
+				itGit(t, few.repo, "push", "-q", many.remote, "refs/lossless/*:refs/lossless/*")
+			}
+			counter := filepath.Join(t.TempDir(), "n")
+			script := qUploadPackScript(t, fmt.Sprintf(`n=$(cat %[1]q 2>/dev/null || echo 0); echo $((n+1)) > %[1]q
 if [ "$n" = 0 ]; then exec git-upload-pack %[2]q; fi
 exec git-upload-pack %[3]q
 `, counter, few.remote, many.remote))
-	s, repo := qArchive(t)
-	itGit(t, repo, "config", "remote.flip.url", few.remote)
-	itGit(t, repo, "config", "remote.flip.uploadpack", script)
-	before := qObjectState(t, repo)
-	_, err := s.FetchQuarantine(ctx, Remote{URL: "flip"}, qSpecs("r1"), FetchLimits{MaxRefs: 20})
-	var le *LimitError
-	if !errors.As(err, &le) || le.Limit != "refs" {
-		t.Fatalf("err = %v, want a refs LimitError", err)
+			s, repo := qArchive(t)
+			itGit(t, repo, "config", "remote.flip.url", few.remote)
+			itGit(t, repo, "config", "remote.flip.uploadpack", script)
+			before := qObjectState(t, repo)
+			lim := FetchLimits{MaxRefs: tc.listed, MaxNewRefs: tc.listed}
+			q, err := s.FetchQuarantine(ctx, Remote{URL: "flip"}, qSpecs("r1"), lim)
+			if n, _ := os.ReadFile(counter); strings.TrimSpace(string(n)) != "2" {
+				t.Fatalf("upload-pack ran %q times, want 2 (ls-remote, then the fetch)", n)
+			}
+			if !tc.withListed {
+				if !errors.Is(err, ErrRemoteChanged) {
+					t.Fatalf("err = %v, want ErrRemoteChanged", err)
+				}
+				if after := qObjectState(t, repo); fmt.Sprint(after) != fmt.Sprint(before) {
+					t.Fatalf("objects changed: %+v -> %+v", before, after)
+				}
+				if got := qTracking(t, repo); len(got) != 0 {
+					t.Fatalf("tracking refs: %v", got)
+				}
+				qNoQuarantine(t, s)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{}
+			for _, l := range strings.Split(strings.TrimSpace(itGit(t, few.remote, "for-each-ref", "--format=%(objectname) %(refname)", RefPrefix)), "\n") {
+				id, name, _ := strings.Cut(l, " ")
+				want[TrackingPrefix+"r1/lossless/"+strings.TrimPrefix(name, RefPrefix)] = id
+			}
+			if fmt.Sprint(q.Refs()) != fmt.Sprint(want) {
+				t.Fatalf("%d refs, want only the %d listed", len(q.Refs()), len(want))
+			}
+			if err := q.AcceptAll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			q.Discard()
+			for _, id := range want {
+				if !qHas(repo, id) {
+					t.Fatalf("listed commit %s is missing", id)
+				}
+			}
+			for _, id := range junk {
+				if qHas(repo, id) {
+					t.Fatalf("junk commit %s reached the archive", id)
+				}
+			}
+			if got := qTracking(t, repo); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("tracking refs: %d, want %d", len(got), len(want))
+			}
+			itFsck(t, repo)
+			qNoQuarantine(t, s)
+		})
 	}
-	if n, _ := os.ReadFile(counter); strings.TrimSpace(string(n)) != "2" {
-		t.Fatalf("upload-pack ran %q times, want 2 (ls-remote, then the fetch)", n)
-	}
-	if after := qObjectState(t, repo); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Fatalf("objects changed: %+v -> %+v", before, after)
-	}
-	if got := qTracking(t, repo); len(got) != 0 {
-		t.Fatalf("tracking refs: %v", got)
-	}
-	qNoQuarantine(t, s)
 }
 
 // qChildEnv switches the test binary into a process that fetches
@@ -702,7 +805,40 @@ func qChildMain() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	q, err := s.FetchQuarantine(context.Background(), Remote{URL: os.Getenv("GITSTORE_Q_REMOTE")}, qSpecs("r1"), FetchLimits{})
+	ctx := context.Background()
+	r := Remote{URL: os.Getenv("GITSTORE_Q_REMOTE")}
+	switch mode := os.Getenv("GITSTORE_Q_MODE"); mode {
+	case "old", "new", "accept":
+		// A measurement (BenchmarkQuarantineHostile): the outcome on
+		// stdout, for the parent, which measures time and memory.
+		if mode == "old" {
+			err = s.Fetch(ctx, r, qSpecs("r1"), true)
+		} else {
+			var q *Quarantine
+			if q, err = s.FetchQuarantine(ctx, r, qSpecs("r1"), FetchLimits{}); err == nil {
+				if mode == "accept" {
+					err = q.AcceptAll(ctx)
+				}
+				q.Discard() // "new": the caller refuses what came
+			}
+		}
+		// Peak memory: this process's own high-water mark (a child's
+		// rusage would start from its parent's, whose memory it shared
+		// until exec) and its git children's.
+		var kids syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+		hwm := int64(0)
+		if b, err := os.ReadFile("/proc/self/status"); err == nil {
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+					fmt.Sscanf(strings.TrimSpace(v), "%d", &hwm)
+				}
+			}
+		}
+		fmt.Printf("peak-kb %d\n%v\n", max(hwm, kids.Maxrss), err)
+		return 0
+	}
+	q, err := s.FetchQuarantine(ctx, r, qSpecs("r1"), FetchLimits{})
 	fmt.Fprintln(os.Stderr, "the fetch returned, and was to hang:", err)
 	if q != nil {
 		q.Discard()
@@ -848,21 +984,17 @@ func qProcessesOn(dir string) int {
 	return n
 }
 
-// TestQuarantineManyRefs: more refs than go loose (packedUpdates) are
-// accepted as one packed-refs rewrite, and pruned the same way: git reads
+// TestQuarantineManyRefs: more refs than go loose (packedUpdates), and
+// more than a fetch names one by one (explicitRefs), are fetched by
+// pattern and accepted as one packed-refs rewrite, and pruned the same
+// way: git reads
 // the tracking refs exactly as the remote has them, before and after the
 // remote loses most of them, and fsck is clean.
 func TestQuarantineManyRefs(t *testing.T) {
 	ctx := context.Background()
 	peer := newQPeer(t)
-	peer.add("seed", 1, 100)
-	tree := strings.TrimSpace(itGit(t, peer.repo, "rev-parse", RefPrefix+"seed^{tree}"))
+	qJunkRefs(t, peer.repo, RefPrefix+"w-", explicitRefs+2*packedUpdates)
 	var stdin strings.Builder
-	for i := 0; i < 3*packedUpdates; i++ {
-		c := strings.TrimSpace(itGitIn(t, peer.repo, []byte(fmt.Sprintf("ref %d\n", i)), "commit-tree", tree))
-		fmt.Fprintf(&stdin, "create %sw-%03d %s\n", RefPrefix, i, c)
-	}
-	itGitIn(t, peer.repo, []byte(stdin.String()), "update-ref", "--stdin")
 	peer.push()
 	s, repo := qArchive(t)
 	check := func() {

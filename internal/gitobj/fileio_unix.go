@@ -109,3 +109,11 @@ func TryLockFile(path string) (unlock func(), ok bool) {
 	}
 	return func() { f.Close() }, true // closing the descriptor releases the lock
 }
+
+// fileIno is a file's inode number (0 when unknown).
+func fileIno(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
+}

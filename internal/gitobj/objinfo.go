@@ -23,15 +23,38 @@ import (
 )
 
 // HasOwn reports whether the DB's own directory holds id, loose or packed
-// (its alternates are not asked).
+// (its alternates are not asked). The packs listed already are asked
+// first (a lookup in memory), then the loose file, then the packs listed
+// again if the directory changed: a walk over thousands of objects pays a
+// system call only for those in no pack it knows.
 func (db *DB) HasOwn(id string) bool {
 	if !IsID(id) {
 		return false
+	}
+	if db.InPacks(id) {
+		return true
 	}
 	if _, err := os.Stat(db.LoosePath(id)); err == nil {
 		return true
 	}
 	return db.HasPacked(id)
+}
+
+// InPacks reports whether a pack of the DB's own directory, as listed
+// when first asked (never listed again), holds id: a lookup in memory, for
+// a directory nothing else writes to once it is read (a fetch
+// quarantine), or as a first, cheap look.
+func (db *DB) InPacks(id string) bool {
+	var raw [20]byte
+	if _, err := hex.Decode(raw[:], []byte(id)); err != nil {
+		return false
+	}
+	for _, p := range db.native.packs(listCached).packs {
+		if _, found, err := p.lookup(raw); err == nil && found {
+			return true
+		}
+	}
+	return false
 }
 
 // Has reports whether id can be read: from the DB's own directory or from
@@ -402,6 +425,8 @@ func (db *DB) MoveOwnTo(dst *DB) error {
 	if err != nil {
 		return fmt.Errorf("list objects: %w", err)
 	}
+	var linked []string
+	dirs := map[string]bool{}
 	for _, d := range fan {
 		if !d.IsDir() || len(d.Name()) != 2 || !isHex(d.Name()) {
 			continue
@@ -410,7 +435,6 @@ func (db *DB) MoveOwnTo(dst *DB) error {
 		if err != nil {
 			return fmt.Errorf("list objects: %w", err)
 		}
-		made := false
 		for _, o := range objs {
 			if !IsID(d.Name()+o.Name()) || !o.Type().IsRegular() {
 				continue
@@ -419,20 +443,29 @@ func (db *DB) MoveOwnTo(dst *DB) error {
 			if _, err := os.Stat(to); err == nil {
 				continue
 			}
-			if !made {
+			if !dirs[d.Name()] {
 				if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 					return fmt.Errorf("create object dir: %w", err)
 				}
-				made = true
+				dirs[d.Name()] = true
 			}
-			// Linked, not renamed over: an object another process stored
-			// meanwhile is kept as it is, as git does.
-			if err := moveFile(filepath.Join(db.dir, d.Name(), o.Name()), to, dst.fsync, true); err != nil {
+			// Renamed (checked absent first: an object stored meanwhile
+			// has the same content under the same name); made durable
+			// below, all at once.
+			if err := moveFile(filepath.Join(db.dir, d.Name(), o.Name()), to, false, false); err != nil {
 				return fmt.Errorf("move object %s: %w", d.Name()+o.Name(), err)
 			}
+			linked = append(linked, to)
 		}
-		if made && dst.fsync {
-			if err := syncDir(filepath.Join(dst.dir, d.Name())); err != nil {
+	}
+	if dst.fsync {
+		// Concurrent fsyncs commit together (DB.Flush): one disk flush's
+		// wait for the lot, not one per object.
+		if err := dst.Flush(linked); err != nil {
+			return err
+		}
+		for d := range dirs {
+			if err := syncDir(filepath.Join(dst.dir, d)); err != nil {
 				return fmt.Errorf("fsync object dir: %w", err)
 			}
 		}

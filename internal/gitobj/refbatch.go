@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -65,8 +66,13 @@ func (r *Refs) UpdatePacked(ctx context.Context, ups []RefUpdate, peel func(id s
 			}
 		}
 	}()
+	made := map[string]bool{}
 	for _, i := range order {
-		l, err := r.Acquire(ctx, ups[i].Name)
+		l, err := r.lockDirect(ups[i].Name, made)
+		if err != nil {
+			// Held (or no way to create it directly): wait as Acquire does.
+			l, err = r.Acquire(ctx, ups[i].Name)
+		}
 		if err != nil {
 			res[i] = err
 			continue
@@ -78,7 +84,7 @@ func (r *Refs) UpdatePacked(ctx context.Context, ups []RefUpdate, peel func(id s
 		return nil, err
 	}
 	defer plk.Release()
-	packed, err := r.Packed()
+	packed, err := r.packed()
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +129,35 @@ func (r *Refs) UpdatePacked(ctx context.Context, ups []RefUpdate, peel func(id s
 		}
 	}
 	return res, nil
+}
+
+// lockDirect takes name's lock by creating <ref>.lock exclusively and
+// writing the pid into it: a third of Acquire's file operations (no
+// temporary file to link), which thousands of refs notice. The lock is
+// empty for the instant between the two steps; a process killed there
+// leaves a lock judged stale by its age alone (StaleLockAge), as any
+// foreign lock is. made remembers the directories known to exist.
+func (r *Refs) lockDirect(name string, made map[string]bool) (*Lock, error) {
+	p := r.path(name) + ".lock"
+	if d := filepath.Dir(p); !made[d] {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		made[d] = true
+	}
+	f, err := OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write([]byte(pidPrefix + strconv.Itoa(os.Getpid()) + "\n"))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(p)
+		return nil, err
+	}
+	return &Lock{r: r, name: name, path: p}, nil
 }
 
 // readLoose returns a loose ref's value, "" when there is no loose file.

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +62,8 @@ type Refs struct {
 	readOnly bool
 	covers   func(name string) bool
 	over     map[string]string
+
+	cache *packedCache // shared by the views of one Refs
 }
 
 // View returns a read-only copy of r: every update is refused with
@@ -72,7 +73,7 @@ type Refs struct {
 // accepted. covers nil: the files as they are.
 func (r *Refs) View(covers func(name string) bool, over map[string]string) *Refs {
 	return &Refs{gitDir: r.gitDir, fsync: r.fsync, staleAge: r.staleAge, warn: r.warn,
-		readOnly: true, covers: covers, over: over}
+		readOnly: true, covers: covers, over: over, cache: r.cache}
 }
 
 // NewRefs returns the refs of the repository whose common dir is gitDir.
@@ -83,7 +84,7 @@ func NewRefs(gitDir string, fsync bool, staleAge time.Duration, warn func(string
 	if warn == nil {
 		warn = func(string) {}
 	}
-	return &Refs{gitDir: gitDir, fsync: fsync, staleAge: staleAge, warn: warn}
+	return &Refs{gitDir: gitDir, fsync: fsync, staleAge: staleAge, warn: warn, cache: new(packedCache)}
 }
 
 // StaleLockAge is how old a foreign lock must be before we remove it: far
@@ -143,7 +144,7 @@ func (r *Refs) Read(name string) (string, error) {
 		}
 		return v, nil
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR):
-		packed, err := r.Packed()
+		packed, err := r.packed()
 		if err != nil {
 			return "", err
 		}
@@ -166,9 +167,53 @@ func IsID(s string) bool {
 	return true
 }
 
-// packed parses packed-refs (missing file: none).
+// Packed parses packed-refs (missing file: none) into a map the caller
+// may change.
 func (r *Refs) Packed() (map[string]string, error) {
-	b, err := os.ReadFile(filepath.Join(r.gitDir, "packed-refs"))
+	m, err := r.packed()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// packedCache is the last parse of packed-refs, valid while the file has
+// the same inode, size and modification time: every writer (git, and
+// rewritePacked) replaces the file by a rename, so a new content is a new
+// inode. An archive with tens of thousands of tracking refs would
+// otherwise parse megabytes on every ref read that misses a loose file.
+type packedCache struct {
+	mu    sync.Mutex
+	ino   uint64
+	size  int64
+	mtime time.Time
+	refs  map[string]string
+}
+
+// packed returns packed-refs parsed, shared: callers must not change it.
+func (r *Refs) packed() (map[string]string, error) {
+	p := filepath.Join(r.gitDir, "packed-refs")
+	st, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read packed-refs: %w", err)
+	}
+	ino := fileIno(st)
+	c := r.cache
+	c.mu.Lock()
+	if c.refs != nil && ino != 0 && c.ino == ino && c.size == st.Size() && c.mtime.Equal(st.ModTime()) {
+		m := c.refs
+		c.mu.Unlock()
+		return m, nil
+	}
+	c.mu.Unlock()
+	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]string{}, nil
 	}
@@ -188,19 +233,30 @@ func (r *Refs) Packed() (map[string]string, error) {
 			out[name] = id
 		}
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	// Cached only when the file read is the one stat'ed (same size; a
+	// rename in between leaves a new inode the next stat sees).
+	if st2, err := os.Stat(p); err == nil && fileIno(st2) == ino && st2.Size() == int64(len(b)) && st2.ModTime().Equal(st.ModTime()) {
+		c.mu.Lock()
+		c.ino, c.size, c.mtime, c.refs = ino, st.Size(), st.ModTime(), out
+		c.mu.Unlock()
+	}
+	return out, nil
 }
 
 // list returns every ref under prefix (e.g. "refs/lossless/"), loose values
 // overriding packed ones, as git resolves them.
 func (r *Refs) List(prefix string) (map[string]string, error) {
-	out, err := r.Packed()
+	packed, err := r.packed()
 	if err != nil {
 		return nil, err
 	}
-	for k := range out {
-		if !strings.HasPrefix(k, prefix) {
-			delete(out, k)
+	out := map[string]string{}
+	for k, v := range packed {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = v
 		}
 	}
 	root := r.path(prefix)
@@ -419,7 +475,7 @@ func (l *Lock) Delete(ctx context.Context, old string) error {
 	if cur != old {
 		return fmt.Errorf("%w: %s is %s, expected %s", ErrRefChanged, l.name, Short(cur), Short(old))
 	}
-	packed, err := l.r.Packed()
+	packed, err := l.r.packed()
 	if err != nil {
 		return err
 	}
@@ -451,26 +507,6 @@ func (r *Refs) removePacked(ctx context.Context, name string) error {
 	}
 	defer lk.Release()
 	return r.rewritePacked(map[string]string{name: ""}, nil)
-}
-
-// WritePackedRefs writes refs as the packed-refs file of a repository
-// being created (nobody else uses it yet, so no lock is taken), sorted as
-// git writes it. Existing content is replaced.
-func WritePackedRefs(gitDir string, refs map[string]string) error {
-	names := make([]string, 0, len(refs))
-	for n, id := range refs {
-		if !IsID(id) || strings.ContainsAny(n, " \n\x00") || !strings.HasPrefix(n, "refs/") {
-			return fmt.Errorf("packed ref %q -> %q: not a ref and an id", n, id)
-		}
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var b bytes.Buffer
-	b.WriteString("# pack-refs with: sorted \n")
-	for _, n := range names {
-		b.WriteString(refs[n] + " " + n + "\n")
-	}
-	return WriteFile(filepath.Join(gitDir, "packed-refs"), b.Bytes(), 0o600)
 }
 
 func Short(id string) string {
