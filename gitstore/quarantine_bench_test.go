@@ -288,7 +288,8 @@ func qHostileRemote(b *testing.B, checkpoints, writers, big int, random bool) st
 // wall time, the peak RSS of the process and its git children, and what
 // is left in the archive's object directory (MB) afterwards. "old" is
 // Fetch; "new" FetchQuarantine with the default limits and Discard (the
-// caller refusing whatever came). The remotes:
+// caller refusing whatever came); "accept" FetchQuarantine and
+// AcceptAll. The remotes:
 //
 //   - issue: the hostile run's: 5,000 junk checkpoint refs, 3,000 junk
 //     writer refs and a 60 MB checkpoint blob;
@@ -312,7 +313,11 @@ func BenchmarkQuarantineHostile(b *testing.B) {
 		{"object", testkit.ServeDaemon(b, qHostileRemote(b, 0, 0, 60_000_000, false))},
 	}
 	for _, rm := range remotes {
-		for _, mode := range []string{"old", "new"} {
+		modes := []string{"old", "new"}
+		if rm.name == "new-refs-at-cap" {
+			modes = append(modes, "accept") // and everything accepted
+		}
+		for _, mode := range modes {
 			b.Run(rm.name+"/"+mode, func(b *testing.B) {
 				var wall time.Duration
 				var peak, left int64

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -1065,4 +1066,52 @@ func TestDeleteTrackingRef(t *testing.T) {
 		t.Fatal("the writer's ref moved")
 	}
 	itFsck(t, repo)
+}
+
+// TestQuarantineUsersGit: the quarantine's git is the user's, configured
+// as for the archive: a remote named in the archive's config, reached
+// over HTTP behind basic authentication through the credential helper
+// and an insteadOf rewrite set there (the quarantine includes the
+// archive's config), and a wrong password fails with git's message and
+// leaves nothing.
+func TestQuarantineUsersGit(t *testing.T) {
+	ctx := context.Background()
+	peer := newQPeer(t)
+	blobs := peer.add("w1", 2, 500)
+	peer.push()
+	url := testkit.ServeHTTPAuth(t, peer.remote, "alice", "s3cret pass")
+	s, repo := qArchive(t)
+	itGit(t, repo, "config", "url."+url+".insteadOf", "lossless-test:")
+	itGit(t, repo, "config", "remote.team.url", "lossless-test:")
+	itGit(t, repo, "config", "credential.helper", testkit.CredentialHelper("alice", "s3cret pass"))
+	s, err := OpenDir(repo, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := s.FetchQuarantine(ctx, Remote{URL: "team"}, qSpecs("r1"), FetchLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Discard()
+	if err := q.AcceptAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q.Discard()
+	for _, id := range blobs {
+		if !qHas(repo, id) {
+			t.Fatalf("blob %s missing", id)
+		}
+	}
+	itGit(t, repo, "config", "credential.helper", testkit.CredentialHelper("alice", "wrong"))
+	peer.add("w1", 1, 100)
+	peer.push()
+	before := qObjectState(t, repo)
+	s, _ = OpenDir(repo, Options{})
+	if _, err := s.FetchQuarantine(ctx, Remote{URL: "team"}, qSpecs("r1"), FetchLimits{}); err == nil || !strings.Contains(err.Error(), "git ls-remote") {
+		t.Fatalf("with a wrong password: %v", err)
+	}
+	if after := qObjectState(t, repo); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("objects changed: %+v -> %+v", before, after)
+	}
+	qNoQuarantine(t, s)
 }

@@ -421,6 +421,11 @@ func (s *Store) HeadOf(id string) (seq int64, seal string, err error) {
 // prune, DST refs the remote no longer has are removed by git, so the
 // tracking namespace mirrors the remote. No tags are fetched beyond the
 // refspecs, no FETCH_HEAD is written.
+//
+// Nothing here bounds what the remote sends, and it lands in the archive
+// before anyone looked at it: FetchQuarantine (quarantine.go) is the
+// bounded way, and Quarantine.AcceptAll leaves the tracking refs as this
+// does.
 func (s *Store) Fetch(ctx context.Context, r Remote, refspecs []string, prune bool) error {
 	if s.readOnly {
 		return fmt.Errorf("fetch: %w", ErrReadOnly)

@@ -382,3 +382,35 @@ func TestRefsView(t *testing.T) {
 		t.Fatal("the view changed the refs")
 	}
 }
+
+// TestPackedRefsCache: packed-refs parsed once is read again as soon as
+// git replaces it (pack-refs, a deletion), even at the same size.
+func TestPackedRefsCache(t *testing.T) {
+	dir := gitInit(t)
+	commitFiles(t, dir, "c", 2)
+	c0 := strings.TrimSpace(gitIn(t, dir, "rev-parse", "HEAD~1"))
+	c1 := strings.TrimSpace(gitIn(t, dir, "rev-parse", "HEAD"))
+	gitIn(t, dir, "update-ref", "refs/p/a", c0)
+	gitIn(t, dir, "update-ref", "refs/p/b", c0)
+	gitIn(t, dir, "pack-refs", "--all")
+	r := NewRefs(filepath.Join(dir, ".git"), false, 0, nil)
+	if v, _ := r.Read("refs/p/a"); v != c0 {
+		t.Fatalf("read %q", v)
+	}
+	// Same names, another id: packed-refs keeps its size.
+	gitIn(t, dir, "update-ref", "refs/p/a", c1)
+	gitIn(t, dir, "pack-refs", "--all")
+	if v, _ := r.Read("refs/p/a"); v != c1 {
+		t.Fatalf("after git pack-refs: %q, want %q", v, c1)
+	}
+	gitIn(t, dir, "update-ref", "-d", "refs/p/b")
+	if l, _ := r.List("refs/p/"); len(l) != 1 || l["refs/p/a"] != c1 {
+		t.Fatalf("after git update-ref -d: %v", l)
+	}
+	// Callers may change what Packed returns without harm.
+	m, _ := r.Packed()
+	m["refs/p/a"] = "x"
+	if v, _ := r.Read("refs/p/a"); v != c1 {
+		t.Fatalf("the cache was changed through Packed: %q", v)
+	}
+}

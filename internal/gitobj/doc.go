@@ -1,10 +1,13 @@
 // Package gitobj is git-lossless's git object layer, and the only package
 // of the module that imports go-git: loose objects (written with fsync,
 // read without go-git), packs (read natively with mmap, written as one
-// pack and index per import), inflate and deflate, deltas, the commit,
-// tag and tree codec, refs under C git's own lock protocol, git config
-// files, revisions (through `git rev-parse`), and the file I/O and
-// subprocess helpers those need.
+// pack and index per import), objects/info/alternates (followed when
+// reading, by git's rules: alternates.go), inflate and deflate, deltas,
+// the commit, tag and tree codec, refs under C git's own lock protocol
+// (and batches of them as one packed-refs rewrite: refbatch.go), read-only
+// views of objects and refs (a fetch quarantine's), git config files,
+// revisions (through `git rev-parse`), and the file I/O and subprocess
+// helpers those need.
 //
 // It knows nothing of events, writers or seals: package gitstore builds
 // the event log on it, and package receipt reads the commits it names
