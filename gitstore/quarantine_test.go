@@ -1115,3 +1115,92 @@ func TestQuarantineUsersGit(t *testing.T) {
 	}
 	qNoQuarantine(t, s)
 }
+
+// TestQuarantineAcceptRefuses: Accept takes only refs under the fetched
+// destinations and ids whose history is in the quarantine or the archive;
+// a refused Accept changes nothing, and the quarantine can still be
+// accepted properly after.
+func TestQuarantineAcceptRefuses(t *testing.T) {
+	ctx := context.Background()
+	peer := newQPeer(t)
+	peer.add("w", 1, 100)
+	peer.push()
+	s, repo := qArchive(t)
+	q, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Discard()
+	id := q.Refs()[TrackingPrefix+"r1/lossless/w"]
+	before := qObjectState(t, repo)
+	for name, bad := range map[string]map[string]string{
+		"a writer's ref":    {RefPrefix + "w": id},
+		"another remote's":  {TrackingPrefix + "r2/lossless/w": id},
+		"an unknown object": {TrackingPrefix + "r1/lossless/w": strings.Repeat("ab", 20)},
+		"not an id":         {TrackingPrefix + "r1/lossless/w": "HEAD"},
+	} {
+		if err := q.Accept(ctx, bad); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if after := qObjectState(t, repo); fmt.Sprint(after) != fmt.Sprint(before) || len(qTracking(t, repo)) != 0 || strings.Contains(itGit(t, repo, "for-each-ref"), "lossless/w") {
+		t.Fatalf("a refused Accept changed the archive: %+v -> %+v", before, after)
+	}
+	if err := q.AcceptAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !qHas(repo, id) {
+		t.Fatal("not accepted")
+	}
+	q.Discard()
+	if err := q.Accept(ctx, q.Refs()); err == nil {
+		t.Fatal("accepted after Discard")
+	}
+}
+
+// TestQuarantineCancelled: a fetch whose context ends while git runs
+// (the user's ^C) stops git, returns the context's error and leaves no
+// quarantine and no object.
+func TestQuarantineCancelled(t *testing.T) {
+	peer := newQPeer(t)
+	peer.add("w", 1, 100)
+	peer.push()
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	counter := filepath.Join(t.TempDir(), "n")
+	script := qUploadPackScript(t, fmt.Sprintf(`n=$(cat %[1]q 2>/dev/null || echo 0); echo $((n+1)) > %[1]q
+if [ "$n" = 0 ]; then exec git-upload-pack "$@"; fi
+echo $$ > %[2]q
+exec sleep 600
+`, counter, fifo))
+	s, repo := qArchive(t)
+	itGit(t, repo, "config", "remote.slow.url", peer.remote)
+	itGit(t, repo, "config", "remote.slow.uploadpack", script)
+	s, err := OpenDir(repo, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pidc := make(chan string, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo) // the fetch is in flight
+		cancel()
+		pidc <- strings.TrimSpace(string(b))
+	}()
+	before := qObjectState(t, repo)
+	_, err = s.FetchQuarantine(ctx, Remote{URL: "slow"}, qSpecs("r1"), FetchLimits{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	// Cancelled, so the script ran and said its pid.
+	if pid, err := strconv.Atoi(<-pidc); err == nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if after := qObjectState(t, repo); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("objects changed: %+v -> %+v", before, after)
+	}
+	qNoQuarantine(t, s)
+}
