@@ -619,15 +619,22 @@ func TestQuarantineViewRefusesWrites(t *testing.T) {
 		var b strings.Builder
 		for _, root := range []string{filepath.Join(repo, ".git"), q.Dir()} {
 			filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() {
+				if err == nil {
 					fi, _ := d.Info()
-					fmt.Fprintf(&b, "%s %d\n", p, fi.Size())
+					size := fi.Size()
+					if d.IsDir() {
+						size = 0 // a directory's size is its file system's business
+					}
+					fmt.Fprintf(&b, "%s %v %d\n", p, d.IsDir(), size)
 				}
 				return nil
 			})
 		}
 		return b.String()
 	}
+	// An archive from before ownership was recorded: reading ownership
+	// through the view must not migrate it.
+	os.RemoveAll(filepath.Join(repo, ".git", "lossless", "own"))
 	before := snapshot()
 	v := q.Store()
 	head := q.Refs()[TrackingPrefix+"r1/lossless/w1"]
@@ -646,6 +653,21 @@ func TestQuarantineViewRefusesWrites(t *testing.T) {
 	_, attempts["WriteNote"] = v.WriteNote(ctx, "w1", head, []byte("note"), nil)
 	_, attempts["StateDir"] = v.StateDir("anchor")
 	attempts["Reindex"] = v.Reindex(ctx)
+	attempts["RecordAnchored"] = v.RecordAnchored("w1", 1, strings.Repeat("ab", 32), AnchoredSeen, "test")
+	// Reads of this clone's memory (witness, ownership, clone id) write
+	// none of it through the view (the snapshot below says so).
+	if _, err := v.CloneID(); err != nil && !errors.Is(err, ErrReadOnly) {
+		t.Errorf("CloneID through the view: %v", err)
+	}
+	if _, err := v.Owns("w1"); err != nil {
+		t.Errorf("Owns through the view: %v", err)
+	}
+	if _, err := v.OwnedWriters(); err != nil {
+		t.Errorf("OwnedWriters through the view: %v", err)
+	}
+	if _, err := v.SeenHeads(ctx, "w1"); err != nil {
+		t.Errorf("SeenHeads through the view: %v", err)
+	}
 	for name, err := range attempts {
 		if !errors.Is(err, ErrReadOnly) {
 			t.Errorf("%s through the view: %v, want ErrReadOnly", name, err)

@@ -58,7 +58,7 @@ const (
 // sawHead appends the head to the writer's witness file. A failure is a
 // warning: the ref update it follows has happened.
 func (s *Store) sawHead(writer string, h head) {
-	if h.Seq < 1 {
+	if h.Seq < 1 || s.readOnly {
 		return
 	}
 	if err := appendLine(s.stateDir(witnessDir), writer, fmt.Sprintf("%d %s\n", h.Seq, h.Seal)); err != nil {
@@ -166,6 +166,9 @@ const (
 // (remote, machine, clone, number). Heads already recorded are not
 // recorded again. Verify compares every chain with them.
 func (s *Store) RecordAnchored(writer string, seq int64, sealHex, kind, where string) error {
+	if s.readOnly {
+		return fmt.Errorf("record anchored head of %s: %w", writer, ErrReadOnly)
+	}
 	if err := ValidWriter(writer); err != nil {
 		return err
 	}
@@ -293,6 +296,12 @@ func (s *Store) CloneID() (string, error) {
 	if id, err := readCloneID(p); err != nil || id != "" {
 		return id, err
 	}
+	if s.readOnly {
+		if id, err := readCloneID(s.stateDir("anchor", "clone")); err != nil || id != "" {
+			return id, err
+		}
+		return "", fmt.Errorf("clone id: none yet, and a read-only view makes none: %w", ErrReadOnly)
+	}
 	if id, err := readCloneID(s.stateDir("anchor", "clone")); err != nil {
 		return "", err
 	} else if id != "" {
@@ -398,7 +407,13 @@ func (s *Store) Owns(writer string) (bool, error) {
 	if err := ValidWriter(writer); err != nil {
 		return false, err
 	}
-	if err := s.migrateOwnership(); err != nil {
+	if s.readOnly {
+		// A view writes no state: an archive not migrated yet is judged
+		// as the migration would judge it.
+		if _, err := os.Stat(s.stateDir(ownDir)); errors.Is(err, fs.ErrNotExist) {
+			return s.madeHere(writer)
+		}
+	} else if err := s.migrateOwnership(); err != nil {
 		return false, err
 	}
 	_, err := os.Lstat(filepath.Join(s.stateDir(ownDir), writer))
@@ -413,8 +428,10 @@ func (s *Store) Owns(writer string) (bool, error) {
 
 // OwnedWriters lists the writers this clone owns.
 func (s *Store) OwnedWriters() (map[string]bool, error) {
-	if err := s.migrateOwnership(); err != nil {
-		return nil, err
+	if !s.readOnly {
+		if err := s.migrateOwnership(); err != nil {
+			return nil, err
+		}
 	}
 	ents, err := os.ReadDir(s.stateDir(ownDir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -432,6 +449,9 @@ func (s *Store) OwnedWriters() (map[string]bool, error) {
 // markOwn records that this clone wrote writer. A failure is a warning:
 // the append has happened; the next append marks it again.
 func (s *Store) markOwn(writer string) {
+	if s.readOnly {
+		return
+	}
 	p := filepath.Join(s.stateDir(ownDir), writer)
 	if _, err := os.Lstat(p); err == nil {
 		return
