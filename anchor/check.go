@@ -3,6 +3,7 @@ package anchor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -99,50 +100,37 @@ func CheckRemote(ctx context.Context, st *gitstore.Store, t Target, now time.Tim
 		return rc, saveAlarms(st, rid, alarmsAnchors, t.Remote, url, rc.Findings, now)
 	}
 	r := gitstore.Remote{URL: url, Dir: t.Dir}
-	// A fetch costs git's connectivity walk over every ref even when
-	// nothing moved; ls-remote first, and fetch only when a checkpoint
-	// ref or tag there differs from what was fetched last time.
-	if moved, err := anchorsMoved(ctx, st, r, rid); err != nil {
-		return nil, err
-	} else if moved {
-		if err := st.Fetch(ctx, r, anchorFetchSpecs(rid), true); err != nil {
-			return nil, err
-		}
+	q, err := st.FetchQuarantine(ctx, r, anchorFetchSpecs(rid), checkpointLimits)
+	if errors.Is(err, gitstore.ErrOverLimit) {
+		rc.Findings = append(rc.Findings, overLimit(err))
+		return rc, saveAlarms(st, rid, alarmsAnchors, t.Remote, url, rc.Findings, now)
 	}
-	if err := checkFetched(ctx, st, rc, rid, own, recs, now); err != nil {
+	if err != nil {
+		return nil, err
+	}
+	defer q.Discard()
+	ck, err := checkFetched(ctx, st, q.Store(), rc, rid, own, recs, now)
+	if err != nil {
+		return rc, err
+	}
+	if err := ck.commit(ctx, q); err != nil {
 		return rc, err
 	}
 	return rc, saveAlarms(st, rid, alarmsAnchors, t.Remote, url, rc.Findings, now)
 }
 
-// anchorsMoved reports whether the remote's checkpoint refs and anchor
-// tags differ from the incoming tracking refs of the last fetch.
-func anchorsMoved(ctx context.Context, st *gitstore.Store, r gitstore.Remote, rid string) (bool, error) {
-	remote, err := st.LsRemoteRefs(ctx, r, gitstore.AnchorPrefix+"*", gitstore.AnchorTagPrefix+"*")
-	if err != nil {
-		return false, err
-	}
-	have, err := st.RefsUnder(trackingRef(rid, "incoming/"))
-	if err != nil {
-		return false, err
-	}
-	n := 0
-	for ref, id := range remote {
-		var local string
-		switch {
-		case strings.HasPrefix(ref, gitstore.AnchorPrefix):
-			local = trackingRef(rid, "incoming/anchor/"+strings.TrimPrefix(ref, gitstore.AnchorPrefix))
-		case strings.HasPrefix(ref, gitstore.AnchorTagPrefix):
-			local = trackingRef(rid, "incoming/tags/"+strings.TrimPrefix(ref, gitstore.AnchorTagPrefix))
-		default:
-			continue // ls-remote patterns match any tail of a name
-		}
-		n++
-		if have[local] != id {
-			return true, nil
-		}
-	}
-	return n != len(have), nil
+// checkpointLimits bound a fetch of checkpoints alone (gitstore's
+// suggested caps: a checkpoint is a few KB to a few MB).
+var checkpointLimits = gitstore.FetchLimits{MaxBytes: gitstore.CheckpointFetchMaxBytes, MaxObject: gitstore.CheckpointFetchMaxObject}
+
+// KindOverLimit: the remote serves more than a fetch may take (refs,
+// bytes or one object past the caps, gitstore.FetchLimits): nothing of it
+// was accepted, and nothing of it stays in the repository.
+const KindOverLimit = "remote-over-limit"
+
+// overLimit is the finding of a fetch refused past its caps.
+func overLimit(err error) Finding {
+	return Finding{Kind: KindOverLimit, Detail: err.Error() + "; nothing of it was accepted (git config lossless.fetchMax* raises the caps for a remote you trust)"}
 }
 
 // anchorFetchSpecs fetches a remote's checkpoint refs and anchor tags into
@@ -154,16 +142,20 @@ func anchorFetchSpecs(rid string) []string {
 	}
 }
 
-// checkFetched compares the fetched (incoming) checkpoints of remote rid
-// with the seen ones; see CheckRemote.
-func checkFetched(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid string, own *Key, recs map[string]RemoteRecord, now time.Time) error {
-	incoming, err := st.RefsUnder(trackingRef(rid, "incoming/"))
+// checkFetched compares the fetched (incoming) checkpoints of remote rid,
+// read through view (the quarantine: the archive's refs with the incoming
+// tracking refs as the remote lists them, and the quarantine's objects),
+// with the seen ones; see CheckRemote. What it accepts is applied to st
+// by the returned checker's commit, after the quarantine's objects of what
+// was accepted are moved in: a checkpoint refused leaves nothing behind.
+func checkFetched(ctx context.Context, st, view *gitstore.Store, rc *RemoteCheck, rid string, own *Key, recs map[string]RemoteRecord, now time.Time) (*checker, error) {
+	incoming, err := view.RefsUnder(trackingRef(rid, "incoming/"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	seen, err := st.RefsUnder(trackingRef(rid, "seen/"))
+	seen, err := view.RefsUnder(trackingRef(rid, "seen/"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	keys := map[string]bool{}
 	for k := range incoming {
@@ -179,17 +171,20 @@ func checkFetched(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid 
 	sort.Strings(sorted)
 	tips, err := acceptedTips(ctx, st)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ownClone, err := CloneID(st)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ck := &checker{st: st, rc: rc, rid: rid, own: own, now: now, tips: tips, ownClone: ownClone}
+	ck := &checker{st: view, w: st, rc: rc, rid: rid, own: own, now: now, tips: tips, ownClone: ownClone, accept: map[string]string{}}
 	clones := map[string]bool{}
 	newestTag := map[string]int64{} // per clone, the newest tag the remote serves
 	for _, k := range sorted {
 		in, old := incoming[trackingRef(rid, "incoming/"+k)], seen[trackingRef(rid, "seen/"+k)]
+		if in != "" && in == old {
+			ck.accept[trackingRef(rid, "incoming/"+k)] = in // accepted before: in the archive
+		}
 		switch {
 		case strings.HasPrefix(k, "anchor/"):
 			key := strings.TrimPrefix(k, "anchor/")
@@ -236,18 +231,57 @@ func checkFetched(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid 
 		}
 	}
 	rc.Clones = len(clones)
-	return nil
+	return ck, nil
 }
 
 // checker holds one CheckRemote's state.
 type checker struct {
-	st       *gitstore.Store
+	st       *gitstore.Store   // what is read: the quarantine's view (the real store in path mode)
+	w        *gitstore.Store   // what is written: the real store
+	accept   map[string]string // incoming tracking ref -> id: what commit moves into the archive
+	toPin    map[string]string // machine -> key seen first this check, pinned once a checkpoint checks
+	seenUps  []seenUpdate      // seen refs to move once accepted objects are in
 	rc       *RemoteCheck
 	rid      string
 	own      *Key
 	now      time.Time
 	tips     map[string]chainTip // the newest checkpoint accepted of each chain, from any remote
 	ownClone string
+}
+
+// seenUpdate moves a seen ref from old to new.
+type seenUpdate struct{ ref, old, new string }
+
+// acceptRef marks a checkpoint ref or tag as accepted: its incoming ref
+// and objects go into the archive, and its seen ref moves to it.
+func (ck *checker) acceptRef(part, old, in string) {
+	ck.accept[trackingRef(ck.rid, "incoming/"+part)] = in
+	ck.seenUps = append(ck.seenUps, seenUpdate{trackingRef(ck.rid, "seen/"+part), old, in})
+}
+
+// commit applies what the check accepted: the accepted checkpoints'
+// objects and incoming refs move from the quarantine into the archive
+// (nothing else of the quarantine does), incoming refs the remote no
+// longer lists are dropped (a seen ref without one is a rollback), and the
+// seen refs move.
+func (ck *checker) commit(ctx context.Context, q *gitstore.Quarantine) error {
+	if err := q.Accept(ctx, ck.accept); err != nil {
+		return fmt.Errorf("accept checkpoints: %w", err)
+	}
+	for ref, old := range q.Gone() {
+		if !strings.HasPrefix(ref, trackingRef(ck.rid, "incoming/")) {
+			continue // a writer's or notes ref's stays: its loss is gone-there
+		}
+		if err := ck.w.DeleteTrackingRef(ctx, ref, old); err != nil && !errors.Is(err, gitstore.ErrRefChanged) {
+			return err
+		}
+	}
+	for _, u := range ck.seenUps {
+		if err := ck.w.SetRef(ctx, u.ref, u.old, u.new); err != nil {
+			return fmt.Errorf("record the accepted checkpoint %s: %w", u.ref, err)
+		}
+	}
+	return nil
 }
 
 // chainTip is the newest checkpoint of one clone's chain this clone
@@ -368,8 +402,13 @@ func (ck *checker) verifier(machine, vkey, key string) (note.Verifier, bool) {
 		return ck.own.Verifier, true
 	}
 	pinned, err := PinnedKey(ck.st, machine)
+	first := false
 	if err == nil && pinned == "" && vkey != "" {
-		pinned, err = pinKey(ck.st, vkey)
+		// First sight: the key is pinned only once a checkpoint checks
+		// with it (keyChecked), so a forged checkpoint cannot pin its
+		// forger's key, and what is pinned does not depend on the order
+		// the forged and the genuine ones come in.
+		pinned, first = strings.TrimSpace(vkey), true
 	}
 	if err != nil || pinned == "" {
 		ck.alarm(Finding{Kind: KindBadSignature, Clone: key, Detail: fmt.Sprintf("no public key for machine %s to check its checkpoints with", machine)})
@@ -384,7 +423,30 @@ func (ck *checker) verifier(machine, vkey, key string) (note.Verifier, bool) {
 		ck.alarm(Finding{Kind: KindBadSignature, Clone: key, Detail: err.Error()})
 		return nil, false
 	}
+	if first {
+		if v.Name() != machine {
+			ck.alarm(Finding{Kind: KindBadSignature, Clone: key, Detail: fmt.Sprintf("machine %s's checkpoints carry a key named %s", machine, v.Name())})
+			return nil, false
+		}
+		if ck.toPin == nil {
+			ck.toPin = map[string]string{}
+		}
+		ck.toPin[machine] = pinned
+	}
 	return v, true
+}
+
+// keyChecked pins machine's key once a checkpoint checked with it, when
+// it was seen for the first time.
+func (ck *checker) keyChecked(machine string) {
+	vk := ck.toPin[machine]
+	if vk == "" {
+		return
+	}
+	delete(ck.toPin, machine)
+	if _, err := pinKey(ck.w, vk); err != nil {
+		ck.alarm(Finding{Kind: KindBadSignature, Detail: fmt.Sprintf("could not pin machine %s's key: %v", machine, err)})
+	}
 }
 
 // readCheckpointCommit opens the checkpoint of commit id of clone key.
@@ -405,6 +467,7 @@ func (ck *checker) readCheckpointCommit(id, key string) (*Checkpoint, []byte, []
 		ck.alarm(Finding{Kind: KindBadSignature, Clone: key, Detail: fmt.Sprintf("checkpoint commit %.12s: %v", id, err), Now: signed})
 		return nil, signed, nil, false
 	}
+	ck.keyChecked(machine)
 	if c.Machine+"/"+c.Clone != key {
 		ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: fmt.Sprintf("checkpoint commit %.12s is %s/%s's, under %s's ref", id, c.Machine, c.Clone, key), Now: signed})
 		return nil, signed, nil, false
@@ -415,7 +478,6 @@ func (ck *checker) readCheckpointCommit(id, key string) (*Checkpoint, []byte, []
 // anchorRef compares one clone's checkpoint ref on the remote (in) with
 // what was accepted before (old).
 func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
-	seenRef := trackingRef(ck.rid, "seen/anchor/"+key)
 	switch {
 	case in == old:
 		// Unchanged here since it was accepted: still not older than
@@ -508,10 +570,7 @@ func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
 			return
 		}
 	}
-	if err := ck.st.SetRef(ctx, seenRef, old, in); err != nil {
-		ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: "could not record the accepted checkpoint: " + err.Error()})
-		return
-	}
+	ck.acceptRef("anchor/"+key, old, in)
 	ck.accepted(key, tip, tipSigned)
 }
 
@@ -519,7 +578,7 @@ func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
 // store's Verify, and the chain's new tip for the rest of this check.
 func (ck *checker) accepted(key string, c *Checkpoint, signed []byte) {
 	ck.rc.Accepted++
-	if err := recordCheckpointHeads(ck.st, c, ck.ownChain(key), "seen on "+ck.rc.Remote); err != nil {
+	if err := recordCheckpointHeads(ck.w, c, ck.ownChain(key), "seen on "+ck.rc.Remote); err != nil {
 		ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: "accepted, but its heads could not be recorded: " + err.Error()})
 	}
 	if t := ck.tips[key]; c.N > t.N {
@@ -627,6 +686,7 @@ func (ck *checker) tag(ctx context.Context, key, in, old string) {
 		ck.alarm(Finding{Kind: KindBadSignature, Clone: clone, Detail: fmt.Sprintf("tag %s: %v", key, err), Now: []byte(t.Message)})
 		return
 	}
+	ck.keyChecked(machine)
 	if c.Machine+"/"+c.Clone != clone || strconv.FormatInt(c.N, 10) != nstr {
 		ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("tag %s holds checkpoint %d of %s/%s", key, c.N, c.Machine, c.Clone), Now: []byte(t.Message)})
 		return
@@ -641,10 +701,7 @@ func (ck *checker) tag(ctx context.Context, key, in, old string) {
 		ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("the remote's tag %s holds another checkpoint %d than the one accepted from %s", key, c.N, tip.Remote), Seen: tip.Signed, Now: []byte(t.Message)})
 		return
 	}
-	if err := ck.st.SetRef(ctx, trackingRef(ck.rid, "seen/tags/"+key), "", in); err != nil {
-		ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: "could not record the accepted tag: " + err.Error()})
-		return
-	}
+	ck.acceptRef("tags/"+key, "", in)
 	ck.accepted(clone, c, []byte(t.Message))
 }
 

@@ -40,7 +40,7 @@ func checkPath(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid str
 	if err != nil {
 		return err
 	}
-	ck := &checker{st: st, rc: rc, rid: rid, own: own, now: now, tips: tips, ownClone: ownClone}
+	ck := &checker{st: st, w: st, rc: rc, rid: rid, own: own, now: now, tips: tips, ownClone: ownClone}
 	var ps pathSeen
 	if b, err := os.ReadFile(pathSeenFile(st, rid)); err == nil {
 		if err := json.Unmarshal(b, &ps); err != nil {
@@ -135,6 +135,7 @@ func checkPath(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid str
 				ck.alarm(Finding{Kind: KindBadSignature, Clone: clone, Detail: fmt.Sprintf("%s.checkpoint: %v", k, err), Now: b})
 				continue
 			}
+			ck.keyChecked(machine)
 			if c.Machine+"/"+c.Clone != clone || strconv.FormatInt(c.N, 10) != nstr {
 				ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("%s.checkpoint holds checkpoint %d of %s/%s", k, c.N, c.Machine, c.Clone), Now: b})
 				continue

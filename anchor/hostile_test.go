@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -249,4 +251,143 @@ func mustKey(t *testing.T) *anchor.Key {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// objectState is what a repository holds as git counts it, and its
+// tracking refs: what a refused fetch must leave unchanged.
+func objectState(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, l := range strings.Split(testkit.Git(t, dir, nil, "count-objects", "-v"), "\n") {
+		if strings.HasPrefix(l, "count:") || strings.HasPrefix(l, "in-pack:") || strings.HasPrefix(l, "packs:") {
+			b.WriteString(l + "\n")
+		}
+	}
+	b.WriteString(testkit.Git(t, dir, nil, "for-each-ref", "--format=%(objectname) %(refname)", gitstore.TrackingPrefix))
+	return b.String()
+}
+
+// junkRefs points n refs named prefix<i> at id in the bare repository.
+func junkRefs(t *testing.T, bare, prefix, id string, n int) {
+	t.Helper()
+	var in strings.Builder
+	for i := range n {
+		in.WriteString("create " + prefix + strconv.Itoa(i) + " " + id + "\n")
+	}
+	cmd := exec.Command("git", "-C", bare, "update-ref", "--stdin")
+	cmd.Stdin = strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("update-ref --stdin: %v\n%s", err, out)
+	}
+}
+
+// TestHostileRemoteBounded: a remote serving 5,000 junk checkpoint refs,
+// 3,000 junk writer refs and a 60 MB checkpoint blob cost a sync 14 s and
+// 400-500 MB and left 112 MB of junk in the repository; the same forged
+// set raised 4 alarms on one run and 5 on the next. Now a sync and a
+// remote check refuse it past the fetch caps (remote-over-limit), leave
+// the repository's objects and tracking refs as they were and no
+// quarantine behind, and say the same thing every time.
+func TestHostileRemoteBounded(t *testing.T) {
+	w := newSyncWorld(t)
+	a := w.clone("a")
+	if err := a.appendEvents("cc-a", 2); err != nil {
+		t.Fatal(err)
+	}
+	a.mustSync(t)
+
+	// A junk commit, and one whose tree holds a 60 MB "checkpoint".
+	scratch := filepath.Join(t.TempDir(), "scratch")
+	testkit.Git(t, "", nil, "init", "-q", "--bare", scratch)
+	empty := strings.TrimSpace(testkit.Git(t, scratch, nil, "mktree"))
+	junk := strings.TrimSpace(testkit.Git(t, scratch, nil, "commit-tree", empty, "-m", "junk"))
+	bigFile := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(bigFile, make([]byte, 60<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.TrimSpace(testkit.Git(t, scratch, nil, "hash-object", "-w", bigFile))
+	mk := exec.Command("git", "-C", scratch, "mktree")
+	mk.Stdin = strings.NewReader("100644 blob " + big + "\tcheckpoint\n")
+	out, err := mk.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigTree := strings.TrimSpace(string(out))
+	bigCommit := strings.TrimSpace(testkit.Git(t, scratch, nil, "commit-tree", bigTree, "-m", "big"))
+	testkit.Git(t, scratch, nil, "push", "-q", w.bare, junk+":refs/heads/junk", bigCommit+":refs/heads/big")
+	junkRefs(t, w.bare, gitstore.AnchorPrefix+"m-00000000/", junk, 5000)
+	junkRefs(t, w.bare, gitstore.RefPrefix+"junk-", junk, 3000)
+	testkit.Git(t, w.bare, nil, "update-ref", gitstore.AnchorPrefix+"big-00000000/0badc0de", bigCommit)
+
+	before := objectState(t, a.dir)
+	quarantine := filepath.Join(a.dir, ".git", "lossless", "quarantine")
+	var first string
+	for run := 1; run <= 2; run++ {
+		res, err := anchor.Sync(context.Background(), a.st, anchor.SyncOptions{Target: anchor.Target{Remote: "origin", Mode: anchor.ModeRef, Dir: a.dir}, Now: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := findingKinds(res.Anchors.Findings)
+		if res.Alarms() != 1 || got != anchor.KindOverLimit+":" || res.Adopted != 0 || res.Verdict != "refused" {
+			t.Fatalf("run %d: alarms %d (%s), adopted %d, verdict %s", run, res.Alarms(), got, res.Adopted, res.Verdict)
+		}
+		if run == 1 {
+			first = res.Anchors.Findings[0].Detail
+		} else if d := res.Anchors.Findings[0].Detail; d != first {
+			t.Fatalf("the same remote, another verdict:\n%s\n%s", first, d)
+		}
+		if after := objectState(t, a.dir); after != before {
+			t.Fatalf("run %d: the repository changed:\n%s\nwas\n%s", run, after, before)
+		}
+		if ents, _ := os.ReadDir(quarantine); len(ents) != 0 {
+			t.Fatalf("run %d: quarantine left: %v", run, ents)
+		}
+	}
+	v, err := anchor.Check(context.Background(), a.st, anchor.CheckOptions{})
+	if err != nil || v.OK() || !strings.Contains(findingKinds(v.Findings), anchor.KindOverLimit) {
+		t.Fatalf("verdict %s %v (%s)", v.Summary(), err, findingKinds(v.Findings))
+	}
+
+	// Within the ref caps, only the big checkpoint: refused by its size,
+	// by the remote check as by sync.
+	var del strings.Builder
+	for i := range 5000 {
+		del.WriteString("delete " + gitstore.AnchorPrefix + "m-00000000/" + strconv.Itoa(i) + "\n")
+	}
+	for i := range 3000 {
+		del.WriteString("delete " + gitstore.RefPrefix + "junk-" + strconv.Itoa(i) + "\n")
+	}
+	cmd := exec.Command("git", "-C", w.bare, "update-ref", "--stdin")
+	cmd.Stdin = strings.NewReader(del.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	rc, err := anchor.CheckRemote(context.Background(), a.st, anchor.Target{Remote: "origin", Mode: anchor.ModeRef, Dir: a.dir}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if findingKinds(rc.Findings) != anchor.KindOverLimit+":" || !strings.Contains(rc.Findings[0].Detail, "object") {
+		t.Fatalf("the 60 MB checkpoint: %s %v", findingKinds(rc.Findings), rc.Findings)
+	}
+	if after := objectState(t, a.dir); after != before {
+		t.Fatalf("the big checkpoint changed the repository:\n%s\nwas\n%s", after, before)
+	}
+	// Once the remote is clean again, the alarms close.
+	testkit.Git(t, w.bare, nil, "update-ref", "-d", gitstore.AnchorPrefix+"big-00000000/0badc0de")
+	a.mustSync(t)
+	if rc := w.checkOrigin(t, a); !rc.OK() {
+		t.Fatalf("clean remote: %s", findingKinds(rc.Findings))
+	}
+	if v, err := anchor.Check(context.Background(), a.st, anchor.CheckOptions{}); err != nil || !v.OK() {
+		t.Fatalf("verdict after the remote was cleaned: %s %v (%s)", v.Summary(), err, findingKinds(v.Findings))
+	}
+}
+
+func (w *syncWorld) checkOrigin(t *testing.T, c *syncClone) *anchor.RemoteCheck {
+	t.Helper()
+	rc, err := anchor.CheckRemote(context.Background(), c.st, anchor.Target{Remote: "origin", Mode: anchor.ModeRef, Dir: c.dir}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
 }

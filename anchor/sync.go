@@ -168,25 +168,39 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 		"+" + gitstore.RefPrefix + "*:" + trackingRef(rid, "lossless/*"),
 		"+" + gitstore.NotesPrefix + "*:" + trackingRef(rid, "notes/*"),
 	}, anchorFetchSpecs(rid)...)
-	// What the last sync fetched, to tell a ref the remote lost.
-	before, err := st.RefsUnder(trackingRef(rid, "lossless/"))
-	if err != nil {
-		return nil, false, err
-	}
-	beforeNotes, err := st.RefsUnder(trackingRef(rid, "notes/"))
-	if err != nil {
-		return nil, false, err
-	}
-	if err := st.Fetch(ctx, r, specs, true); err != nil {
-		return nil, false, err
-	}
 	res := &SyncResult{Refs: []RefState{}, Problems: []gitstore.PushProblem{}}
+	res.Anchors = &RemoteCheck{Remote: o.Target.Remote, URL: r.URL, Mode: ModeRef, Findings: []Finding{}}
+	// The remote's refs and objects arrive in a quarantine, within the
+	// fetch caps: what is refused below (a chain that does not verify, a
+	// checkpoint that does not check) never reaches the archive.
+	q, err := st.FetchQuarantine(ctx, r, specs, gitstore.FetchLimits{})
+	if errors.Is(err, gitstore.ErrOverLimit) {
+		res.Anchors.Findings = append(res.Anchors.Findings, overLimit(err))
+		res.Verdict = "refused"
+		return res, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer q.Discard()
+	view := q.Store()
+	// What the remote held at the last sync (fetched or pushed), to tell
+	// a ref it lost: tracking refs of writers and notes are never pruned.
+	before, beforeNotes := map[string]string{}, map[string]string{}
+	for ref, id := range q.Before() {
+		switch {
+		case strings.HasPrefix(ref, trackingRef(rid, "lossless/")):
+			before[ref] = id
+		case strings.HasPrefix(ref, trackingRef(rid, "notes/")):
+			beforeNotes[ref] = id
+		}
+	}
 	recs, err := ReadRecords(st)
 	if err != nil {
 		return nil, false, err
 	}
-	res.Anchors = &RemoteCheck{Remote: o.Target.Remote, URL: r.URL, Mode: ModeRef, Findings: []Finding{}}
-	if err := checkFetched(ctx, st, res.Anchors, rid, own, recs, o.Now); err != nil {
+	ck, err := checkFetched(ctx, st, view, res.Anchors, rid, own, recs, o.Now)
+	if err != nil {
 		return nil, false, err
 	}
 
@@ -202,6 +216,10 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 		return nil, false, err
 	}
 	remoteView := map[string]string{} // what Outgoing plans against
+	accept := map[string]string{}     // tracking refs (and their objects) taken from the quarantine
+	type adoption struct{ ref, old, new string }
+	var adopt []adoption
+	var alarmHeads [][2]string // writer, the remote's head kept as evidence
 	for _, kind := range []struct {
 		local, tracking string
 		before          map[string]string
@@ -213,7 +231,7 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 		if err != nil {
 			return nil, false, err
 		}
-		remotes, err := st.RefsUnder(kind.tracking)
+		remotes, err := view.RefsUnder(kind.tracking)
 		if err != nil {
 			return nil, false, err
 		}
@@ -249,11 +267,6 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 				if l != "" {
 					remoteView[ref] = l // not pushed back blindly: the deletion is an alarm to look at
 				}
-				// Keep what was seen there, so the next sync (whose fetch
-				// prunes the tracking ref again) still knows it was there.
-				if err := st.SetRef(ctx, kind.tracking+name, "", was); err != nil && !errors.Is(err, gitstore.ErrRefChanged) {
-					return nil, false, err
-				}
 			case rv == "":
 				s.State = StateNewHere
 			case l == rv:
@@ -264,7 +277,7 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 				if l == "" {
 					delete(remoteView, ref)
 				}
-				state, detail, err := classifyOwn(ctx, st, name, l, rv, owned[name])
+				state, detail, err := classifyOwn(ctx, view, name, l, rv, owned[name])
 				if err != nil {
 					return nil, false, err
 				}
@@ -273,18 +286,16 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 					remoteView[ref] = rv
 				}
 				if state == StateForeignAppend {
-					if err := keepAlarmHead(ctx, st, rid, name, rv); err != nil {
-						return nil, false, err
-					}
+					alarmHeads = append(alarmHeads, [2]string{name, rv})
 				}
 			case l == "":
 				s.State = StateNewThere
 				remoteView[ref] = rv
 			default:
 				remoteView[ref] = rv
-				if up, _ := st.IsAncestor(ctx, l, rv, 0); up {
+				if up, _ := view.IsAncestor(ctx, l, rv, 0); up {
 					s.State = StateBehind
-				} else if down, _ := st.IsAncestor(ctx, rv, l, 0); down {
+				} else if down, _ := view.IsAncestor(ctx, rv, l, 0); down {
 					s.State = StateAhead
 				} else {
 					s.State = StateDiverged
@@ -294,7 +305,7 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 			}
 			if s.State == StateBehind || s.State == StateNewThere {
 				if isWriter {
-					rep, err := st.VerifyAt(ctx, name, rv, seal.Options{SkipContent: true})
+					rep, err := view.VerifyAt(ctx, name, rv, seal.Options{SkipContent: true})
 					if err != nil {
 						return nil, false, err
 					}
@@ -308,17 +319,38 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 					}
 				}
 				if s.State != StateRefused && !o.DryRun {
-					if err := st.FastForward(ctx, ref, l, rv); err != nil {
-						if errors.Is(err, gitstore.ErrRefChanged) {
-							return res, true, nil // a writer here appended meanwhile: again
-						}
-						return nil, false, err
-					}
-					res.Adopted++
+					adopt = append(adopt, adoption{ref, l, rv})
 				}
+			}
+			if rv != "" && s.State != StateRefused {
+				accept[kind.tracking+name] = rv
 			}
 			res.Refs = append(res.Refs, s)
 		}
+	}
+
+	// Take what was not refused from the quarantine (the rest is deleted
+	// with it), then adopt.
+	for k, v := range ck.accept {
+		accept[k] = v
+	}
+	ck.accept = accept
+	if err := ck.commit(ctx, q); err != nil {
+		return nil, false, err
+	}
+	for _, h := range alarmHeads {
+		if err := keepAlarmHead(ctx, st, rid, h[0], h[1]); err != nil {
+			return nil, false, err
+		}
+	}
+	for _, a := range adopt {
+		if err := st.FastForward(ctx, a.ref, a.old, a.new); err != nil {
+			if errors.Is(err, gitstore.ErrRefChanged) {
+				return res, true, nil // a writer here appended meanwhile: again
+			}
+			return nil, false, err
+		}
+		res.Adopted++
 	}
 
 	// Push what is ahead or new here, through the gate.

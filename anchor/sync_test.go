@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -501,33 +502,46 @@ func TestSyncDivergedWriterIsNeverOverwritten(t *testing.T) {
 	}
 }
 
-// raceHook installs in clone c a reference-transaction hook that, each
-// time a fetch updates c's tracking refs (that is, inside the window
-// between a sync's fetch and its push), pushes the next commit of
-// commits to the remote as refs/lossless/<writer>: another process
-// winning the race to the remote (here the clone's own `git lossless
-// push` of the same writer), as often as commits has lines.
-func raceHook(t *testing.T, w *syncWorld, c *syncClone, writer string, commits []string) (counter string) {
+// raceHook makes the remote move in the window between a sync's fetch
+// and its push. git's uploadpack.packObjectsHook (read from the world's
+// global config only, as git requires) runs for every fetch that takes
+// objects from the remote; before it serves them, it pushes the next line
+// of commits to the remote as refs/lossless/<writer> from clone c —
+// another process winning the race to the remote (here the clone's own
+// `git lossless push` of the same writer) — and the next line of other
+// as refs/lossless/<otherWriter> from clone o, so that the next attempt's
+// fetch has objects to take again (a fetch of objects the archive holds
+// already runs no pack-objects). The fetch still gets what the remote
+// listed to it; the sync's push, leased on that, finds the remote moved.
+func raceHook(t *testing.T, w *syncWorld, c *syncClone, writer string, commits []string, o *syncClone, otherWriter string, other []string) (counter string) {
 	t.Helper()
 	state := t.TempDir()
 	list := filepath.Join(state, "commits")
+	olist := filepath.Join(state, "other")
 	counter = filepath.Join(state, "counter")
-	if err := os.WriteFile(list, []byte(strings.Join(commits, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+	for p, lines := range map[string][]string{list: commits, olist: other} {
+		if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+	push := func(dir, lst, ref string) string {
+		return "c=$(sed -n \"${n}p\" " + q(lst) + ")\n" +
+			"if test -n \"$c\"; then (unset GIT_DIR GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_NAMESPACE GIT_PROTOCOL; git -C " + q(dir) + " push -q --no-verify " + q(w.bare) + " \"$c:" + ref + "\" >>" + q(filepath.Join(state, "log")) + " 2>&1); fi\n"
+	}
 	hook := "#!/bin/sh\n" +
-		"test \"$1\" = committed || { cat >/dev/null; exit 0; }\n" +
-		"case \"$(cat)\" in *' refs/lossless-tracking/'*) ;; *) exit 0 ;; esac\n" +
 		"n=$(($(cat " + q(counter) + " 2>/dev/null || echo 0) + 1))\n" +
 		"echo $n > " + q(counter) + "\n" +
-		"c=$(sed -n \"${n}p\" " + q(list) + ")\n" +
-		"test -n \"$c\" || exit 0\n" +
-		"git push -q --no-verify " + q(w.bare) + " \"$c:refs/lossless/" + writer + "\" >>" + q(filepath.Join(state, "log")) + " 2>&1\n"
-	p := filepath.Join(testkit.Git(t, c.dir, nil, "rev-parse", "--absolute-git-dir"), "hooks", "reference-transaction")
-	if err := os.WriteFile(p, []byte(hook), 0o755); err != nil {
+		push(c.dir, list, "refs/lossless/"+writer) +
+		push(o.dir, olist, "refs/lossless/"+otherWriter) +
+		"exec \"$@\"\n"
+	script := filepath.Join(state, "pack-objects-hook")
+	if err := os.WriteFile(script, []byte(hook), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	gitconfig := os.Getenv("GIT_CONFIG_GLOBAL")
+	testkit.Git(t, "", nil, "config", "--file", gitconfig, "uploadpack.packObjectsHook", script)
+	t.Cleanup(func() { exec.Command("git", "config", "--file", gitconfig, "--unset", "uploadpack.packObjectsHook").Run() })
 	return counter
 }
 
@@ -539,43 +553,51 @@ func firstParents(t *testing.T, c *syncClone, writer string) []string {
 }
 
 // TestSyncRetriesWhenTheRemoteMoves: the remote's copy of a writer moves
-// between a sync's fetch and its push (a reference-transaction hook of
-// the clone pushes an older batch of it in that window): the push's lease
-// fails, Sync fetches again and pushes on the new value, and the remote
-// ends at the clone's head. When the remote moves before every push, Sync
-// gives up after its attempts with an error, having overwritten nothing;
-// the next sync completes.
+// between a sync's fetch and its push (the remote's pack-objects hook
+// pushes an older batch of it in that window): the push's lease fails,
+// Sync fetches again and pushes on the new value, and the remote ends at
+// the clone's head. When the remote moves before every push, Sync gives
+// up after its attempts with an error, having overwritten nothing; the
+// next sync completes.
 func TestSyncRetriesWhenTheRemoteMoves(t *testing.T) {
 	w := newSyncWorld(t)
-	a := w.clone("a")
+	a, b := w.clone("a"), w.clone("b")
 	for range 7 {
 		if err := a.appendEvents("w", 1); err != nil {
 			t.Fatal(err)
 		}
 	}
+	for range 12 {
+		if err := b.appendEvents("x", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	batches := firstParents(t, a, "w")
-	if len(batches) != 7 {
-		t.Fatalf("w has %d batches, want 7", len(batches))
+	xs := firstParents(t, b, "x")
+	if len(batches) != 7 || len(xs) != 12 {
+		t.Fatalf("w has %d batches, x %d; want 7 and 12", len(batches), len(xs))
 	}
 	head := batches[6]
-	wRef := gitstore.RefPrefix + "w"
+	wRef, xRef := gitstore.RefPrefix+"w", gitstore.RefPrefix+"x"
 
 	t.Run("once", func(t *testing.T) {
-		// The remote holds the first batch already, unknown to a's
-		// tracking refs, so that a's first fetch updates them.
+		// The remote holds the first batch of w already, unknown to a's
+		// tracking refs, and b's x, which a lacks: a's first fetch takes
+		// objects.
 		testkit.Git(t, a.dir, nil, "push", "-q", w.bare, batches[0]+":"+wRef)
-		counter := raceHook(t, w, a, "w", batches[1:2])
+		testkit.Git(t, b.dir, nil, "push", "-q", w.bare, xs[0]+":"+xRef)
+		counter := raceHook(t, w, a, "w", batches[1:2], b, "x", xs[1:2])
 		res, err := a.sync()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b, _ := os.ReadFile(counter); strings.TrimSpace(string(b)) != "2" {
-			t.Fatalf("the hook ran %q times, want 2 (one per fetch)", b)
+		if got, _ := os.ReadFile(counter); strings.TrimSpace(string(got)) != "2" {
+			t.Fatalf("the hook ran %q times, want 2 (one per fetch)", got)
 		}
 		if res.Attempts != 2 || res.Verdict != "pushed" {
 			t.Fatalf("sync: %d attempts, %s; want 2, pushed", res.Attempts, res.Verdict)
 		}
-		wantStates(t, "a", res, wRef+"="+anchor.StateAhead)
+		wantStates(t, "a", res, wRef+"="+anchor.StateAhead, xRef+"="+anchor.StateBehind)
 		if got := testkit.Git(t, w.bare, nil, "rev-parse", "--verify", wRef); got != head {
 			t.Fatalf("the remote's w is %s, want the head %s", got, head)
 		}
@@ -584,11 +606,12 @@ func TestSyncRetriesWhenTheRemoteMoves(t *testing.T) {
 	t.Run("every time", func(t *testing.T) {
 		// Back to an older remote state, then a race before each push.
 		testkit.Git(t, w.bare, nil, "update-ref", wRef, batches[0])
-		counter := raceHook(t, w, a, "w", batches[1:6])
+		testkit.Git(t, b.dir, nil, "push", "-q", w.bare, xs[2]+":"+xRef)
+		counter := raceHook(t, w, a, "w", batches[1:6], b, "x", xs[3:8])
 		res, err := anchor.Sync(context.Background(), a.st, anchor.SyncOptions{
 			Target: anchor.Target{Remote: "origin", Mode: anchor.ModeRef, Dir: a.dir}, Now: time.Now()})
-		if b, _ := os.ReadFile(counter); strings.TrimSpace(string(b)) != "5" {
-			t.Fatalf("the hook ran %q times, want 5", b)
+		if got, _ := os.ReadFile(counter); strings.TrimSpace(string(got)) != "5" {
+			t.Fatalf("the hook ran %q times, want 5", got)
 		}
 		if err == nil {
 			t.Fatalf("a sync whose every push lost the race returned no error: verdict %q, %d attempts, pushed %+v", res.Verdict, res.Attempts, res.Pushed)
