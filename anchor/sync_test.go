@@ -541,7 +541,9 @@ func raceHook(t *testing.T, w *syncWorld, c *syncClone, writer string, commits [
 	}
 	gitconfig := os.Getenv("GIT_CONFIG_GLOBAL")
 	testkit.Git(t, "", nil, "config", "--file", gitconfig, "uploadpack.packObjectsHook", script)
-	t.Cleanup(func() { exec.Command("git", "config", "--file", gitconfig, "--unset", "uploadpack.packObjectsHook").Run() })
+	t.Cleanup(func() {
+		exec.Command("git", "config", "--file", gitconfig, "--unset", "uploadpack.packObjectsHook").Run()
+	})
 	return counter
 }
 
