@@ -102,7 +102,7 @@ func CheckRemote(ctx context.Context, st *gitstore.Store, t Target, now time.Tim
 	r := gitstore.Remote{URL: url, Dir: t.Dir}
 	q, err := st.FetchQuarantine(ctx, r, anchorFetchSpecs(rid), checkpointLimits)
 	if errors.Is(err, gitstore.ErrOverLimit) {
-		rc.Findings = append(rc.Findings, overLimit(err))
+		rc.Findings = append(rc.Findings, overLimit(t.Remote, err))
 		return rc, saveAlarms(st, rid, alarmsAnchors, t.Remote, url, rc.Findings, now)
 	}
 	if err != nil {
@@ -129,8 +129,8 @@ var checkpointLimits = gitstore.FetchLimits{MaxBytes: gitstore.CheckpointFetchMa
 const KindOverLimit = "remote-over-limit"
 
 // overLimit is the finding of a fetch refused past its caps.
-func overLimit(err error) Finding {
-	return Finding{Kind: KindOverLimit, Detail: err.Error() + "; nothing of it was accepted (git config lossless.fetchMax* raises the caps for a remote you trust)"}
+func overLimit(remote string, err error) Finding {
+	return Finding{Kind: KindOverLimit, Remote: remote, Detail: err.Error() + "; nothing of it was accepted (git config lossless.fetchMax* raises the caps for a remote you trust)"}
 }
 
 // anchorFetchSpecs fetches a remote's checkpoint refs and anchor tags into

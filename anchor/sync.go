@@ -175,7 +175,7 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 	// checkpoint that does not check) never reaches the archive.
 	q, err := st.FetchQuarantine(ctx, r, specs, gitstore.FetchLimits{})
 	if errors.Is(err, gitstore.ErrOverLimit) {
-		res.Anchors.Findings = append(res.Anchors.Findings, overLimit(err))
+		res.Anchors.Findings = append(res.Anchors.Findings, overLimit(o.Target.Remote, err))
 		res.Verdict = "refused"
 		return res, false, nil
 	}

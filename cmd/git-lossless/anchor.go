@@ -339,7 +339,14 @@ func printFindings(w io.Writer, rc *anchor.RemoteCheck) {
 		if f.Writer != "" {
 			who = f.Writer + " (checkpoints of " + f.Clone + ")"
 		}
-		fmt.Fprintf(w, "ALARM  %s on %s: %s: %s\n", f.Kind, f.Remote, who, f.Detail)
+		if who != "" {
+			who += ": "
+		}
+		remote := f.Remote
+		if remote == "" {
+			remote = rc.Remote
+		}
+		fmt.Fprintf(w, "ALARM  %s on %s: %s%s\n", f.Kind, remote, who, f.Detail)
 		if f.Evidence != "" {
 			fmt.Fprintf(w, "       evidence (both signed checkpoints): %s\n", f.Evidence)
 		}
