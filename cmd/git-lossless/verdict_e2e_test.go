@@ -220,3 +220,48 @@ func TestOneVerdictEverywhere(t *testing.T) {
 		w.expect("damaged witness", "witness-damaged")
 	})
 }
+
+// TestCheckpointChainAcrossRemotesE2E: machine B accepted checkpoint 2
+// of machine A's chain from origin; a mirror serving checkpoint 1 of the
+// same chain used to be "1 newly accepted" (exit 0). Two HOMEs, two
+// anchor keys, real git remotes.
+func TestCheckpointChainAcrossRemotesE2E(t *testing.T) {
+	t.Parallel()
+	w := newVerdictWorld(t) // A anchored checkpoint 1 on origin
+	mirror := testkit.NewBare(t, "mirror.git")
+	w.sbA.git(w.a, "remote", "add", "mirror", mirror)
+	w.sbA.git(w.a, "push", "-q", "mirror", "refs/lossless/*:refs/lossless/*", "refs/notes/*:refs/notes/*")
+	cp, _ := w.sbA.anchorPush(w.a, "mirror")
+	if cp.n != "1" {
+		t.Fatalf("mirror got checkpoint %s, want 1", cp.n)
+	}
+	writeFile(t, filepath.Join(w.a, "b.txt"), []byte("b\n"))
+	w.sbA.ok(w.a, "record", "--op", "read", "--session", "s1", "b.txt")
+	w.sbA.ok(w.a, "sync")
+	w.sbA.git(w.a, "push", "-q", "mirror", "refs/lossless/*:refs/lossless/*")
+	if cp, _ := w.sbA.anchorPush(w.a, "origin"); cp.n != "2" {
+		t.Fatalf("origin got checkpoint %s, want 2", cp.n)
+	}
+
+	b := filepath.Join(w.sbB.root, "b")
+	w.sbB.git(w.sbB.root, "clone", "-q", w.bare, b)
+	w.sbB.git(b, "remote", "add", "mirror", mirror)
+	if r := w.sbB.ok(b, "verify", "--anchor", "origin"); !strings.Contains(r.stdout, "1 newly accepted") {
+		t.Fatalf("verify --anchor origin:\n%s", r.stdout)
+	}
+	r := w.sbB.run(b, "verify", "--anchor", "mirror")
+	if r.code != exitFailed || !strings.Contains(r.stdout, "anchor-rollback") || strings.Contains(r.stdout, "newly accepted") {
+		t.Fatalf("verify --anchor mirror (checkpoint 1 after 2): exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The alarm is open offline, and for the doctor too.
+	if r := w.sbB.run(b, "verify"); r.code != exitFailed || !strings.Contains(r.stdout, "anchor-rollback") {
+		t.Fatalf("verify after the rollback: exit %d\n%s", r.code, r.stdout)
+	}
+	if r := w.sbB.run(b, "doctor"); !strings.Contains(r.stdout, "FAIL  seal chains") || !strings.Contains(r.stdout, "anchor-rollback") {
+		t.Fatalf("doctor after the rollback:\n%s", r.stdout)
+	}
+	// A pushes checkpoint 2 to the mirror: the alarm closes.
+	w.sbA.anchorPush(w.a, "mirror")
+	w.sbB.ok(b, "verify", "--anchor", "mirror")
+	w.sbB.ok(b, "verify")
+}
