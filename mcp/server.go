@@ -12,12 +12,29 @@
 // cap, with a cursor for the rest); bad arguments are tool errors the
 // model can read, never protocol errors or crashes. The whole tools/list
 // stays under 1,600 o200k tokens (a test counts it).
+//
+// # What read_file reads
+//
+// read_file and restore_context read only what git could commit from the
+// work tree: a path outside it (as named, or after resolving symbolic
+// links) is refused, and so is anything inside a git directory
+// (gitstore.GitInternal: .git in the spellings git itself refuses, the
+// git and common directories of linked worktrees and --separate-git-dir,
+// links and hard links into them) — .git/config holds remote URLs with
+// their passwords, and what these tools return is recorded as seen. The
+// deny list is applied as everywhere. A git-ignored file is read and
+// recorded like any other: it can be committed with -f, the hook records
+// the agent's own Read of it the same way, and the push gate keeps
+// ignored files' content from leaving. read_file reads regular files of
+// at most MaxReadFileBytes (4 MiB) only: a FIFO, a device or a huge file
+// is a tool error, not a server stuck or out of memory.
 package mcp
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,8 +152,15 @@ func recording(title string) *sdk.ToolAnnotations {
 	return &sdk.ToolAnnotations{Title: title, DestructiveHint: falseP, IdempotentHint: true, OpenWorldHint: falseP}
 }
 
-// absInRepo resolves a path argument inside the repository's work tree;
-// anything outside it is refused.
+// absInRepo resolves a path argument to a file of the repository's work
+// tree that git could commit, and refuses anything else: a path outside
+// the work tree, as named or after resolving symbolic links (a link in
+// the tree, or a linked directory on the way, pointing outside it would
+// otherwise hand the model, and the archive, any file the user can read);
+// and anything inside a git directory (gitstore.GitInternal: .git in any
+// spelling git refuses, the git and common directories wherever they are,
+// links and hard links into them), whose config holds remote URLs with
+// their passwords. Resolved here, once, for every tool that takes a path.
 func (s *Server) absInRepo(p string) (abs, rel string, err error) {
 	wt := s.cfg.Store.Location().WorkTree
 	if wt == "" {
@@ -157,10 +181,6 @@ func (s *Server) absInRepo(p string) (abs, rel string, err error) {
 	if filepath.IsAbs(rel) {
 		return "", "", fmt.Errorf("%s is outside the repository %s", p, wt)
 	}
-	// The name is inside; what it names must be too. A symlink in the
-	// work tree (or a symlinked directory on the way) pointing outside it
-	// would otherwise hand the model, and the archive, any file the user
-	// can read. Resolved here, once, for every tool that takes a path.
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		root := wt
 		if r, err := filepath.EvalSymlinks(wt); err == nil {
@@ -170,12 +190,56 @@ func (s *Server) absInRepo(p string) (abs, rel string, err error) {
 			return "", "", fmt.Errorf("%s resolves outside the repository %s (a symlink)", p, wt)
 		}
 	}
+	if why, internal := s.cfg.Store.GitInternal(abs); internal {
+		return "", "", fmt.Errorf("%s is refused: %s. git never commits a git directory's files (its config holds remote URLs with their credentials), so this tool neither shows nor records them", p, why)
+	}
 	return abs, rel, nil
 }
 
-func fileExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
+// MaxReadFileBytes caps the file read_file reads: it reads the whole file
+// to record it as seen, and returns it in one answer. Source files a
+// model edits whole are far smaller; a larger file (a log, a data set, a
+// 100 GB sparse file) is a tool error, not a server that runs out of
+// memory.
+const MaxReadFileBytes = 4 << 20
+
+// readWorkFile reads a file absInRepo accepted: a regular file (a FIFO or
+// a device would block or never end; it is opened without blocking and
+// refused), at most MaxReadFileBytes. After the read the path is judged
+// again and must still name the file that was read, so a link swapped in
+// before the open is caught. (A process that races links in the work tree
+// can as well copy the bytes into a file git would commit: the checks
+// keep the server from being the one that reads them, not more.)
+func (s *Server) readWorkFile(abs, rel string) ([]byte, error) {
+	f, err := os.OpenFile(abs, os.O_RDONLY|openNonBlock, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", rel, fi.Mode().Type())
+	}
+	if fi.Size() > MaxReadFileBytes {
+		return nil, fmt.Errorf("%s is %d bytes, over read_file's cap of %d bytes", rel, fi.Size(), MaxReadFileBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxReadFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	if len(data) > MaxReadFileBytes {
+		return nil, fmt.Errorf("%s grew over read_file's cap of %d bytes while being read", rel, MaxReadFileBytes)
+	}
+	if _, _, err := s.absInRepo(abs); err != nil {
+		return nil, err
+	}
+	if now, err := os.Stat(abs); err != nil || !os.SameFile(fi, now) {
+		return nil, fmt.Errorf("%s changed (a link swapped?) while being read; nothing recorded", rel)
+	}
+	return data, nil
 }
 
 // archiveMoved makes the next call compare the heads again (a tool of
