@@ -13,7 +13,40 @@
 // model can read, never protocol errors or crashes. The whole tools/list
 // stays under 1,600 o200k tokens (a test counts it).
 //
-// # What read_file reads
+// # The server survives its client
+//
+// The server ends only when stdin ends (after answering the calls in
+// flight, for up to 30 s) or when stdout fails; nothing but JSON-RPC
+// frames is written to stdout (logs go to stderr). Every line of stdin
+// passes a frame guard (frames.go) before the SDK sees it, because the
+// SDK's transport ends the session on the first frame it cannot decode.
+// A frame the guard refuses is answered with the JSON-RPC 2.0 error the
+// specification names, and the next line is served:
+//
+//   - -32700 parse error, id null: not UTF-8, not one JSON value per line
+//     (a NUL byte, two objects, a cut frame at the end of stdin), or
+//     arrays and objects nested more than 64 deep;
+//   - -32600 invalid request: not an object; a batch (an array; MCP
+//     2025-06-18 removed batching: each call in it gets this error by
+//     its id); a key twice in one object at any depth; "jsonrpc" not
+//     "2.0"; an id that is not a string or an integer within ±2^53 (the
+//     SDK reads ids as float64, so 2^64 or 1.5 would be answered under
+//     another id), echoed as sent when it is a number and null otherwise;
+//     a method that is not a string; a message with neither a method nor
+//     exactly one of result and error; an id still in use by a call not
+//     answered yet (answered with id null); a line longer than
+//     MaxFrameBytes (1 MiB), which is read through and dropped without
+//     being kept, answered with its id when its first 1 MiB or its last
+//     bytes show one at the top level;
+//   - -32602 invalid params: params neither an object nor an array;
+//   - -32000 server busy: MaxInFlight (32) calls are being served; the
+//     call is refused at once, the others are served.
+//
+// A notification (no id) that is refused gets no answer, as the
+// specification says, and costs nothing else. An unknown method (-32601)
+// and params of the wrong shape for their method (-32602) are the SDK's
+// to answer. The caps bound what one client can make the server hold:
+// MaxInFlight frames of MaxFrameBytes at most.
 //
 // read_file and restore_context read only what git could commit from the
 // work tree: a path outside it (as named, or after resolving symbolic
@@ -99,9 +132,22 @@ func New(cfg Config) *Server {
 // SDK returns the underlying SDK server (to connect other transports).
 func (s *Server) SDK() *sdk.Server { return s.sdk }
 
-// Run serves on stdin/stdout until the client goes away or ctx ends.
+// Run serves on stdin/stdout until stdin ends, stdout fails or ctx ends.
 func (s *Server) Run(ctx context.Context) error {
-	return s.sdk.Run(ctx, &sdk.StdioTransport{})
+	return s.Serve(ctx, os.Stdin, os.Stdout)
+}
+
+// Serve serves one client that writes newline-delimited JSON-RPC frames
+// to in and reads the answers from out, as the stdio transport does. Each
+// frame passes the frame guard (frames.go) before the SDK sees it, so a
+// malformed or oversized frame is answered with an error and the next one
+// is served. It returns nil when in ends (after the calls in flight are
+// answered), the write error when out fails, ctx's error when ctx ends.
+func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	g := newFrameGuard(in, out)
+	// The SDK's own line cap stays above ours: every frame it reads has
+	// passed the guard.
+	return s.sdk.Run(ctx, &sdk.IOTransport{Reader: g.reader(), Writer: g.writer(), MaxLineLength: 2 * MaxFrameBytes})
 }
 
 // index returns the recall index, brought up to date with what was
