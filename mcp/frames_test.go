@@ -627,3 +627,41 @@ func TestCheckUnit(t *testing.T) {
 		}
 	}
 }
+
+// TestPanicInAToolKeepsServing: a tool that panics (a bug reached by some
+// argument) gets an internal error (-32603) for its call, the panic is
+// reported through Warn, and the next call is served. Before, the panic
+// in the SDK's goroutine ended the process.
+func TestPanicInAToolKeepsServing(t *testing.T) {
+	f := newFixture(t)
+	var mu sync.Mutex
+	var warned []string
+	c, done := testServe(t, f, func(s *Server) {
+		s.cfg.Warn = func(m string) { mu.Lock(); warned = append(warned, m); mu.Unlock() }
+		sdk.AddTool(s.sdk, &sdk.Tool{Name: "boom"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			var m map[string]int
+			m["x"] = 1 // assignment to a nil map: a panic
+			return nil, nil, nil
+		})
+	})
+	c.initialize()
+	for i := range 3 {
+		id := fmt.Sprintf(`"boom-%d"`, i)
+		c.send([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"boom","arguments":{}}}`))
+		if a, _ := c.until(id); a.Error == nil || a.Error.Code != -32603 || !strings.Contains(a.Error.Message, "tools/call") {
+			t.Fatalf("a panicking tool: %s", a.raw)
+		}
+		c.ping(fmt.Sprintf(`"after-%d"`, i))
+	}
+	if rest := c.rest(); len(rest) > 0 {
+		t.Errorf("frames after the last ping: %v", raws(rest))
+	}
+	if err := serveResult(t, done); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warned) != 3 || !strings.Contains(warned[0], "nil map") || !strings.Contains(warned[0], "goroutine") {
+		t.Errorf("warnings %q", warned)
+	}
+}

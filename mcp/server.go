@@ -42,6 +42,9 @@
 //   - -32000 server busy: MaxInFlight (32) calls are being served; the
 //     call is refused at once, the others are served.
 //
+// A panic while serving a call (a bug some argument reaches) is answered
+// with -32603 internal error and reported on stderr; the server goes on.
+//
 // A notification (no id) that is refused gets no answer, as the
 // specification says, and costs nothing else. An unknown method (-32601)
 // and params of the wrong shape for their method (-32602) are the SDK's
@@ -70,11 +73,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
 	"filippo.io/age"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/git-lossless/git-lossless/gitstore"
@@ -125,8 +130,28 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "git-lossless", Version: cfg.Version}, &sdk.ServerOptions{Instructions: instructions})
+	s.sdk.AddReceivingMiddleware(s.survivePanics)
 	s.addTools()
 	return s
+}
+
+// survivePanics turns a panic while serving a request into a JSON-RPC
+// internal error (-32603) for that request, with the stack on stderr. The
+// SDK runs each call in a goroutine of its own and recovers nothing: a
+// bug reached by one hostile argument would otherwise end the process,
+// and the agent would lose the server for the rest of its session.
+func (s *Server) survivePanics(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (res sdk.Result, err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				if s.cfg.Warn != nil {
+					s.cfg.Warn(fmt.Sprintf("panic serving %s (a bug; the server goes on): %v\n%s", method, v, debug.Stack()))
+				}
+				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error serving %s (a bug, reported on the server's stderr): %v", method, v)}
+			}
+		}()
+		return next(ctx, method, req)
+	}
 }
 
 // SDK returns the underlying SDK server (to connect other transports).
