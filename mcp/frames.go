@@ -83,14 +83,14 @@ type frameGuard struct {
 
 	mu        sync.Mutex
 	cond      *sync.Cond
-	inFlight  map[string]bool // calls handed to the SDK and not answered yet, by idKey
-	closed    bool            // the SDK closed the session
-	outFailed bool            // a write to stdout failed
-	timedOut  bool            // eofDrain passed
+	inFlight  map[string]string // calls handed to the SDK and not answered yet: idKey -> method
+	closed    bool              // the SDK closed the session
+	outFailed bool              // a write to stdout failed
+	timedOut  bool              // eofDrain passed
 }
 
 func newFrameGuard(in io.Reader, out io.Writer) *frameGuard {
-	g := &frameGuard{in: bufio.NewReaderSize(in, 64<<10), out: out, inFlight: map[string]bool{}, drain: eofDrain}
+	g := &frameGuard{in: bufio.NewReaderSize(in, 64<<10), out: out, inFlight: map[string]string{}, drain: eofDrain}
 	g.cond = sync.NewCond(&g.mu)
 	return g
 }
@@ -259,8 +259,8 @@ func (g *frameGuard) judge(frame []byte) error {
 	}
 	if v.call != "" {
 		g.mu.Lock()
-		switch {
-		case g.inFlight[v.call]:
+		switch _, inUse := g.inFlight[v.call]; {
+		case inUse:
 			g.mu.Unlock()
 			// Answered with a null id: answering with the id would settle
 			// the call in flight that holds it.
@@ -269,7 +269,7 @@ func (g *frameGuard) judge(frame []byte) error {
 			g.mu.Unlock()
 			return g.answer(v.id, codeServerBusy, fmt.Sprintf("server busy: %d calls are being served (MaxInFlight); call again when one is answered", MaxInFlight))
 		}
-		g.inFlight[v.call] = true
+		g.inFlight[v.call] = v.method
 		g.mu.Unlock()
 	}
 	g.pending = append(append(g.pending[:0], frame...), '\n')
@@ -286,7 +286,9 @@ func (g *frameGuard) answered(key string) {
 
 // waitAnswered waits, after the end of stdin, until every call handed to
 // the SDK has been answered, the session closed, stdout failed, or
-// g.drain passed.
+// g.drain passed. A subscriptions/listen call (protocol 2026-07-28) is
+// not waited for: it lasts until the client cancels it, and the client
+// is gone; the SDK cancels it at the end of the input.
 func (g *frameGuard) waitAnswered() {
 	t := time.AfterFunc(g.drain, func() {
 		g.mu.Lock()
@@ -297,9 +299,20 @@ func (g *frameGuard) waitAnswered() {
 	defer t.Stop()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for len(g.inFlight) > 0 && !g.closed && !g.outFailed && !g.timedOut {
+	for g.waiting() && !g.closed && !g.outFailed && !g.timedOut {
 		g.cond.Wait()
 	}
+}
+
+// waiting reports whether a call that will end by itself is in flight
+// (g.mu held).
+func (g *frameGuard) waiting() bool {
+	for _, m := range g.inFlight {
+		if m != "subscriptions/listen" {
+			return true
+		}
+	}
+	return false
 }
 
 // verdict is what check decided about a frame.
@@ -309,6 +322,7 @@ type verdict struct {
 	id           json.RawMessage // the id to answer with (nil: null)
 	notification bool            // no id: never answered
 	call         string          // idKey of a call handed to the SDK
+	method       string          // its method
 	isBatch      bool            // a batch: never handed to the SDK
 	batch        []answerTo      // the batch's answers
 }
@@ -409,6 +423,7 @@ func check(frame []byte) verdict {
 	}
 	if hasMethod && idOK {
 		v.call = key
+		_ = json.Unmarshal(method, &v.method)
 	}
 	return v
 }

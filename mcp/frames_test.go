@@ -665,3 +665,24 @@ func TestPanicInAToolKeepsServing(t *testing.T) {
 		t.Errorf("warnings %q", warned)
 	}
 }
+
+// TestEOFDoesNotWaitForListen: a subscriptions/listen call (protocol
+// 2026-07-28) lasts until the client cancels it; when stdin ends the
+// server does not wait for it (with a drain of an hour, Serve returns),
+// while a call that ends by itself is still waited for.
+func TestEOFDoesNotWaitForListen(t *testing.T) {
+	f := newFixture(t)
+	c, done := testServe(t, f, func(s *Server) { s.eofDrain = time.Hour })
+	c.send([]byte(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}`))
+	if a, _ := c.next(); a.Method == nil || *a.Method != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("listen: %s", a.raw)
+	}
+	for _, a := range c.rest() {
+		if a.id() != `"L"` {
+			t.Errorf("after the end of stdin: %s", a.raw)
+		}
+	}
+	if err := serveResult(t, done); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -109,6 +109,8 @@ type Server struct {
 	idx     *recall.Index // opened on first use, reopened when the archive moved
 	heads   string        // the writers' heads idx was opened at
 	checked time.Time     // when heads were last compared with the archive
+
+	eofDrain time.Duration // tests: the frame guard's wait at the end of stdin (0: eofDrain)
 }
 
 // headsTTL is how long a check of the writers' heads is trusted: calls in
@@ -170,6 +172,9 @@ func (s *Server) Run(ctx context.Context) error {
 // answered), the write error when out fails, ctx's error when ctx ends.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	g := newFrameGuard(in, out)
+	if s.eofDrain > 0 {
+		g.drain = s.eofDrain
+	}
 	// The SDK's own line cap stays above ours: every frame it reads has
 	// passed the guard.
 	return s.sdk.Run(ctx, &sdk.IOTransport{Reader: g.reader(), Writer: g.writer(), MaxLineLength: 2 * MaxFrameBytes})
