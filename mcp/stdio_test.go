@@ -23,6 +23,15 @@ var (
 	binErr  error
 )
 
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // gitLosslessBinary builds cmd/git-lossless once per test process.
 func gitLosslessBinary(t *testing.T) string {
 	t.Helper()
