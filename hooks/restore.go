@@ -256,6 +256,12 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 			fmt.Fprintf(&b, "=== %s: excluded by the deny list; content not shown\n\n", name)
 			continue
 		}
+		// A git directory's files (config with remote credentials) are
+		// no version of the project: never shown, never recorded.
+		if why, internal := st.GitInternal(abs); internal {
+			fmt.Fprintf(&b, "=== %s: refused, %s; content not shown\n\n", name, guard.Printable(why))
+			continue
+		}
 		state, data := diskState(st, f)
 		if data == nil {
 			fmt.Fprintf(&b, "=== %s: %s; nothing to show\n\n", name, state)

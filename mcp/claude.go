@@ -39,7 +39,10 @@ func (s *Server) projectDir() string {
 // this repository ("" when there is none): the caller's, in the usual case
 // of one Claude Code session per repository at a time.
 func (s *Server) latestSession() string {
-	p, _ := s.transcript("")
+	p, err := s.transcript("")
+	if err != nil || p == "" {
+		return "" // filepath.Base("") is ".": no session is not session "."
+	}
 	return strings.TrimSuffix(filepath.Base(p), ".jsonl")
 }
 

@@ -206,9 +206,9 @@ func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFi
 	if glob, _, denied := s.cfg.Store.Deny().Check(abs); denied {
 		return toolError("%s is on the deny list (%s): its content is kept out of the archive and out of this tool", rel, glob), nil, nil
 	}
-	data, err := os.ReadFile(abs)
+	data, err := s.readWorkFile(abs, rel)
 	if err != nil {
-		return toolError("read %s: %v", rel, err), nil, nil
+		return toolError("%v", err), nil, nil
 	}
 	lines := strings.SplitAfter(string(data), "\n")
 	if len(lines) > 0 && lines[len(lines)-1] == "" {
@@ -262,9 +262,18 @@ func (s *Server) restoreContext(ctx context.Context, _ *sdk.CallToolRequest, in 
 	}
 	var files []string
 	for _, f := range in.Files {
-		abs, _, err := s.absInRepo(f)
+		abs, rel, err := s.absInRepo(f)
 		if err != nil {
 			return toolError("%v", err), nil, nil
+		}
+		// What read_file would refuse to read, restore must not read
+		// either (a FIFO blocks, a huge file fills the memory); a missing
+		// file is restore's to report.
+		if fi, err := os.Stat(abs); err == nil && (!fi.Mode().IsRegular() || fi.Size() > MaxReadFileBytes) {
+			if !fi.Mode().IsRegular() {
+				return toolError("%s is not a regular file (%s)", rel, fi.Mode().Type()), nil, nil
+			}
+			return toolError("%s is %d bytes, over the cap of %d bytes", rel, fi.Size(), MaxReadFileBytes), nil, nil
 		}
 		files = append(files, abs)
 	}

@@ -32,7 +32,13 @@ or git config lossless.identity, in memory only.
 
 git lossless install claude-code registers this server with Claude Code
 (as "git-lossless", the way claude mcp add stores it); git lossless doctor
-checks that it starts and lists its tools. Logs go to standard error.`,
+checks that it starts and lists its tools. Logs go to standard error.
+
+A malformed or oversized frame (one line of standard input, at most 1 MiB)
+gets the JSON-RPC error the specification names and the next one is
+served; read_file refuses the git directory and anything outside the work
+tree. The server exits, with status 0, when standard input ends (after
+answering the calls in flight), or when standard output fails.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			identity := fs.String("identity", "", "age identity file or unencrypted SSH private key, to open encrypted spans")
 			noMask := fs.Bool("no-mask", false, "print secrets in archived text as they are archived")

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package mcp
+
+// openNonBlock: no FIFOs to open without blocking here.
+const openNonBlock = 0
