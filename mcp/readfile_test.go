@@ -15,7 +15,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
 )
 
@@ -152,7 +151,7 @@ func TestReadFileLinkedWorktreeAndSeparateGitDir(t *testing.T) {
 		linked: {filepath.Join(f.dir, ".git", "config"), "../repo/.git/config", "common/config", "own/HEAD", filepath.Join(gitdir, "HEAD"), ".git"},
 		sep:    {"meta/config", filepath.Join(sep, "meta", "HEAD"), ".git"},
 	} {
-		st, err := anchor.OpenDir(dir, gitstore.Options{})
+		st, err := gitstore.OpenDir(dir, gitstore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
