@@ -344,6 +344,12 @@ func (s *Store) prepareRecords(recs []Record, sink gitobj.Sink) ([]Event, error)
 		d, ok := denyMemo[p]
 		if !ok {
 			_, _, d = s.deny.check(p, res)
+			if !d && filepath.IsAbs(p) {
+				// Anything in a git directory (.git/config holds remote
+				// URLs with passwords) is denied on every route, not only
+				// the MCP server's read_file (gitpath.go).
+				_, d = s.GitInternal(p)
+			}
 			denyMemo[p] = d
 		}
 		return d

@@ -284,3 +284,36 @@ func TestOwnershipMigration(t *testing.T) {
 		t.Fatalf("own dir: %v %v", fi, err)
 	}
 }
+
+// TestGitDirDeniedOnEveryRoute: a read of .git/config recorded by any
+// writer (a hook's Read, record, a sweep) keeps its access and never its
+// content: the remote URL's password reaches no object. The MCP server's
+// read_file refused it already; the hooks recorded it.
+func TestGitDirDeniedOnEveryRoute(t *testing.T) {
+	repo, st := witnessStore(t)
+	const secret = "hunter2-correct-horse-battery"
+	itGit(t, repo, "remote", "add", "origin", "https://me:"+secret+"@example.invalid/r.git")
+	cfg := filepath.Join(repo, ".git", "config")
+	content, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(cfg, filepath.Join(repo, "cfg-link"))
+	for _, rec := range []Record{
+		{Event: Event{Op: "read", Source: "hook", Path: ".git/config"}, Content: content, HasContent: true, File: cfg},
+		{Event: Event{Op: "read", Source: "hook", Path: "cfg-link"}, Content: content, HasContent: true, File: filepath.Join(repo, "cfg-link")},
+		{Event: Event{Op: "read", Source: "cli", Path: cfg}, Content: content, HasContent: true},
+	} {
+		res, err := st.Append(context.Background(), "cc-s", []Record{rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := res.Events[0]; !e.Excluded || e.Blob != "" {
+			t.Fatalf("%s archived: %+v", rec.Path, e)
+		}
+	}
+	all := itGit(t, repo, "cat-file", "--batch-all-objects", "--batch")
+	if strings.Contains(all, secret) {
+		t.Fatal("the password of .git/config is in an object")
+	}
+}
