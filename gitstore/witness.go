@@ -357,13 +357,14 @@ func readCloneID(p string) (string, error) {
 	return id, nil
 }
 
-// Writer families whose names a clone derives: the CLI's `record`, and
-// the proxy. Their names carry the clone id right after the family
+// Writer families whose names a clone derives: the CLI's `record`, the
+// proxy, and the MCP server's reads outside a session. Their names carry the clone id right after the family
 // ("cli-<clone>", "cli-<clone>-<session>", "proxy-<clone>-<addr>"), so two
 // clones never derive the same name.
 const (
 	FamilyCLI   = "cli"
 	FamilyProxy = "proxy"
+	FamilyMCP   = "mcp"
 )
 
 // FamilyClone returns the clone id a name of a derived family carries
@@ -371,7 +372,7 @@ const (
 // (Written out rather than a regexp: the hook program starts for every
 // tool call, and a regexp compiled at init is paid on every start.)
 func FamilyClone(writer string) string {
-	for _, f := range []string{FamilyCLI, FamilyProxy} {
+	for _, f := range []string{FamilyCLI, FamilyProxy, FamilyMCP} {
 		rest, ok := strings.CutPrefix(writer, f+"-")
 		if !ok || len(rest) < 8 || !isLowerHex(rest[:8], 8) {
 			continue
@@ -387,7 +388,7 @@ func FamilyClone(writer string) string {
 // "<family>-<clone>" for an empty label, else "<family>-<clone>-<label>"
 // with the label mapped as WriterName maps it.
 func (s *Store) OwnWriterName(family, label string) (string, error) {
-	if family != FamilyCLI && family != FamilyProxy {
+	if family != FamilyCLI && family != FamilyProxy && family != FamilyMCP {
 		return "", fmt.Errorf("unknown writer family %q", family)
 	}
 	id, err := s.CloneID()

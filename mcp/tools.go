@@ -239,7 +239,13 @@ func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFi
 	rec.SetPath(rel)
 	writer := gitstore.WriterName("cc-", session)
 	if session == "" {
-		writer = "mcp"
+		// Per clone by construction, as every derived name (gitstore
+		// FORMAT.md section 2).
+		w, err := s.cfg.Store.OwnWriterName(gitstore.FamilyMCP, "")
+		if err != nil {
+			return toolError("record the read: %v", err), nil, nil
+		}
+		writer = w
 	}
 	if _, err := s.cfg.Store.Append(ctx, writer, []gitstore.Record{rec}); err != nil {
 		return toolError("record the read: %v", err), nil, nil
