@@ -578,7 +578,11 @@ func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
 // store's Verify, and the chain's new tip for the rest of this check.
 func (ck *checker) accepted(key string, c *Checkpoint, signed []byte) {
 	ck.rc.Accepted++
-	if err := recordCheckpointHeads(ck.w, c, ck.ownChain(key), "seen on "+ck.rc.Remote); err != nil {
+	var prev []byte
+	if t, ok := ck.tips[key]; ok && t.N < c.N {
+		prev = t.Signed
+	}
+	if err := recordCheckpointHeads(ck.w, c, signed, prev, ck.ownChain(key), "seen on "+ck.rc.Remote); err != nil {
 		ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: "accepted, but its heads could not be recorded: " + err.Error()})
 	}
 	if t := ck.tips[key]; c.N > t.N {

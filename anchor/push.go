@@ -47,6 +47,9 @@ type Made struct {
 	New        bool   // made now (false: nothing changed since the last one, which is reused)
 	VKey       string // the public key that signed it
 	Skipped    []string
+	// PrevSigned is the signed checkpoint before it on this clone's chain
+	// (nil for the first), whose recorded heads need not be written again.
+	PrevSigned []byte
 }
 
 // MakeCheckpoint makes this clone's next checkpoint of every writer's head
@@ -141,7 +144,7 @@ func MakeCheckpoint(ctx context.Context, st *gitstore.Store, key *Key, now time.
 		if err != nil {
 			return nil, err
 		}
-		return &Made{Checkpoint: c, Signed: signed, Commit: commit, New: true, VKey: key.VKey, Skipped: skipped}, nil
+		return &Made{Checkpoint: c, Signed: signed, Commit: commit, New: true, VKey: key.VKey, Skipped: skipped, PrevSigned: lastSigned}, nil
 	}
 }
 
@@ -220,7 +223,7 @@ func Send(ctx context.Context, st *gitstore.Store, made *Made, targets []Target)
 				Time: made.Checkpoint.Time, Checkpoint: string(made.Signed)}
 			if err := writeRecord(st, rec); err != nil {
 				s.Err = fmt.Errorf("anchored on %s, but the local record failed: %w", t.Remote, err)
-			} else if err := recordCheckpointHeads(st, made.Checkpoint, true, "anchored on "+t.Remote); err != nil {
+			} else if err := recordCheckpointHeads(st, made.Checkpoint, made.Signed, made.PrevSigned, true, "anchored on "+t.Remote); err != nil {
 				s.Err = fmt.Errorf("anchored on %s, but the local record failed: %w", t.Remote, err)
 			}
 		}

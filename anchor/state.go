@@ -182,41 +182,62 @@ func verifierFor(st *gitstore.Store, own *Key, machine string) (note.Verifier, e
 	return ParseVerifierKey(vkey)
 }
 
-// recordAnchoredHeads records (gitstore.RecordAnchored) the writer heads
-// of every checkpoint this clone anchored (the last one per remote) or
-// accepted from a remote (the newest per machine's clone per remote) whose
-// signature checks, so that every store's Verify compares chains with
-// them. Accepting and anchoring record them as they happen; this pass
-// rebuilds what an older version, or a deleted anchored/ directory, left
-// unrecorded. A checkpoint that does not check is a Finding.
+// recordAnchoredHeads records (gitstore.RecordCheckpoint) the writer
+// heads of every checkpoint this clone anchored (the last one per remote)
+// or accepted from a remote (the newest per machine's clone per remote)
+// whose signature checks, so that every store's Verify compares chains
+// with them. Accepting and anchoring record them as they happen; this
+// pass rebuilds what an older version, or a deleted anchored/ directory,
+// left unrecorded, and costs a digest per checkpoint when nothing is
+// missing. A checkpoint that does not check is a Finding.
 func recordAnchoredHeads(ctx context.Context, st *gitstore.Store) ([]Finding, error) {
-	all, bad, err := anchoredCheckpoints(ctx, st)
+	recorded, err := st.RecordedCheckpoints()
+	if err != nil {
+		return nil, err
+	}
+	all, bad, err := anchoredCheckpoints(ctx, st, func(signed []byte) bool {
+		return recorded[Digest(signed)]
+	})
 	if err != nil {
 		return nil, err
 	}
 	for _, a := range all {
-		if err := recordCheckpointHeads(st, a.Checkpoint, a.Own, a.Where); err != nil {
+		if err := recordCheckpointHeads(st, a.Checkpoint, a.Signed, nil, a.Own, a.Where); err != nil {
 			return nil, err
 		}
 	}
 	return bad, nil
 }
 
-// recordCheckpointHeads records every writer head of c (see
-// recordAnchoredHeads); where names the remote it was anchored on or
-// seen on.
-func recordCheckpointHeads(st *gitstore.Store, c *Checkpoint, own bool, where string) error {
+// recordCheckpointHeads records the writer heads of c (signed: its signed
+// bytes); where names the remote it was anchored on or seen on. prevSigned
+// (nil: none) is an earlier checkpoint of the same chain: when its heads
+// were recorded, the heads it names as they are now are not written
+// again, which keeps a push of one changed writer among thousands cheap.
+// A prev whose heads were not recorded (anchored/ deleted since) saves
+// nothing, so every head of c is recorded.
+func recordCheckpointHeads(st *gitstore.Store, c *Checkpoint, signed, prevSigned []byte, own bool, where string) error {
+	var prev *Checkpoint
+	if prevSigned != nil {
+		if done, err := st.CheckpointRecorded(Digest(prevSigned)); err == nil && done {
+			prev, _ = ParseText(noteText(prevSigned))
+		}
+	}
 	kind := gitstore.AnchoredSeen
 	if own {
 		kind = gitstore.AnchoredOwn
 	}
 	label := fmt.Sprintf("%s, checkpoint %s/%s #%d of %s", where, c.Machine, c.Clone, c.N, c.Time.Format(time.RFC3339))
+	heads := make([]gitstore.AnchoredHead, 0, len(c.Writers))
 	for _, w := range c.Writers {
-		if err := st.RecordAnchored(w.Name, w.Entries, w.Seal, kind, label); err != nil {
-			return fmt.Errorf("record anchored head of %s: %w", w.Name, err)
+		if prev != nil {
+			if pw, ok := prev.Writer(w.Name); ok && pw == w {
+				continue
+			}
 		}
+		heads = append(heads, gitstore.AnchoredHead{Writer: w.Name, Seq: w.Entries, Seal: w.Seal})
 	}
-	return nil
+	return st.RecordCheckpoint(Digest(signed), heads, kind, label)
 }
 
 // seenCheckpoint is the newest accepted checkpoint of one machine's clone
@@ -340,7 +361,7 @@ func seenCheckpoints(ctx context.Context, st *gitstore.Store) ([]seenCheckpoint,
 // last per remote) or accepted from a remote (the newest per clone per
 // remote) whose signature checks, with where it was seen.
 func AnchoredCheckpoints(ctx context.Context, st *gitstore.Store) ([]Anchored, error) {
-	all, _, err := anchoredCheckpoints(ctx, st)
+	all, _, err := anchoredCheckpoints(ctx, st, nil)
 	return all, err
 }
 
@@ -348,7 +369,10 @@ func AnchoredCheckpoints(ctx context.Context, st *gitstore.Store) ([]Anchored, e
 // recorded or accepted checkpoint that no longer checks: local anchor
 // state that was tampered with (a seen ref pointed at a forged checkpoint,
 // a record edited) is a failure, not something to skip.
-func anchoredCheckpoints(ctx context.Context, st *gitstore.Store) ([]Anchored, []Finding, error) {
+//
+// skip, when set, leaves out (unchecked) the signed checkpoints it
+// returns true for: those recorded before, whose bytes were checked then.
+func anchoredCheckpoints(ctx context.Context, st *gitstore.Store, skip func(signed []byte) bool) ([]Anchored, []Finding, error) {
 	own, err := ownKey()
 	if err != nil {
 		return nil, nil, err
@@ -366,6 +390,9 @@ func anchoredCheckpoints(ctx context.Context, st *gitstore.Store) ([]Anchored, [
 	sort.Strings(rids)
 	for _, rid := range rids {
 		r := recs[rid]
+		if skip != nil && skip([]byte(r.Checkpoint)) {
+			continue
+		}
 		if own == nil {
 			bad = append(bad, Finding{Kind: KindBadSignature, Remote: r.Remote, Detail: fmt.Sprintf("the record of checkpoint %d anchored on %s cannot be checked: this machine's anchor key is gone (%s)", r.N, r.Remote, "git lossless anchor key")})
 			continue
@@ -375,7 +402,7 @@ func anchoredCheckpoints(ctx context.Context, st *gitstore.Store) ([]Anchored, [
 			bad = append(bad, Finding{Kind: KindBadSignature, Remote: r.Remote, Detail: fmt.Sprintf("the local record of checkpoint %d anchored on %s does not check with this machine's key: %v", r.N, r.Remote, err)})
 			continue
 		}
-		out = append(out, Anchored{Where: "anchored on " + r.Remote, Own: true, Record: &r, Checkpoint: c})
+		out = append(out, Anchored{Where: "anchored on " + r.Remote, Own: true, Record: &r, Checkpoint: c, Signed: []byte(r.Checkpoint)})
 	}
 	seen, err := seenCheckpoints(ctx, st)
 	if err != nil {
@@ -386,6 +413,9 @@ func anchoredCheckpoints(ctx context.Context, st *gitstore.Store) ([]Anchored, [
 		return nil, nil, err
 	}
 	for _, s := range seen {
+		if skip != nil && skip(s.Signed) {
+			continue
+		}
 		machine := signerName(s.Signed)
 		v, err := verifierFor(st, own, machine)
 		var c *Checkpoint
@@ -397,7 +427,7 @@ func anchoredCheckpoints(ctx context.Context, st *gitstore.Store) ([]Anchored, [
 			continue
 		}
 		// Own: this clone's, not another clone's of this machine.
-		out = append(out, Anchored{Where: "seen on " + s.Remote, Own: own != nil && c.Machine == own.Name() && c.Clone == clone, Checkpoint: c})
+		out = append(out, Anchored{Where: "seen on " + s.Remote, Own: own != nil && c.Machine == own.Name() && c.Clone == clone, Checkpoint: c, Signed: s.Signed})
 	}
 	return out, bad, nil
 }
@@ -408,6 +438,7 @@ type Anchored struct {
 	Own        bool          // made by this machine
 	Record     *RemoteRecord // for one anchored from here: the remote's record
 	Checkpoint *Checkpoint
+	Signed     []byte // the signed checkpoint
 }
 
 // CheckNotes compares the local notes refs (receipts) with the notes heads

@@ -79,3 +79,64 @@ func TestWitnessGoldenVector(t *testing.T) {
 	}
 	_ = anchor.Header
 }
+
+// TestAnchoredHeadsIncremental: a checkpoint records only the writer heads
+// that changed since the previous recorded one, each checkpoint once; when
+// anchored/ was deleted, the next push records every head again (the
+// previous checkpoint's heads are not there to lean on), and verify
+// rebuilds what is missing; a rollback of an unchanged writer is still an
+// anchor-mismatch once the witness is gone.
+func TestAnchoredHeadsIncremental(t *testing.T) {
+	w := newWorld(t)
+	dir, st := w.repo()
+	first := w.append(st, "a", "1\n")
+	w.append(st, "b", "1\n")
+	w.push(st, origin(dir))
+	w.append(st, "a", "2\n")
+	w.push(st, origin(dir))
+	anch := filepath.Join(dir, ".git", "lossless", "anchored")
+	lines := func(name string) int {
+		b, err := os.ReadFile(filepath.Join(anch, name))
+		if err != nil {
+			return -1
+		}
+		return strings.Count(string(b), "\n")
+	}
+	if lines("a") != 2 || lines("b") != 1 || lines(".checkpoints") != 2 {
+		t.Fatalf("after two pushes: a %d, b %d, checkpoints %d lines", lines("a"), lines("b"), lines(".checkpoints"))
+	}
+	// A verify pass records nothing new.
+	if _, err := anchor.Check(context.Background(), st, anchor.CheckOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if lines("a") != 2 || lines("b") != 1 || lines(".checkpoints") != 2 {
+		t.Fatalf("after verify: a %d, b %d, checkpoints %d lines", lines("a"), lines("b"), lines(".checkpoints"))
+	}
+	// anchored/ deleted, then one writer changes and is anchored: b's head
+	// is recorded although the checkpoint before named it unchanged (the
+	// check before signing rebuilds the previous checkpoint's heads, then
+	// the new one adds a's).
+	if err := os.RemoveAll(anch); err != nil {
+		t.Fatal(err)
+	}
+	w.append(st, "a", "3\n")
+	w.push(st, origin(dir))
+	if lines("a") != 2 || lines("b") != 1 {
+		t.Fatalf("after anchored/ was deleted: a %d, b %d lines", lines("a"), lines("b"))
+	}
+	if err := os.RemoveAll(filepath.Join(dir, ".git", "lossless", "witness")); err != nil {
+		t.Fatal(err)
+	}
+	w.git(dir, "update-ref", "refs/lossless/a", first.Commit)
+	rep := w.verify(dir, "a")
+	if rep.OK() || rep.Break.Kind != "anchor-mismatch" {
+		t.Fatalf("rolled-back writer with anchored heads only: %+v", rep.Break)
+	}
+	v, err := anchor.Check(context.Background(), st, anchor.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Broken() != 1 {
+		t.Fatalf("verdict: %d broken", v.Broken())
+	}
+}

@@ -193,6 +193,73 @@ func (s *Store) RecordAnchored(writer string, seq int64, sealHex, kind, where st
 	return appendLine(s.stateDir(anchoredDir), writer, fmt.Sprintf("%d %s %s %s\n", seq, sealHex, kind, where))
 }
 
+// checkpointsFile lists, one sha256 per line, the signed checkpoints
+// whose heads were recorded in anchored/: a checkpoint seen again (every
+// verify looks at all of them) is skipped without reading a writer's
+// file or checking its signature again. It sits among the writers' files
+// under a name no writer can have, so that deleting anchored/ forgets
+// both, and the next verify rebuilds them together.
+const checkpointsFile = ".checkpoints"
+
+// CheckpointRecorded reports whether the heads of the checkpoint with
+// this digest (sha256 hex of its signed bytes) were recorded.
+func (s *Store) CheckpointRecorded(digest string) (bool, error) {
+	lines, _, err := readLines(s.stateDir(anchoredDir), checkpointsFile)
+	if err != nil {
+		return false, err
+	}
+	for _, l := range lines {
+		if l == digest {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// RecordedCheckpoints returns the digests CheckpointRecorded reports, read
+// once, for a caller that looks at many checkpoints.
+func (s *Store) RecordedCheckpoints() (map[string]bool, error) {
+	lines, _, err := readLines(s.stateDir(anchoredDir), checkpointsFile)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(lines))
+	for _, l := range lines {
+		out[l] = true
+	}
+	return out, nil
+}
+
+// AnchoredHead is one writer's head named in a checkpoint.
+type AnchoredHead struct {
+	Writer string
+	Seq    int64
+	Seal   string
+}
+
+// RecordCheckpoint records heads (RecordAnchored) of the checkpoint with
+// this digest, whose signature the caller checked, then the digest
+// itself; a checkpoint recorded before is skipped. The caller may leave
+// out heads an earlier recorded checkpoint of the same chain named
+// already.
+func (s *Store) RecordCheckpoint(digest string, heads []AnchoredHead, kind, where string) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	if !isLowerHex(digest, 64) {
+		return fmt.Errorf("record checkpoint: digest %q", digest)
+	}
+	if done, err := s.CheckpointRecorded(digest); err != nil || done {
+		return err
+	}
+	for _, h := range heads {
+		if err := s.RecordAnchored(h.Writer, h.Seq, h.Seal, kind, where); err != nil {
+			return fmt.Errorf("record anchored head of %s: %w", h.Writer, err)
+		}
+	}
+	return appendLine(s.stateDir(anchoredDir), checkpointsFile, digest+"\n")
+}
+
 type anchoredHead struct {
 	seal.Checkpoint
 	kind string
