@@ -115,7 +115,7 @@ func MakeCheckpoint(ctx context.Context, st *gitstore.Store, key *Key, now time.
 		// it names, so a broken writer (rolled back, forked, foreign
 		// batches) is refused here rather than anchored as this clone's.
 		if changed := changedWriters(last, c); len(changed) > 0 {
-			v, err := Check(ctx, st, CheckOptions{Writers: changed, SkipContent: true})
+			v, err := Check(ctx, st, CheckOptions{Writers: changed, SkipContent: true, ChainsOnly: true})
 			if err != nil {
 				return nil, fmt.Errorf("verify before anchoring: %w", err)
 			}

@@ -62,6 +62,11 @@ type CheckOptions struct {
 	Writers []string
 	// SkipContent checks the chains only, not the blobs.
 	SkipContent bool
+	// ChainsOnly leaves out the notes heads and the open alarms: the
+	// Verdict's Findings hold only what rebuilding the anchored heads
+	// found. Anchor push judges the chains it is about to sign and
+	// nothing else, and pays for nothing else.
+	ChainsOnly bool
 }
 
 // Scope lists every writer a full check covers: each writer with a ref,
@@ -118,6 +123,12 @@ func Check(ctx context.Context, st *gitstore.Store, o CheckOptions) (*Verdict, e
 		return nil, err
 	}
 	v := &Verdict{Writers: reps, Findings: bad}
+	if o.ChainsOnly {
+		if v.Findings == nil {
+			v.Findings = []Finding{}
+		}
+		return v, nil
+	}
 	notes, err := CheckNotes(ctx, st)
 	if err != nil {
 		return nil, err
