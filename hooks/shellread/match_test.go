@@ -91,6 +91,7 @@ var readCases = []readCase{
 	{cmd: `cat weird\'name.txt`, path: "weird'name.txt", view: "full", content: "quote\n"},
 	{cmd: "cat '$dollar.txt'", path: "$dollar.txt", view: "full", content: "dollar\n"},
 	{cmd: `cat "\$dollar.txt"`, path: "$dollar.txt", view: "full", content: "dollar\n"},
+	{cmd: "cat 'tab\tname.txt'", path: "tab\tname.txt", view: "full", content: "tabbed\n"},
 	{cmd: "cat link.txt", path: "link.txt", view: "full", content: "hello world\n"},
 	{cmd: "tail -n 1 link.txt", path: "link.txt", view: "full", content: "hello world\n"},
 }

@@ -153,15 +153,19 @@ func cdDir(d string) (string, string) {
 func readOf(w []string) (Read, error) {
 	switch w[0] {
 	case "cat":
+		args, dashdash := w[1:], false
+		if len(args) > 0 && args[0] == "--" {
+			args, dashdash = args[1:], true
+		}
 		switch {
-		case len(w) == 2 && !strings.HasPrefix(w[1], "-"):
-			return fileRead(Read{Cmd: "cat", From: 1}, w[1])
-		case len(w) == 3 && w[1] == "--":
-			return fileRead(Read{Cmd: "cat", From: 1}, w[2])
-		case len(w) > 3 || (len(w) == 3 && !strings.HasPrefix(w[1], "-")):
+		case len(args) == 0:
+			return refuse("cat of standard input")
+		case !dashdash && len(args[0]) > 1 && args[0][0] == '-':
+			return refuse("cat with an option")
+		case len(args) > 1:
 			return refuse("cat of more than one file")
 		}
-		return refuse("cat with an option")
+		return fileRead(Read{Cmd: "cat", From: 1}, args[0])
 	case "sed":
 		if len(w) != 4 || w[1] != "-n" {
 			return refuse("sed other than `sed -n SCRIPT FILE`")
@@ -339,14 +343,14 @@ func split(s string) (toks []tok, reason string) {
 			return nil, "= at the start of a word (an assignment, or zsh's =cmd)"
 		case c == '\n':
 			return nil, "newline (command list)"
-		case c < 0x20 || c == 0x7f:
+		case isControl(c):
 			return nil, "control character"
 		case c == '\\':
 			if i+1 >= len(s) {
 				return nil, "backslash at the end"
 			}
 			n := s[i+1]
-			if n == '\n' || n < 0x20 || n == 0x7f {
+			if n == '\n' || isControl(n) {
 				return nil, "backslash before a newline or control character"
 			}
 			b.WriteByte(n)
@@ -401,7 +405,7 @@ func doubleQuoted(s string, i int, b *strings.Builder) (int, string) {
 			return 0, "expansion or command substitution"
 		case c == '!':
 			return 0, "! (history expansion)"
-		case c < 0x20 || c == 0x7f:
+		case isControl(c):
 			return 0, "control character"
 		case c == '\\':
 			if i+1 >= len(s) {
@@ -424,9 +428,13 @@ func doubleQuoted(s string, i int, b *strings.Builder) (int, string) {
 
 func hasControl(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f {
+		if isControl(s[i]) {
 			return true
 		}
 	}
 	return false
 }
+
+// isControl reports the bytes refused anywhere in a command, quoted or
+// not: the C0 controls but tab, and DEL.
+func isControl(c byte) bool { return (c < 0x20 && c != '\t') || c == 0x7f }

@@ -31,6 +31,7 @@ var fixture = map[string]string{
 	"latin1.txt":     "caf\xe9\n",
 	"section.txt":    "top\n\\:\\:\nbody\n",
 	"b.txt":          "bee\n",
+	"tab\tname.txt":  "tabbed\n",
 }
 
 func thirtyLines() string {
