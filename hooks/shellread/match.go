@@ -94,16 +94,23 @@ func Match(r Read, output, disk []byte, shown Shown) (Seen, error) {
 	if !ok {
 		return Seen{}, ErrNothingShown
 	}
-	want := s.Content
 	if r.Numbered {
 		if !s.Full {
 			return Seen{}, ErrNoRead // nl -ba always prints the whole file
 		}
-		var err error
-		if want, err = numbered(s.Content); err != nil {
+		// Every line nl prints is numbered, so never blank: the trim can
+		// only take the final newline.
+		s.Trimmed = shown == BlankEdgesTrimmed && len(s.Content) > 0
+		ok, err := numberedEqual(s.Content, output, s.Trimmed)
+		if err != nil {
 			return Seen{}, err
 		}
+		if !ok {
+			return Seen{}, ErrMismatch
+		}
+		return s, nil
 	}
+	want := s.Content
 	if shown == BlankEdgesTrimmed {
 		t := trimBlankEdges(want)
 		if len(t) == 0 && len(want) > 0 {
@@ -178,37 +185,52 @@ func lastLines(b []byte, n int) (Seen, bool) {
 	return Seen{First: first, Last: total, Full: start == 0, Content: b[start:]}, true
 }
 
-// numbered renders b as GNU and BSD `nl -ba` print it with their default
-// format (-w6 -s'\t' -nrn): every line as its number right-aligned in six
-// columns (wider when it needs more), a tab, the line, and a newline (one
-// is added after a last line that has none).
-func numbered(b []byte) ([]byte, error) {
-	out := make([]byte, 0, len(b)+len(b)/8+64)
+// numberedEqual reports whether out is b as GNU and BSD `nl -ba` print it
+// with their default format (-w6 -s'\t' -nrn): every line as its number
+// right-aligned in six columns (wider when it needs more), a tab, the
+// line, and a newline (one is added after a last line that has none) —
+// without that final newline when noFinalNewline. It compares in place,
+// allocating nothing.
+func numberedEqual(b, out []byte, noFinalNewline bool) (bool, error) {
+	var buf [20]byte
 	for off, n := 0, 1; off < len(b); n++ {
 		end := lineEnd(b, off)
 		line := b[off:end]
-		line = line[:len(line)-btoi(line[len(line)-1] == '\n')]
+		if line[len(line)-1] == '\n' {
+			line = line[:len(line)-1]
+		}
 		if isSectionDelimiter(line) {
-			return nil, ErrNLSection
+			return false, ErrNLSection
 		}
-		num := strconv.AppendInt(make([]byte, 0, 20), int64(n), 10)
+		num := strconv.AppendInt(buf[:0], int64(n), 10)
 		for pad := 6 - len(num); pad > 0; pad-- {
-			out = append(out, ' ')
+			if len(out) == 0 || out[0] != ' ' {
+				return false, nil
+			}
+			out = out[1:]
 		}
-		out = append(out, num...)
-		out = append(out, '\t')
-		out = append(out, line...)
-		out = append(out, '\n')
+		if !bytes.HasPrefix(out, num) {
+			return false, nil
+		}
+		out = out[len(num):]
+		if len(out) == 0 || out[0] != '\t' {
+			return false, nil
+		}
+		out = out[1:]
+		if !bytes.HasPrefix(out, line) {
+			return false, nil
+		}
+		out = out[len(line):]
 		off = end
+		if off == len(b) && noFinalNewline {
+			break
+		}
+		if len(out) == 0 || out[0] != '\n' {
+			return false, nil
+		}
+		out = out[1:]
 	}
-	return out, nil
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+	return len(out) == 0, nil
 }
 
 // isSectionDelimiter reports a line nl reads as a logical page section
