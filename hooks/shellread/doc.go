@@ -56,6 +56,8 @@
 //     and `cd -`), and have no ".." component: cd resolves ".." lexically
 //     (cd -L) while the file is then opened physically, which differ
 //     through a symlink. Exactly one `cd DIR &&` and one form after it.
+//     (When CDPATH sends cd elsewhere, bash prints the directory it went
+//     to, and the output no longer matches.)
 //
 // Read.Path is never cleaned (`a/../b` opens b beside wherever a symlink a
 // points, as cat did); Read.Resolve joins it to the directory the command

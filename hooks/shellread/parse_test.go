@@ -50,6 +50,22 @@ func TestParseFields(t *testing.T) {
 	}
 }
 
+func TestReadString(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"cat f":         `cat "f": whole file`,
+		"tail -n 3 f":   `tail "f": last 3 lines`,
+		"sed -n 2,5p f": `sed "f": lines 2-5`,
+		"tail -n +7 f":  `tail "f": lines 7-end`,
+		"nl -ba 'a b'":  `nl "a b": whole file`,
+		"cat f; rm f":   "no read",
+	} {
+		r, _ := shellread.Parse(cmd)
+		if got := r.String(); got != want {
+			t.Errorf("Parse(%q).String() = %q, want %q", cmd, got, want)
+		}
+	}
+}
+
 func TestResolve(t *testing.T) {
 	for _, c := range []struct{ path, cwd, want string }{
 		{"f", "/w", "/w/f"},
