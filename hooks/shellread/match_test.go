@@ -211,3 +211,31 @@ func TestNLWideNumbers(t *testing.T) {
 		t.Errorf("Match: %+v (last %d), %v", s.View(), s.Last, err)
 	}
 }
+
+// TestCodexSamplePayload: the PostToolUse payload Codex 0.169.0 sent for
+// the model's `exec_command {"cmd":"cat hello.txt"}` (shared samples,
+// run1-read-patch-deny/hooks/005-PostToolUse.json): tool_name "Bash",
+// tool_input.command and tool_response as recorded, hello.txt holding
+// "hello world\n". The rollout's function_call_output carries the same
+// text after "Output:\n", which the adapter strips before Match.
+func TestCodexSamplePayload(t *testing.T) {
+	const command, response = "cat hello.txt", "hello world\n"
+	const rollout = "Chunk ID: 8530d1\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\nhello world\n"
+	disk := []byte("hello world\n")
+	r := mustParse(t, command)
+	s, err := shellread.Match(r, []byte(response), disk, shellread.Verbatim)
+	if err != nil || s.View() != "full" || string(s.Content) != "hello world\n" {
+		t.Fatalf("Match: %+v, %v", s, err)
+	}
+	_, body, ok := strings.Cut(rollout, "\nOutput:\n")
+	if !ok || body != response {
+		t.Fatalf("rollout body %q", body)
+	}
+	if _, err := shellread.Match(r, []byte(rollout), disk, shellread.Verbatim); !errors.Is(err, shellread.ErrMismatch) {
+		t.Errorf("the framed rollout output: %v, want ErrMismatch (the adapter unwraps it)", err)
+	}
+	// Codex shows the same call as /bin/bash -lc in its rollout.
+	if w := mustParse(t, `/bin/bash -lc "cat hello.txt"`); w != r {
+		t.Errorf("wrapped: %+v, want %+v", w, r)
+	}
+}
