@@ -40,7 +40,7 @@ func BenchmarkParseMatch(b *testing.B) {
 		{"tail", "tail -n 40 main.go", shellread.Verbatim},
 		{"bash-lc-cd-head", `/bin/bash -lc "cd . && head -n 80 main.go"`, shellread.Verbatim},
 	} {
-		out := runShell(&testing.T{}, dir, c.cmd)
+		out := runShell(b, dir, c.cmd)
 		if c.shown == shellread.BlankEdgesTrimmed {
 			out = out[:len(out)-1] // the final newline, as Claude Code trims it
 		}

@@ -81,7 +81,7 @@ func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'
 // model's shell call, and returns its stdout: what Codex hands the model.
 // The environment is minimal (no CDPATH, HOME in the test's own
 // directory) so that a login shell (bash -lc) prints nothing of its own.
-func runShell(t *testing.T, dir, command string) []byte {
+func runShell(t testing.TB, dir, command string) []byte {
 	t.Helper()
 	sh := testkit.NeedTool(t, "sh")
 	c := exec.Command(sh, "-c", command)
