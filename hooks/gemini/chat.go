@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -30,27 +32,33 @@ type ChatOptions struct {
 }
 
 // ChatState is what a ChatReader knows of the lines before its offset:
-// store it beside the offset (JSON) and hand it to the next reader. It is
-// bounded (the oldest message ids and calls are forgotten first); a
-// reader that has forgotten a message yields it again when the CLI
-// re-lists it, under the same keys.
+// store it beside the offset (it is JSON) and hand it to the next reader.
+// Its sets are bounded (the oldest members are forgotten first, see
+// maxSeen); a reader that has forgotten a message yields it again when
+// the CLI lists it again, under the same keys.
 type ChatState struct {
 	Version   int    `json:"v"`
 	SessionID string `json:"session,omitempty"`
 	Agent     string `json:"agent,omitempty"`
 	// Epoch is the key of the context's last boundary ("" before the
-	// first): the epoch evidence is yielded in.
+	// first).
 	Epoch string `json:"epoch,omitempty"`
-	// Seen are digests of the ids of the messages yielded, oldest first.
+	// Seen are digests of the ids of the messages read, oldest first.
 	Seen []string `json:"seen,omitempty"`
 	// Last is the id of the chat's last message, the only one the CLI
-	// rewrites, and LastSubs the parts of it already yielded.
+	// rewrites, and LastSubs the parts of it already handled.
 	Last     string   `json:"last,omitempty"`
 	LastSubs []string `json:"last_subs,omitempty"`
-	// Answered are the calls whose result was yielded in this epoch.
+	// In the current epoch: the calls whose ToolUse was yielded (Used),
+	// whose result was (Answered), and digests of the texts yielded.
+	Used     []string       `json:"used,omitempty"`
 	Answered []AnsweredCall `json:"answered,omitempty"`
+	Texts    []string       `json:"texts,omitempty"`
 	// Pending are calls yielded without their result.
 	Pending []PendingCall `json:"pending,omitempty"`
+	// Held are user texts held back as likely copies (see the package
+	// doc).
+	Held []HeldText `json:"held,omitempty"`
 	// AfterHeader: the last line that was not a $set was a header.
 	AfterHeader bool `json:"after_header,omitempty"`
 }
@@ -70,15 +78,51 @@ type PendingCall struct {
 	Args json.RawMessage `json:"args,omitempty"` // file tools only
 }
 
+// HeldText is a user text span held back.
+type HeldText struct {
+	Msg   string          `json:"msg"`
+	TS    time.Time       `json:"ts"`
+	Key   string          `json:"key"`
+	Block int             `json:"block"`
+	Text  json.RawMessage `json:"text"`
+}
+
 // chatStateVersion is the ChatState format.
 const chatStateVersion = 1
 
-// Bounds of what a reader remembers.
+// Bounds of what a reader remembers: message ids, and per epoch calls and
+// texts.
 const (
-	maxSeen     = 1 << 14
-	maxAnswered = 4096
-	maxPending  = 4096
+	maxSeen  = 1 << 14
+	maxCalls = 4096
+	maxTexts = 4096
 )
+
+// boundedSet is a set of strings that forgets its oldest members past
+// max.
+type boundedSet struct {
+	m     map[string]bool
+	order []string
+	max   int
+}
+
+func newSet(max int) *boundedSet { return &boundedSet{m: map[string]bool{}, max: max} }
+
+func (s *boundedSet) has(k string) bool { return s.m[k] }
+
+func (s *boundedSet) add(k string) {
+	if s.m[k] {
+		return
+	}
+	s.m[k] = true
+	s.order = append(s.order, k)
+	if len(s.order) > s.max {
+		delete(s.m, s.order[0])
+		s.order = s.order[1:]
+	}
+}
+
+func (s *boundedSet) list() []string { return append([]string(nil), s.order...) }
 
 // ChatReader reads a Gemini CLI chat file (JSONL) from an offset and
 // yields, for each complete line, the items of the messages it adds or
@@ -92,14 +136,16 @@ type ChatReader struct {
 
 	session, agent string
 	epoch          string
-	seen           map[string]bool
-	seenOrder      []string
-	last           string
-	lastSubs       map[string]bool
+	seen           *boundedSet // digests of message ids
+	used           *boundedSet // call ids (epoch)
+	texts          *boundedSet // text digests (epoch)
 	answered       map[string]*AnsweredCall
 	answeredOrder  []string
 	pending        map[string]*PendingCall
 	pendingOrder   []string
+	held           []HeldText
+	last           string
+	lastSubs       map[string]bool
 	afterHeader    bool
 }
 
@@ -110,15 +156,23 @@ func NewChatReader(r io.Reader, offset int64, st *ChatState, opt ChatOptions) *C
 		br:       bufio.NewReaderSize(r, 64<<10),
 		off:      offset,
 		opt:      opt,
-		seen:     map[string]bool{},
-		lastSubs: map[string]bool{},
+		seen:     newSet(maxSeen),
+		used:     newSet(maxCalls),
+		texts:    newSet(maxTexts),
 		answered: map[string]*AnsweredCall{},
 		pending:  map[string]*PendingCall{},
+		lastSubs: map[string]bool{},
 	}
 	if st != nil && st.Version == chatStateVersion {
 		c.session, c.agent, c.epoch = st.SessionID, st.Agent, st.Epoch
 		for _, s := range st.Seen {
-			c.markSeenDigest(s)
+			c.seen.add(s)
+		}
+		for _, s := range st.Used {
+			c.used.add(s)
+		}
+		for _, s := range st.Texts {
+			c.texts.add(s)
 		}
 		c.last = st.Last
 		for _, s := range st.LastSubs {
@@ -130,6 +184,7 @@ func NewChatReader(r io.Reader, offset int64, st *ChatState, opt ChatOptions) *C
 		for _, p := range st.Pending {
 			c.remember(p.ID, p.Name, p.Args)
 		}
+		c.held = append(c.held, st.Held...)
 		c.afterHeader = st.AfterHeader
 	}
 	if opt.SessionID != "" {
@@ -150,12 +205,12 @@ func (c *ChatReader) Stats() transcript.Stats { return c.stats }
 // State returns what the reader knows at Offset.
 func (c *ChatReader) State() *ChatState {
 	st := &ChatState{Version: chatStateVersion, SessionID: c.session, Agent: c.agent, Epoch: c.epoch,
-		Last: c.last, AfterHeader: c.afterHeader}
-	st.Seen = append([]string(nil), c.seenOrder...)
+		Seen: c.seen.list(), Last: c.last, Used: c.used.list(), Texts: c.texts.list(),
+		Held: append([]HeldText(nil), c.held...), AfterHeader: c.afterHeader}
 	for s := range c.lastSubs {
 		st.LastSubs = append(st.LastSubs, s)
 	}
-	sortStrings(st.LastSubs)
+	sort.Strings(st.LastSubs)
 	for _, id := range c.answeredOrder {
 		st.Answered = append(st.Answered, *c.answered[id])
 	}
@@ -165,31 +220,13 @@ func (c *ChatReader) State() *ChatState {
 	return st
 }
 
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-}
-
 func idDigest(id string) string { return digest(id)[:16] }
 
-func (c *ChatReader) isSeen(id string) bool { return c.seen[idDigest(id)] }
+func (c *ChatReader) isSeen(id string) bool { return c.seen.has(idDigest(id)) }
 
-func (c *ChatReader) markSeen(id string) { c.markSeenDigest(idDigest(id)) }
+func (c *ChatReader) markSeen(id string) { c.seen.add(idDigest(id)) }
 
-func (c *ChatReader) markSeenDigest(d string) {
-	if c.seen[d] {
-		return
-	}
-	c.seen[d] = true
-	c.seenOrder = append(c.seenOrder, d)
-	if len(c.seenOrder) > maxSeen {
-		delete(c.seen, c.seenOrder[0])
-		c.seenOrder = c.seenOrder[1:]
-	}
-}
+func textDigest(kind string, raw []byte) string { return digest(kind, string(raw))[:16] }
 
 func (c *ChatReader) answer(id, dg string, evidence bool) {
 	if a, ok := c.answered[id]; ok {
@@ -198,7 +235,7 @@ func (c *ChatReader) answer(id, dg string, evidence bool) {
 	}
 	c.answered[id] = &AnsweredCall{ID: id, Digest: dg, Evidence: evidence}
 	c.answeredOrder = append(c.answeredOrder, id)
-	if len(c.answeredOrder) > maxAnswered {
+	if len(c.answeredOrder) > maxCalls {
 		delete(c.answered, c.answeredOrder[0])
 		c.answeredOrder = c.answeredOrder[1:]
 	}
@@ -209,7 +246,7 @@ func (c *ChatReader) remember(id, name string, args json.RawMessage) {
 		c.pendingOrder = append(c.pendingOrder, id)
 	}
 	c.pending[id] = &PendingCall{ID: id, Name: name, Args: args}
-	if len(c.pendingOrder) > maxPending {
+	if len(c.pendingOrder) > maxCalls {
 		delete(c.pending, c.pendingOrder[0])
 		c.pendingOrder = c.pendingOrder[1:]
 	}
@@ -228,12 +265,22 @@ func (c *ChatReader) forget(id string) {
 	}
 }
 
-// newEpoch starts the epoch after a boundary: no result counts as
-// answered in it yet.
+// newEpoch starts the epoch after a boundary: nothing is yielded in it
+// yet.
 func (c *ChatReader) newEpoch(key string) {
 	c.epoch = key
-	c.answered = map[string]*AnsweredCall{}
-	c.answeredOrder = nil
+	c.answered, c.answeredOrder = map[string]*AnsweredCall{}, nil
+	c.used, c.texts = newSet(maxCalls), newSet(maxTexts)
+}
+
+// release yields the held user texts, in order.
+func (c *ChatReader) release(tl *transcript.Line) {
+	for _, h := range c.held {
+		meta := c.meta()
+		meta.UUID, meta.TS = h.Msg, h.TS
+		tl.Items = append(tl.Items, &transcript.TextSpan{LineMeta: meta, Kind: "user", Role: "user", Block: h.Block, Key: h.Key, TextJSON: h.Text})
+	}
+	c.held = nil
 }
 
 // Next reads the next complete line. At the end of the input, or before
@@ -450,16 +497,16 @@ func messageText(content []byte) string {
 }
 
 // emitter gathers the items of one message, skipping the parts already
-// yielded (subs) and recording the ones it handles.
+// handled (subs) and recording the ones it handles.
 type emitter struct {
 	c    *ChatReader
 	m    *message
 	meta transcript.LineMeta
 	subs map[string]bool
-	tl   *transcript.Line
-	// evidenceOnly: the message was yielded in an earlier epoch and is
+	out  []transcript.Item
+	// evidenceOnly: the message was read in an earlier epoch and is
 	// still in the context after a boundary: only its evidence is
-	// yielded again (keys tagged with the epoch), no spans.
+	// yielded again (keys tagged with the epoch); no spans.
 	evidenceOnly bool
 	block        int
 }
@@ -472,30 +519,42 @@ func (e *emitter) take(sub string) bool {
 	return true
 }
 
-func (e *emitter) add(it transcript.Item) { e.tl.Items = append(e.tl.Items, it) }
+func (e *emitter) add(it transcript.Item) { e.out = append(e.out, it) }
 
 func (e *emitter) spanKey(sub string) string { return "span:" + e.m.id + ":" + sub }
 
-func (e *emitter) text(sub, kind, role string, raw []byte) {
-	if !e.take(sub) || e.evidenceOnly || len(raw) <= 2 {
+// text yields a text part. copyForm: the part is in the form the CLI
+// gives a history it re-records (a model message's parts), and a text
+// already yielded in this epoch is a copy of it, not said again.
+func (e *emitter) text(sub, kind, role string, raw []byte, copyForm bool) {
+	if !e.take(sub) || len(raw) <= 2 {
 		return
 	}
+	dg := textDigest(kind, raw)
+	if e.evidenceOnly || (copyForm && e.c.texts.has(dg)) {
+		e.c.texts.add(dg)
+		return
+	}
+	e.c.texts.add(dg)
 	e.add(&transcript.TextSpan{LineMeta: e.meta, Kind: kind, Role: role, Block: e.block, Key: e.spanKey(sub), TextJSON: clone(raw)})
 }
 
 func clone(b []byte) json.RawMessage { return append(json.RawMessage(nil), b...) }
 
-// emit yields a message's items, as the package doc says.
-func (c *ChatReader) emit(m *message, subs map[string]bool, tl *transcript.Line, evidenceOnly bool) {
+// emit returns a message's items, as the package doc says.
+func (c *ChatReader) emit(m *message, subs map[string]bool, evidenceOnly bool) []transcript.Item {
 	meta := c.meta()
 	meta.UUID, meta.TS = m.id, m.ts
-	e := &emitter{c: c, m: m, meta: meta, subs: subs, tl: tl, evidenceOnly: evidenceOnly}
+	e := &emitter{c: c, m: m, meta: meta, subs: subs, evidenceOnly: evidenceOnly}
 	switch m.typ {
 	case "user":
+		if !evidenceOnly && c.userCopy(m, subs) {
+			return nil
+		}
 		parts(m.content, func(i int, p []byte) {
 			e.block = i
 			if t, _ := partText(p); t != nil {
-				e.text("c"+strconv.Itoa(i), "user", "user", t)
+				e.text("c"+strconv.Itoa(i), "user", "user", t, false)
 				return
 			}
 			if fr := jsonscan.Field(p, "functionResponse"); len(fr) > 0 && fr[0] == '{' {
@@ -513,10 +572,13 @@ func (c *ChatReader) emit(m *message, subs map[string]bool, tl *transcript.Line,
 			if subj != "" {
 				t = "**" + subj + "** " + desc
 			}
-			e.text("t"+strconv.Itoa(n), "thinking", "assistant", jsonscan.Quote(t))
+			e.text("t"+strconv.Itoa(n), "thinking", "assistant", jsonscan.Quote(t), false)
 			n++
 			return true
 		})
+		// The model's own text is a string; parts are the form of a
+		// re-recorded history (and of the CLI's synthetic turns).
+		copyForm := len(m.content) > 0 && m.content[0] != '"'
 		parts(m.content, func(i int, p []byte) {
 			e.block = i
 			if t, thought := partText(p); t != nil {
@@ -524,7 +586,7 @@ func (c *ChatReader) emit(m *message, subs map[string]bool, tl *transcript.Line,
 				if thought {
 					kind = "thinking"
 				}
-				e.text("c"+strconv.Itoa(i), kind, "assistant", t)
+				e.text("c"+strconv.Itoa(i), kind, "assistant", t, copyForm)
 				return
 			}
 			if fc := jsonscan.Field(p, "functionCall"); len(fc) > 0 && fc[0] == '{' {
@@ -553,11 +615,52 @@ func (c *ChatReader) emit(m *message, subs map[string]bool, tl *transcript.Line,
 			if !finalStatus(status) {
 				return true
 			}
-			resp := callResponse(f["result"], id)
-			c.result(e, id, name, f["args"], resp, status, f["resultDisplay"])
+			c.result(e, id, name, f["args"], callResponse(f["result"], id), status, f["resultDisplay"])
 			return true
 		})
 	}
+	return e.out
+}
+
+// userCopy holds back a user message that may be the CLI's copy of one
+// already yielded: every text of it was yielded in this epoch, and it
+// answers no call that is not answered. When the CLI rewrites its history
+// (tool output masking) it records every turn again under a new id, then
+// lists them in a $set; a user who says the same thing twice is told
+// apart by what follows (see release). It reports whether m was held.
+func (c *ChatReader) userCopy(m *message, subs map[string]bool) bool {
+	var texts []HeldText
+	copyOf := true
+	parts(m.content, func(i int, p []byte) {
+		if !copyOf {
+			return
+		}
+		if t, _ := partText(p); t != nil {
+			if len(t) <= 2 {
+				return
+			}
+			if !c.texts.has(textDigest("user", t)) || subs["c"+strconv.Itoa(i)] {
+				copyOf = false
+				return
+			}
+			texts = append(texts, HeldText{Msg: m.id, TS: m.ts, Key: "span:" + m.id + ":c" + strconv.Itoa(i), Block: i, Text: clone(t)})
+			return
+		}
+		if fr := jsonscan.Field(p, "functionResponse"); len(fr) > 0 && fr[0] == '{' {
+			id, _ := jsonscan.String(jsonscan.Field(fr, "id"))
+			if _, done := c.answered[id]; !done {
+				copyOf = false
+			}
+		}
+	})
+	if !copyOf || len(texts) == 0 {
+		return false
+	}
+	for k := range subsOf(m) {
+		subs[k] = true
+	}
+	c.held = append(c.held, texts...)
+	return true
 }
 
 // finalStatus: the CLI records a call once it completed (success, error,
@@ -613,6 +716,7 @@ func (c *ChatReader) argPathAbs(args []byte) string {
 	return abs
 }
 
+// toolUse yields a call, once per epoch.
 func (c *ChatReader) toolUse(e *emitter, sub, id, name string, args []byte) {
 	if !e.take(sub) {
 		return
@@ -621,13 +725,17 @@ func (c *ChatReader) toolUse(e *emitter, sub, id, name string, args []byte) {
 		args = []byte("{}")
 	}
 	if id != "" {
-		var keep json.RawMessage
-		if isFileTool(name) || name == ToolReadManyFiles {
-			keep = clone(args)
-		}
 		if _, answered := c.answered[id]; !answered {
+			var keep json.RawMessage
+			if isFileTool(name) || name == ToolReadManyFiles {
+				keep = clone(args)
+			}
 			c.remember(id, name, keep)
 		}
+		if c.used.has(id) {
+			return // the CLI's copy of a call already yielded
+		}
+		c.used.add(id)
 	}
 	if e.evidenceOnly {
 		return
@@ -689,7 +797,6 @@ func (c *ChatReader) result(e *emitter, id, name string, args, resp []byte, stat
 	if isString {
 		out, _ = jsonscan.String(raw)
 	}
-	dg := digest(string(raw))
 	isErr := status != "success"
 	if !e.evidenceOnly {
 		r := &transcript.ToolResult{LineMeta: e.meta, ToolUseID: id, IsError: isErr, ContentJSON: clone(raw),
@@ -718,7 +825,7 @@ func (c *ChatReader) result(e *emitter, id, name string, args, resp []byte, stat
 			evidence = true
 		}
 	}
-	c.answer(id, dg, evidence)
+	c.answer(id, digest(string(raw)), evidence)
 }
 
 // seenOf is the evidence of a successful file tool's result: reads only
@@ -739,8 +846,8 @@ func (c *ChatReader) seenOf(name string, args []byte, out string, display []byte
 	case ToolWriteFile, ToolReplace:
 		path := c.argPathAbs(args)
 		if path == "" && len(display) > 0 && display[0] == '{' {
-			if p, ok := jsonscan.String(jsonscan.Field(display, "filePath")); ok && strings.HasPrefix(p, "/") {
-				path = p
+			if p, ok := jsonscan.String(jsonscan.Field(display, "filePath")); ok && filepath.IsAbs(p) {
+				path = filepath.Clean(p)
 			}
 		}
 		if path == "" {
@@ -748,17 +855,17 @@ func (c *ChatReader) seenOf(name string, args []byte, out string, display []byte
 		}
 		return []Seen{editSeen(name, path, args, display)}
 	}
-	var out2 []Seen
+	var withText []Seen
 	for _, s := range all {
 		if s.HasContent {
-			out2 = append(out2, s)
+			withText = append(withText, s)
 		}
 	}
-	return out2
+	return withText
 }
 
 // subsOf lists every part of a message a reader could yield (so that a
-// message taken as yielded yields none of them again).
+// message taken as handled yields none of them again).
 func subsOf(m *message) map[string]bool {
 	subs := map[string]bool{}
 	parts(m.content, func(i int, p []byte) {
@@ -794,30 +901,36 @@ func subsOf(m *message) map[string]bool {
 
 // appended handles a message line. The CLI appends a message when it is
 // created and again, whole, each time it changes; only the last message
-// changes (tokens, tool calls added when they completed). A new message
+// changes (tokens; tool calls, added once completed). A new message
 // yields all its parts; the last one again yields the parts it did not
-// have before; an older one (a replay) yields nothing.
+// have before; an older one (a replay) yields nothing. Held user texts
+// are released before the first item a later message yields.
 func (c *ChatReader) appended(m *message, tl *transcript.Line) {
+	var items []transcript.Item
 	switch {
 	case m.id == c.last:
-		c.emit(m, c.lastSubs, tl, false)
+		items = c.emit(m, c.lastSubs, false)
 	case c.isSeen(m.id):
 		c.last, c.lastSubs = m.id, subsOf(m)
 	default:
 		c.markSeen(m.id)
 		c.last, c.lastSubs = m.id, map[string]bool{}
-		c.emit(m, c.lastSubs, tl, false)
+		items = c.emit(m, c.lastSubs, false)
+	}
+	if len(items) > 0 {
+		c.release(tl)
+		tl.Items = append(tl.Items, items...)
 	}
 }
 
-// sessionContext reports whether m is the CLI's environment message (the
-// first user message of every chat).
+// isSessionContext reports whether m is the CLI's environment message
+// (the first user message of every chat).
 func isSessionContext(m *message) bool {
 	return m.typ == "user" && strings.HasPrefix(strings.TrimSpace(messageText(m.content)), "<session_context>")
 }
 
 // setMessages handles a $set of the whole message list: see the package
-// doc (compression, context rewrites, resumes).
+// doc (compression, rewrites, resumes).
 func (c *ChatReader) setMessages(raw []byte, tl *transcript.Line) {
 	var list []*message
 	jsonscan.Elems(raw, func(v []byte) bool {
@@ -832,14 +945,28 @@ func (c *ChatReader) setMessages(raw []byte, tl *transcript.Line) {
 	for _, m := range list {
 		conversation = conversation || !isSessionContext(m)
 	}
-	if c.afterHeader && len(c.seenOrder) > 0 && !conversation {
+	if c.afterHeader && len(c.seen.order) > 0 && !conversation {
 		// A chat started afresh in a file that holds one already (a
 		// resume in the same minute): the resumed list follows.
 		tl.Skipped = true
 		return
 	}
+	// Held texts the list holds were the CLI's copies: dropped. Others
+	// were said again: yielded now.
+	inList := map[string]bool{}
+	for _, m := range list {
+		inList[m.id] = true
+	}
+	keep := c.held[:0]
+	for _, h := range c.held {
+		if !inList[h.Msg] {
+			keep = append(keep, h)
+		}
+	}
+	c.held = keep
+	c.release(tl)
 	// A compression: the first message after the environment is a user
-	// message holding a <state_snapshot> not seen before.
+	// message holding a <state_snapshot> not read before.
 	var snap *message
 	for _, m := range list {
 		if isSessionContext(m) {
@@ -868,38 +995,37 @@ func (c *ChatReader) setMessages(raw []byte, tl *transcript.Line) {
 		key := "compact:rewrite:" + listDigest(list)
 		meta := c.meta()
 		if len(list) > 0 {
-			l := list[len(list)-1]
-			meta.TS = l.ts
+			meta.TS = list[len(list)-1].ts
 		}
 		tl.Items = append(tl.Items, &transcript.CompactBoundary{LineMeta: meta, Trigger: "rewrite", Key: key})
 		c.newEpoch(key)
 	default:
-		// The same context (a resume re-lists it): what is new in it
-		// (the CLI's copies of results, "<id>_response") is yielded,
-		// results already answered are not.
+		// The same context (a resume lists it again): what is new in it
+		// (the CLI's copies of results, "<id>_response") is read like an
+		// appended message; results already answered yield nothing.
 		for _, m := range list {
 			if !old[m] {
 				c.markSeen(m.id)
-				c.emit(m, map[string]bool{}, tl, false)
+				tl.Items = append(tl.Items, c.emit(m, map[string]bool{}, false)...)
 			}
 		}
 		c.setLast(list)
 		return
 	}
-	// After a boundary: messages yielded before that are still in the
-	// list give their evidence again, in the new epoch; new ones give
-	// everything.
+	// After a boundary: messages read before that are still in the list
+	// give their evidence again, in the new epoch; new ones give all.
 	for _, m := range list {
 		if m == snap {
 			continue
 		}
 		if old[m] {
-			c.emit(m, map[string]bool{}, tl, true)
+			tl.Items = append(tl.Items, c.emit(m, map[string]bool{}, true)...)
 		} else {
 			c.markSeen(m.id)
-			c.emit(m, map[string]bool{}, tl, false)
+			tl.Items = append(tl.Items, c.emit(m, map[string]bool{}, false)...)
 		}
 	}
+	c.release(tl)
 	c.setLast(list)
 }
 
@@ -960,7 +1086,7 @@ func (c *ChatReader) lostEvidence(list []*message) bool {
 	return false
 }
 
-// listDigest identifies a message list: its ids and result texts.
+// listDigest identifies a message list: its ids and contents.
 func listDigest(list []*message) string {
 	var p []string
 	for _, m := range list {
@@ -971,9 +1097,10 @@ func listDigest(list []*message) string {
 
 // rewind handles a $rewindTo: the CLI dropped the message and every one
 // after it. The context lost what they held; which results survived is
-// not known here (the reader keeps no copy), so no earlier evidence
-// counts after the boundary: the guard asks for a read again.
+// not known here (the reader keeps no copy of them), so no earlier
+// evidence counts after the boundary: the guard asks for a read again.
 func (c *ChatReader) rewind(id string, tl *transcript.Line) {
+	c.release(tl)
 	key := "compact:rewind:" + id
 	meta := c.meta()
 	meta.UUID = id
