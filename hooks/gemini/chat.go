@@ -995,7 +995,7 @@ func (c *ChatReader) setMessages(raw []byte, tl *transcript.Line) {
 		key := "compact:rewrite:" + listDigest(list)
 		meta := c.meta()
 		if len(list) > 0 {
-			meta.TS = list[len(list)-1].ts
+			meta.UUID, meta.TS = list[len(list)-1].id, list[len(list)-1].ts
 		}
 		tl.Items = append(tl.Items, &transcript.CompactBoundary{LineMeta: meta, Trigger: "rewrite", Key: key})
 		c.newEpoch(key)

@@ -222,9 +222,18 @@ func readSeen(path string, args readFileArgs, out string, display []byte) Seen {
 		s.Content, s.HasContent, s.View = []byte(out), true, "full"
 		return s
 	}
+	// The range the CLI shows for these arguments (processSingleFileContent).
+	sliceStart := max(args.startLine-1, 0)
+	sliceEnd := min(sliceStart+readDefaultLines, n)
+	if args.endLine > 0 {
+		sliceEnd = min(args.endLine, n)
+	}
 	switch {
 	case args.legacy:
 		s.Why = "a range given as offset/limit (older CLI)"
+		return s
+	case args.startLine < 0 || args.endLine < 0:
+		s.Why = "a negative line number"
 		return s
 	case a < 1 || b < a || b > n:
 		s.Why = "an empty or impossible range"
@@ -232,9 +241,7 @@ func readSeen(path string, args readFileArgs, out string, display []byte) Seen {
 	case a == 1 && b == n:
 		s.Why = "lines were shortened" // truncated, yet every line shown
 		return s
-	case args.startLine > 0 && a != args.startLine,
-		args.endLine > 0 && b != min(args.endLine, n),
-		args.startLine == 0 && args.endLine == 0 && (a != 1 || b != min(readDefaultLines, n)):
+	case a != min(sliceStart, n)+1 || b != sliceEnd:
 		s.Why = "the range shown is not the range asked for"
 		return s
 	}
