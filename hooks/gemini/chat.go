@@ -403,7 +403,6 @@ func (c *ChatReader) parse(line []byte, tl *transcript.Line) {
 		c.setMessages(msgs, tl)
 	case isJSONString(session) && isJSONString(jsonscan.Field(line[i:end], "projectHash")):
 		tl.Type = "header"
-		c.afterHeader = true
 		s, _ := jsonscan.String(session)
 		if k, _ := jsonscan.String(kind); k == "subagent" {
 			if c.opt.Agent == "" {
@@ -413,6 +412,14 @@ func (c *ChatReader) parse(line []byte, tl *transcript.Line) {
 			c.session = s
 		}
 		tl.LineMeta = c.meta()
+		// A header may hold the messages (the CLI's loader reads them
+		// like a $set of the list).
+		if msgs := jsonscan.Field(line[i:end], "messages"); len(msgs) > 0 && msgs[0] == '[' {
+			c.afterHeader = false
+			c.setMessages(msgs, tl)
+			return
+		}
+		c.afterHeader = true
 		tl.Skipped = true
 	default:
 		tl.Skipped = true
@@ -541,6 +548,20 @@ func (e *emitter) text(sub, kind, role string, raw []byte, copyForm bool) {
 
 func clone(b []byte) json.RawMessage { return append(json.RawMessage(nil), b...) }
 
+// jsonSafe is raw as a value ChatState can hold: json.Marshal refuses raw
+// values that are not strict JSON (a control byte in a string), which a
+// chat line the reader accepted may hold. A string is encoded again; any
+// other such value is dropped.
+func jsonSafe(raw []byte) json.RawMessage {
+	if json.Valid(raw) {
+		return clone(raw)
+	}
+	if s, ok := jsonscan.String(raw); ok {
+		return jsonscan.Quote(s)
+	}
+	return nil
+}
+
 // emit returns a message's items, as the package doc says.
 func (c *ChatReader) emit(m *message, subs map[string]bool, evidenceOnly bool) []transcript.Item {
 	meta := c.meta()
@@ -643,7 +664,7 @@ func (c *ChatReader) userCopy(m *message, subs map[string]bool) bool {
 				copyOf = false
 				return
 			}
-			texts = append(texts, HeldText{Msg: m.id, TS: m.ts, Key: "span:" + m.id + ":c" + strconv.Itoa(i), Block: i, Text: clone(t)})
+			texts = append(texts, HeldText{Msg: m.id, TS: m.ts, Key: "span:" + m.id + ":c" + strconv.Itoa(i), Block: i, Text: jsonSafe(t)})
 			return
 		}
 		if fr := jsonscan.Field(p, "functionResponse"); len(fr) > 0 && fr[0] == '{' {
@@ -728,7 +749,7 @@ func (c *ChatReader) toolUse(e *emitter, sub, id, name string, args []byte) {
 		if _, answered := c.answered[id]; !answered {
 			var keep json.RawMessage
 			if isFileTool(name) || name == ToolReadManyFiles {
-				keep = clone(args)
+				keep = jsonSafe(args)
 			}
 			c.remember(id, name, keep)
 		}
