@@ -328,7 +328,7 @@ func TestChatHeldPromptReleased(t *testing.T) {
 	if !slices.Contains(want, `user span:u2:c0 "continue"`) {
 		t.Fatalf("the repeated prompt is lost:\n%s", strings.Join(want, "\n"))
 	}
-	cut := strings.Index(string(data), `{"$set":{"lastUpdated"`)
+	cut := strings.LastIndex(string(data), `{"$set":{"lastUpdated"`)
 	if got := renderAll(readSplit(t, data, []int{cut}, ChatOptions{})); !slices.Equal(got, want) {
 		t.Fatalf("split while held:\n%s", diffLines(want, got))
 	}
