@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -467,6 +468,10 @@ func (p *Payload) Seen() ([]Seen, error) {
 		return nil, nil
 	}
 	tr := p.ToolResponse
+	// The input is checked whole before anything is derived from it.
+	if _, _, err := p.FileArgs(); err != nil {
+		return nil, err
+	}
 	switch p.ToolName {
 	case ToolReadFile:
 		args, err := parseReadFileArgs(p.ToolInput)
@@ -496,13 +501,6 @@ func (p *Payload) Seen() ([]Seen, error) {
 		path, err := p.toolPath()
 		if err != nil {
 			return nil, err
-		}
-		if p.ToolName == ToolWriteFile {
-			var m members
-			f, _ := fields(p.ToolInput, "content")
-			if m.str("tool_input.content", f["content"], false); m.err != nil {
-				return nil, m.err
-			}
 		}
 		return []Seen{editSeen(p.ToolName, path, p.ToolInput, tr.ReturnDisplay)}, nil
 	}
@@ -562,4 +560,79 @@ func validID(s string) bool {
 		}
 	}
 	return true
+}
+
+// FileArgs are the members of a file tool's tool_input this package
+// reads, typed.
+type FileArgs struct {
+	FilePath string // read_file, write_file, replace
+	// write_file's content; replace's old_string and new_string (nil when
+	// absent: the CLI refuses the call).
+	Content              *string
+	OldString, NewString *string
+	AllowMultiple        bool
+	// read_file's range: 1-based, inclusive; 0 when not given. Legacy is
+	// set when the input has offset or limit (older CLIs' range).
+	StartLine, EndLine int64
+	Legacy             bool
+	// read_many_files' patterns (include; older CLIs: paths).
+	Include []string
+}
+
+// FileArgs decodes tool_input for the file tools (read_file,
+// read_many_files, write_file, replace): every member it reads must have
+// the type the CLI gives it, else a *FieldError; file_path is required
+// (but for read_many_files). ok is false for other tools.
+func (p *Payload) FileArgs() (a FileArgs, ok bool, err error) {
+	switch p.ToolName {
+	case ToolReadFile, ToolReadManyFiles, ToolWriteFile, ToolReplace:
+	default:
+		return a, false, nil
+	}
+	f, good := fields(p.ToolInput, "file_path", "content", "old_string", "new_string", "allow_multiple",
+		"start_line", "end_line", "offset", "limit", "include", "paths")
+	if !good {
+		return a, true, &FieldError{Field: "tool_input", Got: jsonKind(p.ToolInput), Want: "an object"}
+	}
+	var m members
+	a.FilePath = m.str("tool_input.file_path", f["file_path"], p.ToolName != ToolReadManyFiles)
+	opt := func(name string) *string {
+		if isNull(f[name]) {
+			return nil
+		}
+		s := m.str("tool_input."+name, f[name], false)
+		return &s
+	}
+	switch p.ToolName {
+	case ToolReadFile:
+		a.StartLine, _ = m.int("tool_input.start_line", f["start_line"])
+		a.EndLine, _ = m.int("tool_input.end_line", f["end_line"])
+		_, hasOff := m.int("tool_input.offset", f["offset"])
+		_, hasLim := m.int("tool_input.limit", f["limit"])
+		a.Legacy = hasOff || hasLim
+	case ToolWriteFile:
+		a.Content = opt("content")
+	case ToolReplace:
+		a.OldString, a.NewString = opt("old_string"), opt("new_string")
+		a.AllowMultiple = m.boolean("tool_input.allow_multiple", f["allow_multiple"])
+	case ToolReadManyFiles:
+		for _, name := range []string{"include", "paths"} {
+			raw := f[name]
+			if isNull(raw) || m.err != nil {
+				continue
+			}
+			if raw[0] != '[' {
+				m.fail("tool_input."+name, raw, "an array of strings")
+				continue
+			}
+			n := 0
+			jsonscan.Elems(raw, func(v []byte) bool {
+				s := m.str("tool_input."+name+"["+strconv.Itoa(n)+"]", v, false)
+				a.Include = append(a.Include, s)
+				n++
+				return m.err == nil
+			})
+		}
+	}
+	return a, true, m.err
 }

@@ -357,3 +357,57 @@ func TestOutputs(t *testing.T) {
 		t.Errorf("injected %q", got)
 	}
 }
+
+func TestPayloadFileArgs(t *testing.T) {
+	a, ok, err := samplePayload(t, "run1-read-replace-deny", "013-BeforeTool.json", DecodeOptions{}).FileArgs()
+	if err != nil || !ok || a.FilePath != "/home/dev/project/hello.txt" || a.OldString == nil || *a.OldString != "hello world" || *a.NewString != "hello gemini" || a.Content != nil {
+		t.Errorf("replace: %+v %v %v", a, ok, err)
+	}
+	a, ok, err = samplePayload(t, "run-nearmiss", "007-BeforeTool.json", DecodeOptions{}).FileArgs()
+	if err != nil || !ok || a.StartLine != 3 || a.EndLine != 5 || a.Legacy {
+		t.Errorf("read range: %+v %v %v", a, ok, err)
+	}
+	a, ok, err = samplePayload(t, "run-nearmiss", "017-BeforeTool.json", DecodeOptions{}).FileArgs()
+	if err != nil || !ok || a.Content == nil || *a.Content != "created\n" {
+		t.Errorf("write: %+v %v %v", a, ok, err)
+	}
+	if _, ok, err := samplePayload(t, "run-subagent", "007-BeforeTool.json", DecodeOptions{}).FileArgs(); ok || err != nil {
+		t.Errorf("invoke_agent: %v %v", ok, err)
+	}
+	for tool, cases := range map[string]map[string]string{
+		"replace": {
+			`{"file_path":"a","old_string":5,"new_string":"b"}`: "tool_input.old_string is a number, not a string",
+			`{"file_path":"a","allow_multiple":"yes"}`:          "tool_input.allow_multiple is a string, not a boolean",
+			`{"old_string":"a","new_string":"b"}`:               "tool_input.file_path is missing",
+		},
+		"write_file": {`{"file_path":"a","content":{"x":1}}`: "tool_input.content is an object, not a string"},
+		"read_file":  {`{"file_path":"a","offset":"0"}`: "tool_input.offset is a string, not a number"},
+		"read_many_files": {
+			`{"include":"*.go"}`:        "tool_input.include is a string, not an array of strings",
+			`{"include":["a",1]}`:       "tool_input.include[1] is a number, not a string",
+			`{"paths":["a","b"]}`:       "",
+			`{"include":[],"paths":[]}`: "",
+		},
+	} {
+		for in, want := range cases {
+			p, err := ParsePayload([]byte(`{"session_id":"s","cwd":"/w","hook_event_name":"AfterTool","tool_name":"`+tool+`","tool_input":`+in+`,"tool_response":{"llmContent":"x"}}`), DecodeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _, err := p.FileArgs()
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != want {
+				t.Errorf("%s %s: %q, want %q", tool, in, got, want)
+			}
+			if _, serr := p.Seen(); (serr == nil) != (want == "") {
+				t.Errorf("%s %s: Seen %v", tool, in, serr)
+			}
+			if in == `{"paths":["a","b"]}` && !slices.Equal(a.Include, []string{"a", "b"}) {
+				t.Errorf("paths %q", a.Include)
+			}
+		}
+	}
+}
