@@ -56,11 +56,11 @@ func ContextOutput(event, text string) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// InjectedText is the text the model gets for an additionalContext: the
-// CLI escapes every '<' as "&lt;" and every '>' as "&gt;" (and nothing
-// else: a '&' stays), then wraps it in <hook_context> tags. File contents
-// handed back this way are not the file's bytes wherever they hold '<'
-// or '>': what the model saw is this text, not the file.
+// InjectedText is the text the model gets, inside the <hook_context>
+// tags the CLI wraps it in, for an additionalContext: the CLI escapes
+// every '<' as "&lt;" and every '>' as "&gt;" (and nothing else: a '&'
+// stays). File contents handed back this way are not the files' bytes
+// wherever they hold '<' or '>': what the model saw is this text.
 func InjectedText(text string) string {
 	return strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(text)
 }
