@@ -172,8 +172,21 @@ func (r Request) ToolNames() []string {
 // HasTools reports whether the request offered tools.
 func (r Request) HasTools() bool { return len(r.api.Tools) > 0 }
 
-// Instructions is the request's instructions (the system prompt).
-func (r Request) Instructions() string { return r.api.Instructions }
+// ThreadID is client_metadata.thread_id: the session id for the main
+// agent, the child's own thread id (its agent_id) for a subagent.
+func (r Request) ThreadID() string { s, _ := r.api.ClientMetadata["thread_id"].(string); return s }
+
+// RequestKind is request_kind from client_metadata's
+// x-codex-turn-metadata: "turn", or "compaction" for the compaction
+// request.
+func (r Request) RequestKind() string {
+	s, _ := r.api.ClientMetadata["x-codex-turn-metadata"].(string)
+	var md struct {
+		RequestKind string `json:"request_kind"`
+	}
+	_ = json.Unmarshal([]byte(s), &md)
+	return md.RequestKind
+}
 
 func contains(ss []string, s string) bool {
 	for _, x := range ss {
@@ -420,8 +433,12 @@ func (m *Model) record(req Request) {
 }
 
 // compactAsk reports whether the request is Codex's compaction request:
-// its last user message asks for a context checkpoint.
+// request_kind "compaction", or a last user message asking for a context
+// checkpoint.
 func compactAsk(r *Request) bool {
+	if r.RequestKind() == "compaction" {
+		return true
+	}
 	us := r.Messages("user")
 	return len(us) > 0 && strings.Contains(us[len(us)-1], CompactionPrompt)
 }

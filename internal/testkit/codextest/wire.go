@@ -10,7 +10,6 @@ import (
 // apiRequest is the part of a Responses API request the model reads.
 type apiRequest struct {
 	Model          string            `json:"model"`
-	Instructions   string            `json:"instructions"`
 	Input          []apiItem         `json:"input"`
 	Tools          []json.RawMessage `json:"tools"`
 	Stream         bool              `json:"stream"`
