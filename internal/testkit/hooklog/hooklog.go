@@ -86,8 +86,15 @@ func (p Payload) Event() string { return p.Str("hook_event_name") }
 // Input returns tool_input as a map (nil when it is not an object).
 func (p Payload) Input() map[string]any { m, _ := p["tool_input"].(map[string]any); return m }
 
-// JSON is the payload re-encoded, for messages and substring checks.
-func (p Payload) JSON() string { b, _ := json.Marshal(p); return string(b) }
+// JSON is the payload re-encoded (keys sorted, <>& left alone), for
+// messages and substring checks.
+func (p Payload) JSON() string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]any(p))
+	return strings.TrimSuffix(b.String(), "\n")
+}
 
 // Payloads returns every payload logged so far, oldest first.
 func (l *Log) Payloads(t testing.TB) []Payload {
