@@ -170,7 +170,9 @@ func (r Request) HasTools() bool { return len(r.api.Tools) > 0 }
 
 // WantsJSON reports a JSON-mode request (generationConfig.
 // responseMimeType application/json).
-func (r Request) WantsJSON() bool { return r.api.GenerationConfig.ResponseMimeType == "application/json" }
+func (r Request) WantsJSON() bool {
+	return r.api.GenerationConfig.ResponseMimeType == "application/json"
+}
 
 // Model is a scripted Gemini API server on 127.0.0.1.
 type Model struct {

@@ -13,8 +13,8 @@ type apiRequest struct {
 	SystemInstruction *apiContent       `json:"systemInstruction"`
 	Tools             []json.RawMessage `json:"tools"`
 	GenerationConfig  struct {
-		ResponseMimeType string          `json:"responseMimeType"`
-		ResponseSchema   json.RawMessage `json:"responseSchema"`
+		ResponseMimeType   string          `json:"responseMimeType"`
+		ResponseSchema     json.RawMessage `json:"responseSchema"`
 		ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
 	} `json:"generationConfig"`
 }
