@@ -52,21 +52,19 @@ func WriteHooks(path string, hooks ...Hook) error {
 		if to == 0 {
 			to = 30
 		}
-		c := hookHandler{Type: "command", Command: h.Command, Timeout: &to}
 		gs := f.Hooks[h.Event]
 		i := 0
-		for i < len(gs) && !(gs[i].Matcher == nil && h.Matcher == "" || gs[i].Matcher != nil && *gs[i].Matcher == h.Matcher) {
+		for i < len(gs) && matcherOf(gs[i]) != h.Matcher {
 			i++
 		}
 		if i == len(gs) {
 			g := hookGroup{}
 			if h.Matcher != "" {
-				m := h.Matcher
-				g.Matcher = &m
+				g.Matcher = &h.Matcher
 			}
 			gs = append(gs, g)
 		}
-		gs[i].Hooks = append(gs[i].Hooks, c)
+		gs[i].Hooks = append(gs[i].Hooks, hookHandler{Type: "command", Command: h.Command, Timeout: &to})
 		f.Hooks[h.Event] = gs
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
@@ -77,6 +75,13 @@ func WriteHooks(path string, hooks ...Hook) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o600)
+}
+
+func matcherOf(g hookGroup) string {
+	if g.Matcher == nil {
+		return ""
+	}
+	return *g.Matcher
 }
 
 // TrustEntry is one hook's persisted trust: the table
