@@ -107,6 +107,19 @@
 // do not), and the chat file (same file, same session id) gets a line
 // {"$set":{"messages":[...the compressed list with the <state_snapshot>...]}}.
 //
+// Subagents (TestSubagent): invoke_agent {agent_name:
+// "codebase_investigator", prompt} runs a child on gemini-2.5-pro whose
+// requests carry only its own prompt; it ends by calling complete_task
+// {report:{SummaryOfFindings, ExplorationTrace, RelevantLocations}}. Its
+// BeforeTool/AfterTool hooks carry the parent's session_id and
+// transcript_path and nothing that marks the child; only the surrounding
+// BeforeTool/AfterTool(invoke_agent) pair brackets them. The parent gets
+// the functionResponse "Subagent 'codebase_investigator' finished.\n
+// Termination Reason: GOAL\nResult:\n{...}". The child writes
+// chats/<session id>/<child id>.jsonl with header kind "subagent". A call
+// of read_many_files (not offered) fires no hook and returns {"error":
+// "Tool \"read_many_files\" not found. Did you mean one of: ..."}.
+//
 // Chat file: HOME/.gemini/tmp/<project short name>/chats/
 // session-<YYYY-MM-DDTHH-MM>-<first 8 of session id>.jsonl (ChatPath);
 // last-write-wins JSONL: a header {sessionId, projectHash, startTime,

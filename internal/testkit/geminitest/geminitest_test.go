@@ -240,3 +240,73 @@ func TestCompress(t *testing.T) {
 		t.Errorf("no $set of messages with a <state_snapshot> in %s", chat)
 	}
 }
+
+// TestSubagent runs codebase_investigator through invoke_agent: its
+// hooks carry the parent's session_id and transcript_path, and it writes
+// its own chat file under chats/<session id>/. The main agent's
+// read_many_files call shows that 0.61.0 does not offer that tool.
+func TestSubagent(t *testing.T) {
+	const sc, sub = "SCENARIO:gemini-subagent", "SUBTASK:gemini-child"
+	bin, dir := setup(t)
+	hello := filepath.Join(dir, "hello.txt")
+	log := hooklog.New(t)
+	m := geminitest.NewModel(t, geminitest.Script{
+		sc: {
+			geminitest.Call("read_many_files", map[string]any{"include": []string{"hello.txt"}}),
+			geminitest.InvokeAgent("codebase_investigator", sub+" read hello.txt and report"),
+			geminitest.Say("DONE parent"),
+		},
+		sub: {
+			geminitest.ReadFile(hello),
+			geminitest.Call("complete_task", map[string]any{"report": map[string]any{
+				"SummaryOfFindings": "child done", "ExplorationTrace": []any{}, "RelevantLocations": []any{}}}),
+		},
+	})
+	r := geminitest.NewRunner(t, bin, m)
+	r.SetHooks(logHooks(log, "BeforeTool", "AfterTool")...)
+
+	res := run(t, r, dir, sc+" delegate")
+	if !strings.Contains(res.Response, "DONE parent") {
+		t.Errorf("response %q", res.Response)
+	}
+	trs := m.ToolResults(sc)
+	if len(trs) != 2 {
+		t.Fatalf("parent tool results %+v", trs)
+	}
+	if !strings.HasPrefix(trs[0].Error(), `Tool "read_many_files" not found.`) {
+		t.Errorf("read_many_files result %s", trs[0].Response)
+	}
+	if !strings.Contains(trs[1].Response, "Termination Reason: GOAL") || !strings.Contains(trs[1].Response, "child done") {
+		t.Errorf("invoke_agent result %s", trs[1].Response)
+	}
+	chat, err := r.ChatPath(res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tools []string
+	for _, p := range log.Find(t, "BeforeTool", nil) {
+		tools = append(tools, p.Str("tool_name"))
+		if p.Str("session_id") != res.SessionID || p.Str("transcript_path") != chat {
+			t.Errorf("BeforeTool(%s): session %s transcript %s", p.Str("tool_name"), p.Str("session_id"), p.Str("transcript_path"))
+		}
+	}
+	if fmt.Sprint(tools) != "[invoke_agent read_file complete_task]" {
+		t.Errorf("BeforeTool for %v, want invoke_agent read_file complete_task (none for the unknown tool)", tools)
+	}
+	for _, q := range m.ScenarioRequests(sub) {
+		if q.ModelName() != "gemini-2.5-pro" {
+			t.Errorf("child request #%d asks for %s", q.Seq, q.ModelName())
+		}
+	}
+	kids, _ := filepath.Glob(filepath.Join(filepath.Dir(chat), res.SessionID, "*.jsonl"))
+	if len(kids) != 1 {
+		t.Fatalf("subagent chat files %v", kids)
+	}
+	lines, err := geminitest.ReadChat(kids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) == 0 || !strings.Contains(string(lines[0].Raw), `"kind":"subagent"`) {
+		t.Errorf("subagent chat header %s", lines[0].Raw)
+	}
+}
