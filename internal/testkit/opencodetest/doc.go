@@ -94,6 +94,13 @@
 // file</type>\n<content>\n1: hello world\n\n(End of file - total 1 lines)
 // \n</content>"; an edit's "Edit applied successfully.".
 //
+// Subagents (TestSubagent): the task tool {description, prompt,
+// subagent_type "general"} creates a child session (event session.created
+// with info.parentID the parent's id); the child's requests carry only its
+// prompt, its tool hooks carry the child's sessionID, and the parent's
+// task result is "<task id=\"<child id>\" state=\"completed\">\n
+// <task_result>\n<the child's last text>\n</task_result>\n</task>".
+//
 // Compaction (TestCompact): with limit {context 8000, output 1000} and
 // usage.prompt_tokens 9000 reported in the answer calling a tool, opencode
 // runs that tool, finds the step over context - output, and compacts:

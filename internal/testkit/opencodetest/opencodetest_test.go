@@ -240,3 +240,53 @@ func TestCompact(t *testing.T) {
 		t.Errorf("continuation request #%d kind %s step %d messages %q", after.Seq, after.Kind, after.Step, msgs)
 	}
 }
+
+// TestSubagent runs a task subagent: it gets a child session (parentID
+// the parent's), its tool hooks carry the child's sessionID, and the
+// parent's task result names the child.
+func TestSubagent(t *testing.T) {
+	const sc, sub = "SCENARIO:opencode-subagent", "SUBTASK:opencode-child"
+	bin, deps, dir := setup(t)
+	hello := filepath.Join(dir, "hello.txt")
+	logDir := filepath.Join(t.TempDir(), "payloads")
+	opencodetest.WritePlugin(t, dir, opencodetest.Plugin{LogDir: logDir})
+	m := opencodetest.NewModel(t, opencodetest.Script{
+		sc:  {opencodetest.Task(sub + " read hello.txt"), opencodetest.Say("DONE parent")},
+		sub: {opencodetest.Read(hello), opencodetest.Say("child done")},
+	})
+	r := opencodetest.NewRunner(t, bin, m)
+	r.PluginDeps = deps
+
+	res := run(t, r, dir, sc+" delegate")
+	if !strings.Contains(res.Text, "DONE parent") {
+		t.Errorf("text %q", res.Text)
+	}
+	ps := hooklog.ReadDir(t, logDir)
+	var child string
+	for _, p := range hooklog.Filter(ps, "event:session.created", nil) {
+		in, _ := p["input"].(map[string]any)
+		ev, _ := in["event"].(map[string]any)
+		props, _ := ev["properties"].(map[string]any)
+		info, _ := props["info"].(map[string]any)
+		if info["parentID"] == res.SessionID {
+			child, _ = info["id"].(string)
+		}
+	}
+	if child == "" || child == res.SessionID {
+		t.Fatalf("no child session created under %s", res.SessionID)
+	}
+	reads := hooklog.Filter(ps, "tool.execute.after", func(p hooklog.Payload) bool {
+		in, _ := p["input"].(map[string]any)
+		return in["callID"] == opencodetest.CallID(sub, 0)
+	})
+	if len(reads) != 1 {
+		t.Fatalf("%d tool.execute.after for the child's read", len(reads))
+	}
+	if in, _ := reads[0]["input"].(map[string]any); in["sessionID"] != child {
+		t.Errorf("child's read hook sessionID %v, want %s", in["sessionID"], child)
+	}
+	trs := m.ToolResults(sc)
+	if len(trs) != 1 || !strings.Contains(trs[0].Text, `<task id="`+child+`"`) || !strings.Contains(trs[0].Text, "child done") {
+		t.Errorf("task result %+v", trs)
+	}
+}
