@@ -156,7 +156,11 @@
 // Per invocation, `-c 'hooks.state={"<key>"={trusted_hash="sha256:..."}}'`
 // (an inline table; a dotted -c path cannot hold the key's dots) also
 // trusts a hook (tried by hand with a SessionStart hook). Codex writes no
-// trust file of its own for hooks.json hooks: the ".hook-trust" string in
-// the binary sits beside plugin_trust.rs (plugin-delivered hooks), and no
-// file named *trust* appears under HOME after trusted runs.
+// trust file of its own for hooks.json hooks: no file named *trust*
+// appears under HOME after trusted runs, and strace of a trusted `codex
+// exec` whose SessionStart hook ran shows no access to any path holding
+// "hook-trust". The binary's ".hook-trust" string sits next to "hook
+// trust baseline has no parent" among the hooks engine's strings; what
+// it names was not found (plugin-delivered hooks have their own trust
+// code, hooks/src/engine/plugin_trust.rs).
 package codextest
