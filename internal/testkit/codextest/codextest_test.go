@@ -272,7 +272,7 @@ func TestHookTrust(t *testing.T) {
 		t.Errorf("project SessionStart hook ran %d times, want once", after-before)
 	}
 	// Trust lives in config.toml only: Codex wrote no trust file of its
-	// own (the binary's ".hook-trust" belongs to plugin hooks).
+	// own.
 	var trustFiles []string
 	_ = filepath.WalkDir(r.Home, func(p string, d os.DirEntry, err error) error {
 		if err == nil && strings.Contains(strings.ToLower(d.Name()), "trust") {
