@@ -267,7 +267,7 @@ func (r *Runner) Run(ctx context.Context, dir, prompt string, args ...string) (R
 	return res, nil
 }
 
-// Events returns the run's events of type typ.
+// EventsOf returns the run's events of type typ.
 func (res Result) EventsOf(typ string) []Event {
 	var out []Event
 	for _, e := range res.Events {

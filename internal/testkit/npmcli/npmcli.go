@@ -222,8 +222,9 @@ func (i *Installer) Require(t testing.TB) string {
 	return target
 }
 
-// ErrNoOutput is returned by CheckVersion when the program printed nothing.
-var ErrNoOutput = errors.New("no output")
+// errNoOutput is what CheckVersion reports for a program that printed
+// nothing.
+var errNoOutput = errors.New("no output")
 
 // CheckVersion runs `bin --version` with env appended to the test
 // process's environment and wants version among the words printed.
@@ -238,7 +239,7 @@ func CheckVersion(bin, version string, env ...string) error {
 	}
 	words := strings.Fields(string(out))
 	if len(words) == 0 {
-		return fmt.Errorf("%s --version: %w", bin, ErrNoOutput)
+		return fmt.Errorf("%s --version: %w", bin, errNoOutput)
 	}
 	for _, w := range words {
 		if w == version {
