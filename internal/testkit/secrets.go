@@ -7,11 +7,14 @@
 // Its subpackages hold the larger fixtures: benchdata (source-like content
 // and event-log repositories), transcriptgen (Claude Code transcripts),
 // receiptfixture (the 100,000-event receipt fixture), stubbackend
-// (scripted model servers for the proxy) and claudetest (the real Claude
-// Code CLI against a scripted model). Tests anywhere, and the demo and
-// bench commands of cmd/git-lossless, may import them; no production
-// package may (anything outside internal/testkit that is not a _test.go
-// file or cmd/git-lossless). internal/layoutcheck enforces that.
+// (scripted model servers for the proxy), the real agent CLIs against
+// scripted models on 127.0.0.1 (claudetest, codextest, geminitest,
+// opencodetest), npmcli (their pinned npm installs, cached once per
+// machine) and hooklog (a recording stand-in hook). Tests anywhere, and
+// the demo and bench commands of cmd/git-lossless, may import them; no
+// production package may (anything outside internal/testkit that is not
+// a _test.go file or cmd/git-lossless). internal/layoutcheck enforces
+// that.
 package testkit
 
 import "math/rand/v2"

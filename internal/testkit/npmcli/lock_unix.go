@@ -1,6 +1,6 @@
 //go:build unix
 
-package claudetest
+package npmcli
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 // lockFile takes an exclusive advisory lock on path, held until unlock is
 // called or the process ends.
 func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}

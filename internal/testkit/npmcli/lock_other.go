@@ -1,6 +1,6 @@
 //go:build !unix
 
-package claudetest
+package npmcli
 
 // lockFile is a no-op where flock is missing; concurrent installs there
 // still end in one rename winning.
