@@ -1,0 +1,2 @@
+// Package codex is the Codex CLI adapter layer.
+package codex
