@@ -100,7 +100,7 @@ func (o *ExecOutput) header(line string) (string, bool) {
 	case strings.HasPrefix(line, "Chunk ID: "):
 		o.ChunkID = line[len("Chunk ID: "):]
 		return "chunk", o.ChunkID != ""
-	case strings.HasPrefix(line, "Wall time: ") && strings.HasSuffix(line, " seconds"):
+	case strings.HasPrefix(line, "Wall time: ") && strings.HasSuffix(line, " seconds") && len(line) > len("Wall time:  seconds"):
 		o.WallTime = line[len("Wall time: ") : len(line)-len(" seconds")]
 		return "wall", true
 	case strings.HasPrefix(line, "Process exited with code "):

@@ -24,7 +24,7 @@ type cxVector struct {
 	Out   string             `json:"out"`
 }
 
-func cxVectors(t *testing.T) []cxVector {
+func cxVectors(t testing.TB) []cxVector {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "patch-vectors.jsonl"))
 	if err != nil {
