@@ -28,9 +28,9 @@ func cxHome(t *testing.T) string {
 	}
 	for name, content := range map[string]string{
 		"sessions/2026/12/05/rollout-2026-12-05T16-00-00-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee.jsonl": `{"type":"event_msg"`,
-		"sessions/2026/12/05/notes.txt":        "not a rollout",
-		"sessions/2026/12/05/state_5.sqlite":   "",
-		"sessions/tmp/rollout-2026-12-05T16-00-00-ffffffff-bbbb-cccc-dddd-eeeeeeeeeeee.jsonl": "{}\n",
+		"sessions/2026/12/05/notes.txt":      "not a rollout",
+		"sessions/2026/12/05/state_5.sqlite": "",
+		"sessions/tmp/rollout-2026-12-05T16-00-00-ffffffff-bbbb-cccc-dddd-eeeeeeeeeeee.jsonl":      "{}\n",
 		"archived_sessions/rollout-2026-12-05T16-00-00-ffffffff-bbbb-cccc-dddd-eeeeeeeeeeee.jsonl": "{}\n",
 	} {
 		p := filepath.Join(home, name)
