@@ -400,3 +400,38 @@ func (p *Patch) NeedsSeen(cwd string, exists func(abs string) bool) []string {
 	}
 	return out
 }
+
+// Final lists, each once and in the order first touched, the files a
+// patch leaves written and those it leaves removed, with paths resolved
+// against cwd: after Codex applied a patch, a recorder reads the written
+// ones from disk and records the removed ones as gone. A move onto its
+// own path removes the file, as in Codex (it writes, then removes).
+func (p *Patch) Final(cwd string) (written, removed []string) {
+	gone := map[string]bool{}
+	var order []string
+	touch := func(f string, g bool) {
+		if _, ok := gone[f]; !ok {
+			order = append(order, f)
+		}
+		gone[f] = g
+	}
+	for _, c := range p.Changes(cwd) {
+		switch c.Op {
+		case OpAdd, OpUpdate:
+			touch(c.Path, false)
+		case OpDelete:
+			touch(c.Path, true)
+		case OpMove:
+			touch(c.To, false)
+			touch(c.Path, true)
+		}
+	}
+	for _, f := range order {
+		if gone[f] {
+			removed = append(removed, f)
+		} else {
+			written = append(written, f)
+		}
+	}
+	return written, removed
+}

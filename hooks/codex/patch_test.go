@@ -285,4 +285,55 @@ func TestNeedsSeen(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("NeedsSeen = %q, want %q", got, want)
 	}
+	// Final takes the patch as applied (this one would fail in Codex at
+	// its last hunk: del.txt is gone by then): the last hunk on a file
+	// says what is left.
+	written, removed := p.Final("/r")
+	if w := []string{"/r/fresh.txt", "/r/exists.txt", "/abs/upd.txt", "/r/del.txt", "/r/onto.txt", "/r/free.txt"}; !slices.Equal(written, w) {
+		t.Errorf("written %q, want %q", written, w)
+	}
+	if r := []string{"/r/mv.txt", "/r/mv2.txt"}; !slices.Equal(removed, r) {
+		t.Errorf("removed %q, want %q", removed, r)
+	}
+}
+
+// TestFinalMatchesApply checks Final against Apply on every vector Codex
+// applied: the files Apply writes and removes are the ones Final names.
+func TestFinalMatchesApply(t *testing.T) {
+	n := 0
+	for _, v := range cxVectors(t) {
+		if !v.OK {
+			continue
+		}
+		p, err := ParsePatch(v.Patch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.Apply(cxCwd, func(abs string) ([]byte, error) {
+			rel, _ := filepath.Rel(cxCwd, abs)
+			if c, ok := v.Files[rel]; ok {
+				return []byte(c), nil
+			}
+			return nil, fs.ErrNotExist
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", v.Name, err)
+		}
+		var w, r []string
+		for _, x := range res {
+			if x.Deleted {
+				r = append(r, x.Path)
+			} else {
+				w = append(w, x.Path)
+			}
+		}
+		fw, fr := p.Final(cxCwd)
+		if !slices.Equal(w, fw) || !slices.Equal(r, fr) {
+			t.Errorf("%s: Final %q %q, Apply %q %q", v.Name, fw, fr, w, r)
+		}
+		n++
+	}
+	if n < 50 {
+		t.Fatalf("%d vectors", n)
+	}
 }
