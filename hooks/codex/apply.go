@@ -22,11 +22,15 @@ import (
 // one), and a last line without an ending gets one. A line ends at "\n",
 // "\r\n" or a lone "\r".
 func ApplyUpdate(old []byte, chunks []Chunk) ([]byte, error) {
+	return applyUpdate(old, chunks, false)
+}
+
+func applyUpdate(old []byte, chunks []Chunk, exact bool) ([]byte, error) {
 	if !utf8.Valid(old) {
 		return nil, &PatchError{Msg: "file is not valid UTF-8: Codex cannot update it"}
 	}
 	sf := parseSource(string(old))
-	reps, err := replacements(sf.texts(), chunks)
+	reps, err := replacements(sf.texts(), chunks, exact)
 	if err != nil {
 		return nil, err
 	}
@@ -110,12 +114,12 @@ func (sf *sourceFile) contents() string {
 }
 
 // replacements computes, in file order, what the chunks replace.
-func replacements(lines []string, chunks []Chunk) ([]replacement, error) {
+func replacements(lines []string, chunks []Chunk, exact bool) ([]replacement, error) {
 	var reps []replacement
 	at := 0
 	for _, c := range chunks {
 		if c.HasContext {
-			i, ok := seekSequence(lines, []string{c.Context}, at, false)
+			i, ok := seekSequence(lines, []string{c.Context}, at, false, exact)
 			if !ok {
 				return nil, &PatchError{Msg: fmt.Sprintf("failed to find context '%s'", c.Context)}
 			}
@@ -128,14 +132,14 @@ func replacements(lines []string, chunks []Chunk) ([]replacement, error) {
 			continue
 		}
 		pattern, repl := c.Old, c.New
-		start, ok := seekSequence(lines, pattern, at, c.EOF)
+		start, ok := seekSequence(lines, pattern, at, c.EOF, exact)
 		if !ok && pattern[len(pattern)-1] == "" {
 			// A final empty old line stands for the file's last newline.
 			pattern = pattern[:len(pattern)-1]
 			if len(repl) > 0 && repl[len(repl)-1] == "" {
 				repl = repl[:len(repl)-1]
 			}
-			start, ok = seekSequence(lines, pattern, at, c.EOF)
+			start, ok = seekSequence(lines, pattern, at, c.EOF, exact)
 		}
 		if !ok {
 			return nil, &PatchError{Msg: "failed to find expected lines:\n" + strings.Join(c.Old, "\n")}
@@ -168,9 +172,10 @@ func replacements(lines []string, chunks []Chunk) ([]replacement, error) {
 }
 
 // seekSequence finds pattern in lines at or after start, in the passes
-// Codex makes (see ApplyUpdate). With eof the pattern must end the file:
-// only the last position is tried, and only when it is at or after start.
-func seekSequence(lines, pattern []string, start int, eof bool) (int, bool) {
+// Codex makes (see ApplyUpdate); with exact, in the first pass only.
+// With eof the pattern must end the file: only the last position is
+// tried, and only when it is at or after start.
+func seekSequence(lines, pattern []string, start int, eof, exact bool) (int, bool) {
 	if len(pattern) == 0 {
 		return start, true
 	}
@@ -189,6 +194,9 @@ func seekSequence(lines, pattern []string, start int, eof bool) (int, bool) {
 		func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) },
 		func(s string) string { return strings.TrimFunc(s, unicode.IsSpace) },
 		normalise,
+	}
+	if exact {
+		passes = passes[:1]
 	}
 	for _, norm := range passes {
 		for i := start; i <= last; i++ {
@@ -251,6 +259,19 @@ var ErrNoHunks = errors.New("apply_patch: no files were modified")
 // them. A recorder that replays a patch on archived content must store
 // what Apply returns only when the call succeeded in Codex too.
 func (p *Patch) Apply(cwd string, read func(abs string) ([]byte, error)) ([]FileResult, error) {
+	return p.apply(cwd, read, false)
+}
+
+// ApplyExact is Apply, but fails (with a *PatchError) where Codex would
+// have needed a lenient pass (white space, typographic characters) to
+// find a chunk or its context line: a replay on an archived version is
+// then not trusted to be what Codex wrote. When it succeeds, its result
+// is Apply's.
+func (p *Patch) ApplyExact(cwd string, read func(abs string) ([]byte, error)) ([]FileResult, error) {
+	return p.apply(cwd, read, true)
+}
+
+func (p *Patch) apply(cwd string, read func(abs string) ([]byte, error), exact bool) ([]FileResult, error) {
 	if len(p.Hunks) == 0 {
 		return nil, ErrNoHunks
 	}
@@ -301,7 +322,7 @@ func (p *Patch) Apply(cwd string, read func(abs string) ([]byte, error)) ([]File
 			if !ok {
 				return nil, &PatchError{Path: path, Msg: "failed to read file to update: it does not exist"}
 			}
-			nw, err := ApplyUpdate(old, h.Chunks)
+			nw, err := applyUpdate(old, h.Chunks, exact)
 			if err != nil {
 				var pe *PatchError
 				if errors.As(err, &pe) {

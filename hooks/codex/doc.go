@@ -99,8 +99,14 @@
 // named corner cases and generated ones alike; the tests require the
 // same outcome, byte for byte, for every one. Patch.Changes and
 // Patch.NeedsSeen say what the guard must check (an add over an existing
-// file and a move onto one overwrite it, so they count as updates);
-// Patch.Apply replays a whole patch on the contents a recorder holds.
+// file and a move onto one overwrite it, so they count as updates).
+// After Codex applied a patch, Patch.Final names the files to read back
+// from disk and those removed. A sweep that has no disk to read replays
+// the patch on the last archived versions with Patch.ApplyExact (which
+// refuses a chunk found only by Codex's lenient passes) and records the
+// result only when the call succeeded (Call.PatchApplied) and, where the
+// rollout has the FileChange event, CheckUnifiedDiff agrees with the
+// diff Codex computed from the real content.
 //
 // # Limits
 //

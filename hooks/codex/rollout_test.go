@@ -223,14 +223,20 @@ func TestRolloutCalls(t *testing.T) {
 		t.Errorf("file changes %+v", changes)
 	}
 	// Replaying the applied patch on the version read gives what Codex
-	// wrote, which is what a sweep records.
+	// wrote, which is what a sweep records; Codex's own diff agrees.
 	p, err := ParsePatch(calls[3].Patch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Apply(cxProject, func(string) ([]byte, error) { return []byte(o.Output), nil })
+	res, err := p.ApplyExact(cxProject, func(string) ([]byte, error) { return []byte(o.Output), nil })
 	if err != nil || len(res) != 1 || res[0].Path != cxProject+"/hello.txt" || string(res[0].Content) != "hello codex\n" {
-		t.Errorf("replay: %+v %v", res, err)
+		t.Fatalf("replay: %+v %v", res, err)
+	}
+	if err := CheckUnifiedDiff([]byte(o.Output), res[0].Content, changes[0].Changes[0].UnifiedDiff); err != nil {
+		t.Errorf("Codex's diff disagrees with the replay: %v", err)
+	}
+	if err := CheckUnifiedDiff([]byte("hello there\n"), res[0].Content, changes[0].Changes[0].UnifiedDiff); err == nil {
+		t.Error("Codex's diff agrees with a replay on another version")
 	}
 }
 
