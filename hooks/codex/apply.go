@@ -199,26 +199,25 @@ func seekSequence(lines, pattern []string, start int, eof, exact bool) (int, boo
 		passes = passes[:1]
 	}
 	for _, norm := range passes {
+		ls, ps := lines, pattern
+		if norm != nil {
+			// Normalise each line once, not once per comparison.
+			ls = make([]string, len(lines))
+			for i := start; i < len(lines); i++ {
+				ls[i] = norm(lines[i])
+			}
+			ps = make([]string, len(pattern))
+			for i, p := range pattern {
+				ps[i] = norm(p)
+			}
+		}
 		for i := start; i <= last; i++ {
-			if matchAt(lines[i:i+len(pattern)], pattern, norm) {
+			if slices.Equal(ls[i:i+len(ps)], ps) {
 				return i, true
 			}
 		}
 	}
 	return 0, false
-}
-
-func matchAt(lines, pattern []string, norm func(string) string) bool {
-	for j, p := range pattern {
-		if norm == nil {
-			if lines[j] != p {
-				return false
-			}
-		} else if norm(lines[j]) != norm(p) {
-			return false
-		}
-	}
-	return true
 }
 
 // normalise is Codex's last, most lenient pass: trimmed, with typographic

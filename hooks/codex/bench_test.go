@@ -137,3 +137,28 @@ func TestBigRollout(t *testing.T) {
 		t.Errorf("%d rounds, %d shell outputs, stats %+v, %d pending", rounds, shell, st, len(r.Pending()))
 	}
 }
+
+// BenchmarkApplyUpdate applies a three-chunk patch to a 5000-line file,
+// one chunk of which only the lenient passes find (what a sweep's replay
+// costs per patched file).
+func BenchmarkApplyUpdate(b *testing.B) {
+	var file strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&file, "\tline %d := compute(%d) // \u2013 note\n", i, i)
+	}
+	p, err := ParsePatch("*** Begin Patch\n*** Update File: f\n@@\n \tline 10 := compute(10) // \u2013 note\n-\tline 11 := compute(11) // \u2013 note\n+\tline 11 := changed()\n" +
+		"@@ line 2500 := compute(2500) // - note\n-\tline 2501 := compute(2501) // - note\n+\tline 2501 := changed()\n" +
+		"@@\n-\tline 4999 := compute(4999) // \u2013 note\n+\tthe end\n*** End of File\n*** End Patch")
+	if err != nil {
+		b.Fatal(err)
+	}
+	old := []byte(file.String())
+	b.SetBytes(int64(len(old)))
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := ApplyUpdate(old, p.Hunks[0].Chunks)
+		if err != nil || !bytes.HasSuffix(out, []byte("\tthe end\n")) {
+			b.Fatal(err)
+		}
+	}
+}
