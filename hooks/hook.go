@@ -399,6 +399,7 @@ func (h *handler) preToolUse(ctx context.Context) error {
 	}
 	in := guard.Input{Path: abs, Agent: h.p.AgentID}
 	in.RestoreHint = restoreHint(h.p.SessionID, h.p.AgentID, abs)
+	in.ReadWith = "the Read tool"
 	// os.ReadFile follows symlinks: a dangling one is a file to create
 	// (the Write creates its target); one that cannot be followed (a
 	// loop) is reported, and the edit goes ahead.
