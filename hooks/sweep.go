@@ -57,6 +57,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/claudecode/cctranscript"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
@@ -346,11 +347,11 @@ func (t *transcriptAt) close() { t.f.Close() }
 func (t *transcriptAt) upToDate() bool { return !t.fresh && t.fi.Size() == t.cur.Offset }
 
 // parser returns a parser positioned at the cursor, with its pending calls.
-func (t *transcriptAt) parser() (*transcript.Parser, error) {
+func (t *transcriptAt) parser() (*cctranscript.Parser, error) {
 	if _, err := t.f.Seek(t.cur.Offset, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", t.abs, err)
 	}
-	p := transcript.NewParserSize(t.f, t.cur.Offset, t.fi.Size()-t.cur.Offset+1)
+	p := cctranscript.NewParserSize(t.f, t.cur.Offset, t.fi.Size()-t.cur.Offset+1)
 	p.SetPending(t.cur.Pending)
 	return p, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-lossless/git-lossless/hooks/claudecode/cctranscript"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 )
@@ -82,9 +83,9 @@ func trCorpusValues(b []byte) ([]string, error) {
 }
 
 // trParseAll parses a whole transcript, checking offsets as it goes.
-func trParseAll(t testing.TB, r io.Reader) ([]*transcript.Line, *transcript.Parser) {
+func trParseAll(t testing.TB, r io.Reader) ([]*transcript.Line, *cctranscript.Parser) {
 	t.Helper()
-	p := transcript.NewParser(r, 0)
+	p := cctranscript.NewParser(r, 0)
 	var out []*transcript.Line
 	var last int64
 	for {
@@ -213,7 +214,7 @@ func BenchmarkTranscriptParse14MB(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	for b.Loop() {
-		p := transcript.NewParser(bytes.NewReader(data), 0)
+		p := cctranscript.NewParser(bytes.NewReader(data), 0)
 		for {
 			if _, err := p.Next(); err != nil {
 				break

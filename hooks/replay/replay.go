@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/claudecode/cctranscript"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
 	"github.com/git-lossless/git-lossless/receipt"
@@ -296,7 +297,7 @@ func (r *replayer) walk(si int, s *Session, path string, keys map[string]int, c 
 		return fmt.Errorf("replay: %w", err)
 	}
 	defer f.Close()
-	p := transcript.NewParser(f, 0)
+	p := cctranscript.NewParser(f, 0)
 	views := map[string]map[string]*held{} // agent -> path -> version held
 	line := 0
 	for {
@@ -427,7 +428,7 @@ func (r *replayer) op(si int, s *Session, tpath string, line int, fs *transcript
 		c.Compared++
 		match = ev
 		if res != nil {
-			if text, first, _, ok := transcript.StripLineNumbers(res.Text()); ok {
+			if text, first, _, ok := cctranscript.StripLineNumbers(res.Text()); ok {
 				c.ShownCompared++
 				if start := viewStart(fs.View); first != start || text != string(fs.Content) {
 					diverge("the numbered text the model was shown is not the archived %d bytes numbered from line %d", len(fs.Content), start)

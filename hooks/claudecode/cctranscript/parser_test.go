@@ -1,4 +1,4 @@
-package transcript
+package cctranscript
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-lossless/git-lossless/hooks/transcript"
 )
 
 const (
@@ -19,7 +21,7 @@ const (
 )
 
 // trSampleDir holds the real transcripts Claude Code 2.1.328 wrote.
-var trSampleDir = filepath.Join("..", "..", "testdata", "claude-code-2.1.328", "transcripts", "-home-dev-project")
+var trSampleDir = filepath.Join("..", "..", "..", "testdata", "claude-code-2.1.328", "transcripts", "-home-dev-project")
 
 func trSampleMain() string { return filepath.Join(trSampleDir, trSampleSession+".jsonl") }
 func trSampleSub() string {
@@ -27,10 +29,10 @@ func trSampleSub() string {
 }
 
 // trParseAll parses a whole transcript, checking offsets as it goes.
-func trParseAll(t testing.TB, r io.Reader) ([]*Line, *Parser) {
+func trParseAll(t testing.TB, r io.Reader) ([]*transcript.Line, *Parser) {
 	t.Helper()
 	p := NewParser(r, 0)
-	var out []*Line
+	var out []*transcript.Line
 	var last int64
 	for {
 		tl, err := p.Next()
@@ -49,7 +51,7 @@ func trParseAll(t testing.TB, r io.Reader) ([]*Line, *Parser) {
 	return out, p
 }
 
-func trParseFile(t testing.TB, path string) ([]*Line, *Parser) {
+func trParseFile(t testing.TB, path string) ([]*transcript.Line, *Parser) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -59,7 +61,7 @@ func trParseFile(t testing.TB, path string) ([]*Line, *Parser) {
 	return trParseAll(t, f)
 }
 
-func trItems[T any](lines []*Line) []T {
+func trItems[T any](lines []*transcript.Line) []T {
 	var out []T
 	for _, l := range lines {
 		for _, it := range l.Items {
@@ -76,7 +78,7 @@ type trWant struct {
 	hasContent                                bool
 }
 
-func trCheckSeen(t *testing.T, got []*FileSeen, want []trWant) {
+func trCheckSeen(t *testing.T, got []*transcript.FileSeen, want []trWant) {
 	t.Helper()
 	if len(got) != len(want) {
 		for _, g := range got {
@@ -109,7 +111,7 @@ func TestTranscriptSampleMain(t *testing.T) {
 	}
 	const d = "/home/dev/project/"
 	const mainGo1 = "package main\n\nfunc main() { println(1) }\n"
-	trCheckSeen(t, trItems[*FileSeen](lines), []trWant{
+	trCheckSeen(t, trItems[*transcript.FileSeen](lines), []trWant{
 		{"read", d + "hello.txt", "full", "toolu_main_0_1", "Read", "", "hello world\n", true},
 		{"read", d + "main.go", "lines:2-2", "toolu_main_1_3", "Read", "", "", true},
 		{"edit", d + "hello.txt", "full", "toolu_main_2_5", "Edit", "", "hello there\n", true},
@@ -122,12 +124,12 @@ func TestTranscriptSampleMain(t *testing.T) {
 		{"edit", d + "hello.txt", "full", "toolu_main_0_1", "Edit", "", "hello again\n", true},
 	})
 
-	cbs := trItems[*CompactBoundary](lines)
+	cbs := trItems[*transcript.CompactBoundary](lines)
 	if len(cbs) != 1 || cbs[0].Key != "compact:0ee68323-9c18-4592-b0b0-9f76c577885b" || cbs[0].Trigger != "manual" ||
 		!cbs[0].TS.Equal(time.Date(2026, 12, 2, 16, 24, 7, 860e6, time.UTC)) || cbs[0].Agent != "" {
 		t.Fatalf("compact boundaries %+v", cbs)
 	}
-	sums := trItems[*CompactSummary](lines)
+	sums := trItems[*transcript.CompactSummary](lines)
 	if len(sums) != 1 || sums[0].Key != "span:c8bb0807-ae4b-4f70-8bd1-22f5809b89e9" ||
 		!strings.Contains(sums[0].Text(), "CG_OK") || !strings.HasPrefix(sums[0].Text(), "This session is being continued") {
 		t.Fatalf("compact summaries %+v", sums)
@@ -137,9 +139,9 @@ func TestTranscriptSampleMain(t *testing.T) {
 	for _, l := range lines {
 		for _, it := range l.Items {
 			switch x := it.(type) {
-			case *CompactBoundary:
+			case *transcript.CompactBoundary:
 				order = append(order, "compact")
-			case *FileSeen:
+			case *transcript.FileSeen:
 				order = append(order, x.Op)
 			}
 		}
@@ -148,7 +150,7 @@ func TestTranscriptSampleMain(t *testing.T) {
 		t.Fatalf("order %s", got)
 	}
 
-	spans := trItems[*TextSpan](lines)
+	spans := trItems[*transcript.TextSpan](lines)
 	var texts []string
 	for _, s := range spans {
 		texts = append(texts, s.Kind+":"+s.Text())
@@ -161,8 +163,8 @@ func TestTranscriptSampleMain(t *testing.T) {
 			t.Errorf("no span %q in %q", want, texts)
 		}
 	}
-	uses := trItems[*ToolUse](lines)
-	results := trItems[*ToolResult](lines)
+	uses := trItems[*transcript.ToolUse](lines)
+	results := trItems[*transcript.ToolResult](lines)
 	if len(uses) != 7 || len(results) != 7 {
 		t.Fatalf("%d tool uses, %d results", len(uses), len(results))
 	}
@@ -179,15 +181,15 @@ func TestTranscriptSampleMain(t *testing.T) {
 	if r := results[4]; r.Tool != "Agent" || !strings.HasPrefix(r.Text(), "Async agent launched") {
 		t.Fatalf("agent result %+v", r)
 	}
-	for _, it := range append(append([]Item{}, trAsItems(uses)...), trAsItems(results)...) {
-		if !json.Valid(SpanJSON(it)) {
-			t.Fatalf("invalid span %s", SpanJSON(it))
+	for _, it := range append(append([]transcript.Item{}, trAsItems(uses)...), trAsItems(results)...) {
+		if !json.Valid(transcript.SpanJSON(it)) {
+			t.Fatalf("invalid span %s", transcript.SpanJSON(it))
 		}
 	}
 }
 
-func trAsItems[T Item](xs []T) []Item {
-	out := make([]Item, len(xs))
+func trAsItems[T transcript.Item](xs []T) []transcript.Item {
+	out := make([]transcript.Item, len(xs))
 	for i, x := range xs {
 		out[i] = x
 	}
@@ -201,14 +203,14 @@ func TestTranscriptSampleSubagent(t *testing.T) {
 	}
 	// The subagent's tool_result has no toolUseResult: the content is
 	// recovered from the numbered text and the call's input.
-	results := trItems[*ToolResult](lines)
+	results := trItems[*transcript.ToolResult](lines)
 	if len(results) != 1 || results[0].ToolUseResult != nil || results[0].Text() != "1\tpackage main\n2\t\n3\tfunc main() {}\n4\t" {
 		t.Fatalf("results %+v", results)
 	}
-	trCheckSeen(t, trItems[*FileSeen](lines), []trWant{
+	trCheckSeen(t, trItems[*transcript.FileSeen](lines), []trWant{
 		{"read", "/home/dev/project/main.go", "full", "toolu_sub_0_11", "Read", trSampleAgent, "package main\n\nfunc main() {}\n", true},
 	})
-	spans := trItems[*TextSpan](lines)
+	spans := trItems[*transcript.TextSpan](lines)
 	if len(spans) != 2 || spans[0].Text() != "SUBTASK read main.go" || spans[1].Text() != "sub done" ||
 		spans[1].Agent != trSampleAgent || !spans[1].Sidechain {
 		t.Fatalf("spans %+v", spans)
@@ -269,7 +271,7 @@ func trToolResult(uuid, id, content, tur string) string {
 	return trLine("user", uuid, extra)
 }
 
-func trParseString(t *testing.T, s string) []*Line {
+func trParseString(t *testing.T, s string) []*transcript.Line {
 	t.Helper()
 	lines, _ := trParseAll(t, strings.NewReader(s))
 	return lines
@@ -282,7 +284,7 @@ func TestTranscriptOldRenderStyle(t *testing.T) {
 		trToolResult("u4", "t2", `"    10→ten\n    11→eleven"`, "") + "\n" +
 		trToolUse("u5", "t3", "Read", `{"file_path":"rel/c.txt"}`) + "\n" +
 		trToolResult("u6", "t3", `[{"type":"text","text":"1\tsee\n2\t"}]`, "") + "\n"
-	seen := trItems[*FileSeen](trParseString(t, s))
+	seen := trItems[*transcript.FileSeen](trParseString(t, s))
 	if len(seen) != 3 {
 		t.Fatalf("%d evidence items", len(seen))
 	}
@@ -355,7 +357,7 @@ func TestTranscriptResultShapes(t *testing.T) {
 	}
 	add(trToolUse("a14", "l1", "Read", `{"file_path":"/p/long"}`), trToolResult("r14", "l1", trQ(long.String()), ""))
 
-	trCheckSeenLoose(t, trItems[*FileSeen](trParseString(t, b.String())), []trWant{
+	trCheckSeenLoose(t, trItems[*transcript.FileSeen](trParseString(t, b.String())), []trWant{
 		{"edit", "/p/f", "full", "e1", "Edit", "", "alpha\nBETA\nBETA\ngamma\n", true},
 		{"edit", "/p/f", "", "e2", "Edit", "", "", false},
 		{"edit", "/p/f", "full", "e3", "Edit", "", "alpha\nbeta\nbeta\n", true},
@@ -380,7 +382,7 @@ func trQ(s string) string {
 }
 
 // trCheckSeenLoose compares evidence without the sample's session checks.
-func trCheckSeenLoose(t *testing.T, got []*FileSeen, want []trWant) {
+func trCheckSeenLoose(t *testing.T, got []*transcript.FileSeen, want []trWant) {
 	t.Helper()
 	if len(got) != len(want) {
 		for _, g := range got {
@@ -413,7 +415,7 @@ func TestTranscriptPendingAcrossParsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back []PendingToolUse
+	var back []transcript.PendingToolUse
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +425,7 @@ func TestTranscriptPendingAcrossParsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := trItems[*FileSeen]([]*Line{tl})
+	seen := trItems[*transcript.FileSeen]([]*transcript.Line{tl})
 	if len(seen) != 1 || string(seen[0].Content) != "c\nd" || seen[0].View != "lines:3-4" || tl.Start != int64(len(use)) {
 		t.Fatalf("evidence %+v", seen)
 	}
@@ -433,16 +435,16 @@ func TestTranscriptPendingAcrossParsers(t *testing.T) {
 	// Without the pending call, a numbered result proves nothing.
 	p3 := NewParser(strings.NewReader(res), 0)
 	tl, _ = p3.Next()
-	if len(trItems[*FileSeen]([]*Line{tl})) != 0 {
+	if len(trItems[*transcript.FileSeen]([]*transcript.Line{tl})) != 0 {
 		t.Fatal("evidence from a result whose call is unknown")
 	}
 	// The memory of calls is bounded.
 	var many strings.Builder
-	for i := range MaxPendingToolUses + 10 {
+	for i := range transcript.MaxPendingToolUses + 10 {
 		many.WriteString(trToolUse(fmt.Sprint("u", i), fmt.Sprint("id", i), "Read", `{"file_path":"/p/a"}`) + "\n")
 	}
 	_, p4 := trParseAll(t, strings.NewReader(many.String()))
-	if pend := p4.Pending(); len(pend) != MaxPendingToolUses || pend[0].ID != "id10" {
+	if pend := p4.Pending(); len(pend) != transcript.MaxPendingToolUses || pend[0].ID != "id10" {
 		t.Fatalf("%d pending, first %s", len(pend), pend[0].ID)
 	}
 }
@@ -464,7 +466,7 @@ func TestTranscriptPartialLineNotConsumed(t *testing.T) {
 	// Completed, it is read from the offset.
 	p2 := NewParser(strings.NewReader(l2+"\n"), p.Offset())
 	tl, err := p2.Next()
-	if err != nil || len(tl.Items) != 1 || tl.Items[0].(*TextSpan).Text() != "two" || tl.End != int64(len(l1+l2)+1) {
+	if err != nil || len(tl.Items) != 1 || tl.Items[0].(*transcript.TextSpan).Text() != "two" || tl.End != int64(len(l1+l2)+1) {
 		t.Fatalf("%+v %v", tl, err)
 	}
 	// CRLF line endings and blank lines.
@@ -515,7 +517,7 @@ func TestTranscriptHostileInput(t *testing.T) {
 	if st.Lines != len(lines) || p.Offset() != int64(b.Len()) {
 		t.Fatalf("stats %+v, offset %d of %d", st, p.Offset(), b.Len())
 	}
-	byUUID := map[string]*Line{}
+	byUUID := map[string]*transcript.Line{}
 	for _, l := range lines {
 		if l.UUID != "" {
 			byUUID[l.UUID] = l
@@ -524,7 +526,7 @@ func TestTranscriptHostileInput(t *testing.T) {
 			t.Fatalf("invalid line with items: %+v", l)
 		}
 		for _, it := range l.Items {
-			if s := SpanJSON(it); s != nil && !json.Valid(s) {
+			if s := transcript.SpanJSON(it); s != nil && !json.Valid(s) {
 				t.Fatalf("invalid span JSON %q", s)
 			}
 		}
@@ -535,13 +537,13 @@ func TestTranscriptHostileInput(t *testing.T) {
 			t.Errorf("line %s: %+v", u, l)
 		}
 	}
-	if s := byUUID["x1"].Items[0].(*TextSpan).Text(); s != "ok \xff\xfe invalid utf-8" {
+	if s := byUUID["x1"].Items[0].(*transcript.TextSpan).Text(); s != "ok \xff\xfe invalid utf-8" {
 		t.Errorf("invalid UTF-8 text: %q", s)
 	}
-	if s := byUUID["x3"].Items[0].(*TextSpan).Text(); s != "lone surrogate \uFFFD and pair 😀" {
+	if s := byUUID["x3"].Items[0].(*transcript.TextSpan).Text(); s != "lone surrogate \uFFFD and pair 😀" {
 		t.Errorf("surrogates: %q", s)
 	}
-	if s := byUUID["big1"].Items[0].(*TextSpan).Text(); len(s) != len(big) {
+	if s := byUUID["big1"].Items[0].(*transcript.TextSpan).Text(); len(s) != len(big) {
 		t.Errorf("big line text: %d bytes", len(s))
 	}
 	for _, u := range []string{"x2", "x9", "x11"} {
@@ -553,16 +555,16 @@ func TestTranscriptHostileInput(t *testing.T) {
 		t.Errorf("only %d invalid lines counted: %+v", st.Invalid, st)
 	}
 	// x6: one usable tool_use; its input is not an object.
-	if uses := trItems[*ToolUse]([]*Line{byUUID["x6"]}); len(uses) != 1 || string(uses[0].Input) != `"notobject"` {
+	if uses := trItems[*transcript.ToolUse]([]*transcript.Line{byUUID["x6"]}); len(uses) != 1 || string(uses[0].Input) != `"notobject"` {
 		t.Errorf("x6: %+v", byUUID["x6"])
 	}
 	// x7: a string toolUseResult is kept raw; the call is known (x6) but
 	// the content is null: no evidence.
-	if rs := trItems[*ToolResult]([]*Line{byUUID["x7"]}); len(rs) != 1 || string(rs[0].ToolUseResult) != `"Error: string result"` || rs[0].Tool != "Read" {
+	if rs := trItems[*transcript.ToolResult]([]*transcript.Line{byUUID["x7"]}); len(rs) != 1 || string(rs[0].ToolUseResult) != `"Error: string result"` || rs[0].Tool != "Read" {
 		t.Errorf("x7: %+v", rs)
 	}
-	if len(trItems[*FileSeen](lines)) != 0 {
-		t.Errorf("evidence from hostile lines: %+v", trItems[*FileSeen](lines))
+	if len(trItems[*transcript.FileSeen](lines)) != 0 {
+		t.Errorf("evidence from hostile lines: %+v", trItems[*transcript.FileSeen](lines))
 	}
 }
 

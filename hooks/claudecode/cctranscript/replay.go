@@ -1,10 +1,11 @@
-package transcript
+package cctranscript
 
 import (
 	"bytes"
 	"strconv"
 	"strings"
 
+	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
 
@@ -169,7 +170,7 @@ func toolInputOf(raw []byte) toolInput {
 // it; no content otherwise). Failed calls, non-text reads (images, PDFs,
 // notebooks) and file_unchanged results (no content: the earlier read
 // still stands) yield nothing.
-func deriveFileSeen(r *ToolResult, pt *PendingToolUse) *FileSeen {
+func deriveFileSeen(r *transcript.ToolResult, pt *transcript.PendingToolUse) *transcript.FileSeen {
 	if r.IsError || r.ToolUseID == "" {
 		return nil
 	}
@@ -194,7 +195,7 @@ func deriveFileSeen(r *ToolResult, pt *PendingToolUse) *FileSeen {
 			name = "Write"
 		}
 	}
-	fs := &FileSeen{LineMeta: r.LineMeta, Tool: name, Key: r.ToolUseID, View: "full"}
+	fs := &transcript.FileSeen{LineMeta: r.LineMeta, Tool: name, Key: r.ToolUseID, View: "full"}
 	if tur.filePath != "" {
 		fs.Path = absPath(tur.filePath, r.Cwd)
 	}

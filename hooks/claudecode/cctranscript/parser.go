@@ -1,4 +1,4 @@
-package transcript
+package cctranscript
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
 
@@ -19,9 +20,9 @@ type Parser struct {
 	br      *bufio.Reader
 	off     int64
 	buf     []byte
-	pending map[string]*PendingToolUse
+	pending map[string]*pendingCall
 	seq     int64
-	stats   Stats
+	stats   transcript.Stats
 }
 
 // NewParser reads r, whose first byte is at offset of the
@@ -36,7 +37,7 @@ func NewParserSize(r io.Reader, offset int64, size int64) *Parser {
 	return &Parser{
 		br:      bufio.NewReaderSize(r, int(max(4<<10, min(256<<10, size)))),
 		off:     offset,
-		pending: map[string]*PendingToolUse{},
+		pending: map[string]*pendingCall{},
 	}
 }
 
@@ -45,24 +46,32 @@ func NewParserSize(r io.Reader, offset int64, size int64) *Parser {
 func (p *Parser) Offset() int64 { return p.off }
 
 // Stats returns the counts so far.
-func (p *Parser) Stats() Stats { return p.stats }
+func (p *Parser) Stats() transcript.Stats { return p.stats }
+
+// pendingCall is a call waiting for its result, with the order it was
+// remembered in (the oldest is forgotten first).
+type pendingCall struct {
+	transcript.PendingToolUse
+	seq int64
+}
 
 // Pending returns the tool calls still waiting for their results, oldest
 // first.
-func (p *Parser) Pending() []PendingToolUse {
-	out := make([]PendingToolUse, 0, len(p.pending))
-	for _, t := range p.pending {
-		out = append(out, *t)
+func (p *Parser) Pending() []transcript.PendingToolUse {
+	calls := make([]*pendingCall, 0, len(p.pending))
+	for _, c := range p.pending {
+		calls = append(calls, c)
 	}
-	slices.SortFunc(out, func(a, b PendingToolUse) int { return int(a.seq - b.seq) })
-	for i := range out {
-		out[i].seq = 0
+	slices.SortFunc(calls, func(a, b *pendingCall) int { return int(a.seq - b.seq) })
+	out := make([]transcript.PendingToolUse, len(calls))
+	for i, c := range calls {
+		out[i] = c.PendingToolUse
 	}
 	return out
 }
 
 // SetPending restores calls saved from an earlier parse.
-func (p *Parser) SetPending(ts []PendingToolUse) {
+func (p *Parser) SetPending(ts []transcript.PendingToolUse) {
 	for _, t := range ts {
 		if t.ID != "" {
 			p.remember(t)
@@ -70,12 +79,11 @@ func (p *Parser) SetPending(ts []PendingToolUse) {
 	}
 }
 
-func (p *Parser) remember(t PendingToolUse) {
+func (p *Parser) remember(t transcript.PendingToolUse) {
 	p.seq++
-	t.seq = p.seq
-	p.pending[t.ID] = &t
-	if len(p.pending) > MaxPendingToolUses {
-		var oldest *PendingToolUse
+	p.pending[t.ID] = &pendingCall{PendingToolUse: t, seq: p.seq}
+	if len(p.pending) > transcript.MaxPendingToolUses {
+		var oldest *pendingCall
 		for _, c := range p.pending {
 			if oldest == nil || c.seq < oldest.seq {
 				oldest = c
@@ -89,7 +97,7 @@ func (p *Parser) remember(t PendingToolUse) {
 // final line that has no '\n' yet, it returns io.EOF and Offset stays
 // before that partial line. A parser that returned an error must not be
 // used again: make a new one at Offset to read on.
-func (p *Parser) Next() (*Line, error) {
+func (p *Parser) Next() (*transcript.Line, error) {
 	line, err := p.readLine()
 	if err != nil {
 		return nil, err
@@ -129,8 +137,8 @@ func (p *Parser) readLine() ([]byte, error) {
 
 // ParseLine parses one line (without its '\n') and counts it. Offsets of
 // the returned line are zero.
-func (p *Parser) ParseLine(line []byte) *Line {
-	tl := &Line{}
+func (p *Parser) ParseLine(line []byte) *transcript.Line {
+	tl := &transcript.Line{}
 	p.parse(line, tl)
 	switch {
 	case tl.Invalid:
@@ -158,7 +166,7 @@ func wantType(t string) bool {
 	return false
 }
 
-func (p *Parser) parse(line []byte, tl *Line) {
+func (p *Parser) parse(line []byte, tl *transcript.Line) {
 	i := jsonscan.WS(line, 0)
 	if i == len(line) {
 		tl.Skipped = true // blank line
@@ -247,7 +255,7 @@ func (p *Parser) parse(line []byte, tl *Line) {
 		p.parseAttachment(tl, &env)
 	case "system":
 		if s, _ := jsonscan.String(env.subtype); s == "compact_boundary" {
-			cb := &CompactBoundary{LineMeta: tl.LineMeta}
+			cb := &transcript.CompactBoundary{LineMeta: tl.LineMeta}
 			if env.meta != nil {
 				jsonscan.Members(env.meta, func(k, v []byte) bool {
 					if string(k) == "trigger" {
@@ -309,14 +317,14 @@ func blocks(content []byte, fn func(i int, b *block)) {
 
 // spanKeys sets the span keys of a line's items once their number is
 // known: span:<uuid> for one, span:<uuid>:<block> for several.
-func spanKeys(uuid string, items []Item) {
+func spanKeys(uuid string, items []transcript.Item) {
 	if uuid == "" {
 		return
 	}
 	n := 0
 	for _, it := range items {
 		switch it.(type) {
-		case *TextSpan, *ToolUse, *ToolResult, *CompactSummary:
+		case *transcript.TextSpan, *transcript.ToolUse, *transcript.ToolResult, *transcript.CompactSummary:
 			n++
 		}
 	}
@@ -328,19 +336,19 @@ func spanKeys(uuid string, items []Item) {
 	}
 	for _, it := range items {
 		switch x := it.(type) {
-		case *TextSpan:
+		case *transcript.TextSpan:
 			x.Key = key(x.Block)
-		case *ToolUse:
+		case *transcript.ToolUse:
 			x.SpanKey = key(x.Block)
-		case *ToolResult:
+		case *transcript.ToolResult:
 			x.SpanKey = key(x.Block)
-		case *CompactSummary:
+		case *transcript.CompactSummary:
 			x.Key = key(0)
 		}
 	}
 }
 
-func (p *Parser) parseAssistant(tl *Line, env *envelope) {
+func (p *Parser) parseAssistant(tl *transcript.Line, env *envelope) {
 	content := jsonscan.Field(env.message, "content")
 	if content == nil {
 		tl.Skipped = true
@@ -348,7 +356,7 @@ func (p *Parser) parseAssistant(tl *Line, env *envelope) {
 	}
 	if content[0] == '"' {
 		if !emptyString(content) {
-			tl.Items = append(tl.Items, &TextSpan{LineMeta: tl.LineMeta, Kind: "assistant", Role: "assistant", TextJSON: clone(content)})
+			tl.Items = append(tl.Items, &transcript.TextSpan{LineMeta: tl.LineMeta, Kind: "assistant", Role: "assistant", TextJSON: clone(content)})
 		}
 	} else {
 		blocks(content, func(i int, b *block) {
@@ -356,11 +364,11 @@ func (p *Parser) parseAssistant(tl *Line, env *envelope) {
 			switch t {
 			case "text":
 				if b.text != nil && !emptyString(b.text) {
-					tl.Items = append(tl.Items, &TextSpan{LineMeta: tl.LineMeta, Kind: "assistant", Role: "assistant", Block: i, TextJSON: clone(b.text)})
+					tl.Items = append(tl.Items, &transcript.TextSpan{LineMeta: tl.LineMeta, Kind: "assistant", Role: "assistant", Block: i, TextJSON: clone(b.text)})
 				}
 			case "thinking":
 				if b.thinking != nil && !emptyString(b.thinking) {
-					tl.Items = append(tl.Items, &TextSpan{LineMeta: tl.LineMeta, Kind: "thinking", Role: "assistant", Block: i, TextJSON: clone(b.thinking)})
+					tl.Items = append(tl.Items, &transcript.TextSpan{LineMeta: tl.LineMeta, Kind: "thinking", Role: "assistant", Block: i, TextJSON: clone(b.thinking)})
 				}
 			case "tool_use":
 				id, _ := jsonscan.String(b.id)
@@ -368,17 +376,17 @@ func (p *Parser) parseAssistant(tl *Line, env *envelope) {
 				if id == "" {
 					return
 				}
-				tu := &ToolUse{LineMeta: tl.LineMeta, ID: id, Name: name, Block: i}
+				tu := &transcript.ToolUse{LineMeta: tl.LineMeta, ID: id, Name: name, Block: i}
 				if b.input != nil {
 					tu.Input = clone(b.input)
 				} else {
 					tu.Input = json.RawMessage("{}")
 				}
-				pt := PendingToolUse{ID: id, Name: name}
+				pt := transcript.PendingToolUse{ID: id, Name: name}
 				if isFileTool(name) {
 					tu.Path = inputPath(tu.Input, tl.Cwd)
 					pt.Path = tu.Path
-					pt.Input = safeJSON(tu.Input)
+					pt.Input = transcript.SafeJSON(tu.Input)
 				}
 				p.remember(pt)
 				tl.Items = append(tl.Items, tu)
@@ -424,35 +432,35 @@ func absPath(p, cwd string) string {
 	return filepath.Clean(p)
 }
 
-func (p *Parser) parseUser(tl *Line, env *envelope) {
+func (p *Parser) parseUser(tl *transcript.Line, env *envelope) {
 	content := jsonscan.Field(env.message, "content")
 	if content == nil {
 		tl.Skipped = true
 		return
 	}
 	if env.compactSummary {
-		tl.Items = append(tl.Items, &CompactSummary{LineMeta: tl.LineMeta, TextJSON: clone(content)})
+		tl.Items = append(tl.Items, &transcript.CompactSummary{LineMeta: tl.LineMeta, TextJSON: clone(content)})
 		spanKeys(tl.UUID, tl.Items)
 		return
 	}
 	if content[0] == '"' {
 		if !emptyString(content) {
-			tl.Items = append(tl.Items, &TextSpan{LineMeta: tl.LineMeta, Kind: "user", Role: "user", TextJSON: clone(content)})
+			tl.Items = append(tl.Items, &transcript.TextSpan{LineMeta: tl.LineMeta, Kind: "user", Role: "user", TextJSON: clone(content)})
 		}
 		spanKeys(tl.UUID, tl.Items)
 		return
 	}
-	var results []*ToolResult
+	var results []*transcript.ToolResult
 	blocks(content, func(i int, b *block) {
 		t, _ := jsonscan.String(b.typ)
 		switch t {
 		case "text":
 			if b.text != nil && !emptyString(b.text) {
-				tl.Items = append(tl.Items, &TextSpan{LineMeta: tl.LineMeta, Kind: "user", Role: "user", Block: i, TextJSON: clone(b.text)})
+				tl.Items = append(tl.Items, &transcript.TextSpan{LineMeta: tl.LineMeta, Kind: "user", Role: "user", Block: i, TextJSON: clone(b.text)})
 			}
 		case "tool_result":
 			id, _ := jsonscan.String(b.toolUseID)
-			r := &ToolResult{LineMeta: tl.LineMeta, ToolUseID: id, IsError: b.isError, Block: i}
+			r := &transcript.ToolResult{LineMeta: tl.LineMeta, ToolUseID: id, IsError: b.isError, Block: i}
 			if b.content != nil {
 				r.ContentJSON = clone(b.content)
 			} else {
@@ -467,9 +475,9 @@ func (p *Parser) parseUser(tl *Line, env *envelope) {
 		results[0].ToolUseResult = clone(env.toolUseResult)
 	}
 	for _, r := range results {
-		var pt *PendingToolUse
-		if r.ToolUseID != "" {
-			pt = p.pending[r.ToolUseID]
+		var pt *transcript.PendingToolUse
+		if c := p.pending[r.ToolUseID]; r.ToolUseID != "" && c != nil {
+			pt = &c.PendingToolUse
 			delete(p.pending, r.ToolUseID)
 		}
 		if pt != nil {
@@ -481,7 +489,7 @@ func (p *Parser) parseUser(tl *Line, env *envelope) {
 	}
 }
 
-func (p *Parser) parseAttachment(tl *Line, env *envelope) {
+func (p *Parser) parseAttachment(tl *transcript.Line, env *envelope) {
 	a := env.attachment
 	if a == nil {
 		tl.Skipped = true
@@ -532,7 +540,7 @@ func (p *Parser) parseAttachment(tl *Line, env *envelope) {
 		tl.Skipped = true
 		return
 	}
-	tl.Items = append(tl.Items, &FileSeen{
+	tl.Items = append(tl.Items, &transcript.FileSeen{
 		LineMeta: tl.LineMeta, Path: absPath(path, tl.Cwd), Content: rf.content, HasContent: true,
 		View: view, Op: "attach", Key: "attach:" + tl.UUID,
 	})

@@ -1,4 +1,4 @@
-package transcript
+package cctranscript
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/git-lossless/git-lossless/hooks/transcript"
 )
 
 // Seeds live in testdata/fuzz/<FuzzName>/ (committed): `go test` runs them
@@ -38,16 +40,16 @@ func trFuzzParseLine(t *testing.T, data []byte) {
 				t.Fatalf("invalid line with items or skipped: %+v", tl)
 			}
 			for _, it := range tl.Items {
-				if s := SpanJSON(it); s != nil {
+				if s := transcript.SpanJSON(it); s != nil {
 					if !json.Valid(s) {
 						t.Fatalf("span is not JSON: %q", s)
 					}
-					if SpanKind(it) == "" {
+					if transcript.SpanKind(it) == "" {
 						t.Fatalf("span without kind: %T", it)
 					}
 				}
 				switch x := it.(type) {
-				case *FileSeen:
+				case *transcript.FileSeen:
 					if x.Key == "" || x.Path == "" || !strings.Contains("read write edit attach", x.Op) {
 						t.Fatalf("evidence %+v", x)
 					}
@@ -57,7 +59,7 @@ func trFuzzParseLine(t *testing.T, data []byte) {
 					if x.Op == "attach" && !strings.HasPrefix(x.Key, "attach:") {
 						t.Fatalf("attach key %q", x.Key)
 					}
-				case *CompactBoundary:
+				case *transcript.CompactBoundary:
 					if x.Key != "" && x.Key != "compact:"+x.UUID {
 						t.Fatalf("compact key %q", x.Key)
 					}
