@@ -19,6 +19,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 	"github.com/git-lossless/git-lossless/recall"
@@ -286,7 +287,7 @@ func (b *recallBench) corpus(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := hooks.SweepSession(ctx, st, p, hooks.SweepOptions{}); err != nil {
+		if _, err := hooks.SweepSession(ctx, st, claudecode.New(), p, hooks.SweepOptions{}); err != nil {
 			return err
 		}
 		b.swept++

@@ -15,7 +15,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
-	"github.com/git-lossless/git-lossless/hooks/replay"
+	"github.com/git-lossless/git-lossless/hooks/claudecode/replay"
 	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 	"github.com/git-lossless/git-lossless/receipt"

@@ -1,4 +1,4 @@
-package hooks_test
+package claudecode_test
 
 import (
 	"bytes"

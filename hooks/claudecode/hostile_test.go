@@ -1,4 +1,4 @@
-package hooks
+package claudecode
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks"
 )
 
 // Tests from a hostile-user review: payload members of the wrong JSON
@@ -179,7 +180,7 @@ func TestHookOutputIsPrintable(t *testing.T) {
 	}
 	// An unknown event name is client text too.
 	var out, errb bytes.Buffer
-	Run(context.Background(), "Pre\x1b[2JToolUse", Env{Stdin: strings.NewReader("{}"), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+	hooks.Run(context.Background(), New(), "Pre\x1b[2JToolUse", hooks.Env{Stdin: strings.NewReader("{}"), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
 	printableLine(t, "stderr of an unknown event", strings.TrimSuffix(errb.String(), "\n"))
 
 	// The guard's reason, shown to the model: the path and the session
@@ -348,7 +349,7 @@ func TestGuardAcrossSymlinks(t *testing.T) {
 			t0 := r.now()
 			appendTranscript(t, r.tpath, r.ccReadUse("", "u1", t0, "toolu_r", link), r.ccReadResult("", "u2", t0, "toolu_r", link, "package t\n"))
 			if swept {
-				if _, err := SweepTranscript(context.Background(), r.store(), r.tpath, SweepOptions{}); err != nil {
+				if _, err := hooks.SweepTranscript(context.Background(), r.store(), New(), r.tpath, hooks.SweepOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				if evs := r.events("read"); len(evs) != 1 || evs[0].Path != "link.go" || swExtra(evs[0], "real_path") != "target.go" {
@@ -365,7 +366,7 @@ func TestGuardAcrossSymlinks(t *testing.T) {
 		target := r.write("target.go", "package t\n")
 		link := filepath.Join(r.dir, "link.go")
 		symlink(t, "target.go", link)
-		if _, err := Restore(context.Background(), r.store(), RestoreOptions{Session: r.session, Files: []string{link}, Now: r.now()}); err != nil {
+		if _, err := hooks.Restore(context.Background(), r.store(), hooks.RestoreOptions{Harness: New(), Session: r.session, Files: []string{link}, Now: r.now()}); err != nil {
 			t.Fatal(err)
 		}
 		if reason := r.guardQuiet("toolu_e", target); reason != "" {

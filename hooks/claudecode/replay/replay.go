@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/hooks/claudecode/cctranscript"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
@@ -383,7 +384,7 @@ func (r *replayer) op(si int, s *Session, tpath string, line int, fs *transcript
 	view map[string]*held, keys map[string]int, c *Counts) error {
 	c.Ops++
 	sid := sessionOf(s, fs.SessionID)
-	writer := gitstore.WriterName("cc-", sid)
+	writer := gitstore.WriterName(claudecode.Prefix, sid)
 	byKey, err := r.events(writer)
 	if err != nil {
 		return err

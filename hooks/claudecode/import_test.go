@@ -1,4 +1,4 @@
-package hooks
+package claudecode
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 )
@@ -194,9 +195,9 @@ func TestImportProjects(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var last ImportProgress
+	var last hooks.ImportProgress
 	calls := 0
-	stats, err := Import(ctx, []string{c.projects}, ImportOptions{Progress: func(p ImportProgress) { last, calls = p, calls+1 }})
+	stats, err := hooks.Import(ctx, New(), []string{c.projects}, hooks.ImportOptions{Progress: func(p hooks.ImportProgress) { last, calls = p, calls+1 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestImportProjects(t *testing.T) {
 	if stats.Deduped != 3 || stats.Events != stats.Sweep.Records-3 || stats.Events%3 != 0 {
 		t.Fatalf("stats %+v", stats)
 	}
-	wantStores := []ImportStore{
+	wantStores := []hooks.ImportStore{
 		{Archive: c.embedded, Embedded: true, Sessions: 1, Transcripts: 2, Events: stats.Events / 3},
 		{Archive: c.repoA, Sessions: 1, Transcripts: 2, Events: stats.Events / 3},
 		{Archive: c.repoB, Sessions: 1, Transcripts: 2, Events: stats.Events / 3},
@@ -229,8 +230,8 @@ func TestImportProjects(t *testing.T) {
 		skips[filepath.Base(s.Path)] = s.Reason
 	}
 	want := map[string]string{
-		"nocwd.jsonl": SkipNoCwd, "link.jsonl": SkipSymlink, "pipe.jsonl": SkipNotRegular,
-		filepath.Base(writing): SkipBeingWritten, "agent-" + trSampleAgent + ".meta.json": SkipNotTranscript,
+		"nocwd.jsonl": hooks.SkipNoCwd, "link.jsonl": hooks.SkipSymlink, "pipe.jsonl": hooks.SkipNotRegular,
+		filepath.Base(writing): hooks.SkipBeingWritten, "agent-" + trSampleAgent + ".meta.json": hooks.SkipNotTranscript,
 	}
 	for k, v := range want {
 		if skips[k] != v {
@@ -281,7 +282,7 @@ func TestImportProjects(t *testing.T) {
 	}
 
 	// A second import adds nothing.
-	again, err := Import(ctx, []string{c.projects}, ImportOptions{})
+	again, err := hooks.Import(ctx, New(), []string{c.projects}, hooks.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +315,7 @@ func imStore(t testing.TB, dir string) *gitstore.Store {
 func TestImportConcurrent(t *testing.T) {
 	ctx := context.Background()
 	c := imNewCorpus(t, 4)
-	if _, err := Import(ctx, []string{c.projects}, ImportOptions{}); err != nil {
+	if _, err := hooks.Import(ctx, New(), []string{c.projects}, hooks.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{}
@@ -327,19 +328,19 @@ func TestImportConcurrent(t *testing.T) {
 	errs := make(chan error, 3)
 	for range 2 {
 		wg.Go(func() {
-			_, err := Import(ctx, []string{c.projects}, ImportOptions{Workers: 2})
+			_, err := hooks.Import(ctx, New(), []string{c.projects}, hooks.ImportOptions{Workers: 2})
 			errs <- err
 		})
 	}
 	wg.Go(func() {
-		st, err := OpenForCwd(c.repoA, gitstore.Options{})
+		st, err := hooks.OpenForCwd(c.repoA, gitstore.Options{})
 		if err != nil {
 			errs <- err
 			return
 		}
 		for id, cwd := range c.sessions {
 			if cwd == c.repoA {
-				if _, err := SweepSession(ctx, st, c.mainOf[id], SweepOptions{}); err != nil {
+				if _, err := hooks.SweepSession(ctx, st, New(), c.mainOf[id], hooks.SweepOptions{}); err != nil {
 					errs <- err
 					return
 				}
@@ -373,7 +374,7 @@ func TestImportArguments(t *testing.T) {
 	ctx := context.Background()
 	c := imNewCorpus(t, 1)
 	id := imSessionID(0)
-	dry, err := Import(ctx, []string{c.projects}, ImportOptions{DryRun: true})
+	dry, err := hooks.Import(ctx, New(), []string{c.projects}, hooks.ImportOptions{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +391,7 @@ func TestImportArguments(t *testing.T) {
 	if err := os.Symlink(c.projects, link); err != nil {
 		t.Fatal(err)
 	}
-	viaLink, err := Import(ctx, []string{link}, ImportOptions{DryRun: true})
+	viaLink, err := hooks.Import(ctx, New(), []string{link}, hooks.ImportOptions{DryRun: true})
 	if err != nil || viaLink.Sessions != 3 || viaLink.Transcripts != 6 || len(viaLink.Skipped) != 3 {
 		t.Fatalf("dry run through a link: %+v %v", viaLink, err)
 	}
@@ -401,7 +402,7 @@ func TestImportArguments(t *testing.T) {
 	}
 	// The subagent alone: placed by its own cwd, swept into the session's
 	// writer.
-	s, err := Import(ctx, []string{c.subOf[id]}, ImportOptions{})
+	s, err := hooks.Import(ctx, New(), []string{c.subOf[id]}, hooks.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,14 +411,14 @@ func TestImportArguments(t *testing.T) {
 	}
 	// Then its project's directory: the main transcript is new, the
 	// subagent up to date.
-	s, err = Import(ctx, []string{filepath.Dir(c.mainOf[id])}, ImportOptions{})
+	s, err = hooks.Import(ctx, New(), []string{filepath.Dir(c.mainOf[id])}, hooks.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Sessions != 1 || s.Transcripts != 2 || s.UpToDate != 1 || s.Events == 0 {
 		t.Fatalf("project dir: %+v", s)
 	}
-	if _, err := Import(ctx, []string{filepath.Join(c.projects, "nope")}, ImportOptions{}); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := hooks.Import(ctx, New(), []string{filepath.Join(c.projects, "nope")}, hooks.ImportOptions{}); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing dir: %v", err)
 	}
 }
@@ -459,7 +460,7 @@ func BenchmarkImport(b *testing.B) {
 		}
 		b.StartTimer()
 		c0 := swCPUTime()
-		s, err := Import(context.Background(), []string{projects}, ImportOptions{})
+		s, err := hooks.Import(context.Background(), New(), []string{projects}, hooks.ImportOptions{})
 		cpu += swCPUTime() - c0
 		if err != nil || s.Sessions != 8 || s.Events == 0 {
 			b.Fatalf("%+v %v", s, err)
@@ -476,7 +477,7 @@ func BenchmarkImport(b *testing.B) {
 func TestImportSmallBatches(t *testing.T) {
 	ctx := context.Background()
 	c := imNewCorpus(t, 2)
-	one, err := Import(ctx, []string{c.projects}, ImportOptions{})
+	one, err := hooks.Import(ctx, New(), []string{c.projects}, hooks.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +487,7 @@ func TestImportSmallBatches(t *testing.T) {
 	}
 	commits := strings.Count(swGit(t, c.repoA, "log", "--oneline", "--all"), "\n")
 	c.initRepos(t)
-	small, err := Import(ctx, []string{c.projects}, ImportOptions{Sweep: SweepOptions{MaxBatchBytes: 2_000}})
+	small, err := hooks.Import(ctx, New(), []string{c.projects}, hooks.ImportOptions{Sweep: hooks.SweepOptions{MaxBatchBytes: 2_000}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +504,7 @@ func TestImportSmallBatches(t *testing.T) {
 	if n := strings.Count(swGit(t, c.repoA, "log", "--oneline", "--all"), "\n"); n <= commits {
 		t.Errorf("repo-a: %d batch commits in small batches, %d in one", n, commits)
 	}
-	again, err := Import(ctx, []string{c.projects}, ImportOptions{})
+	again, err := hooks.Import(ctx, New(), []string{c.projects}, hooks.ImportOptions{})
 	if err != nil || again.Events != 0 || again.UpToDate != again.Transcripts {
 		t.Fatalf("second import: %+v %v", again, err)
 	}
@@ -547,7 +548,7 @@ func TestImportKeepsSecretsOut(t *testing.T) {
 	projects := t.TempDir()
 	imWrite(t, filepath.Join(projects, "-repo", "s1.jsonl"), []byte(text))
 
-	stats, err := Import(context.Background(), []string{projects}, ImportOptions{})
+	stats, err := hooks.Import(context.Background(), New(), []string{projects}, hooks.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

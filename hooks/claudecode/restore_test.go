@@ -1,4 +1,4 @@
-package hooks
+package claudecode
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks"
 )
 
 // restoreRig is a session whose main context worked on files in a known
@@ -104,12 +105,12 @@ func TestManifestRanksAndAnnotatesThroughSessionStart(t *testing.T) {
 func TestManifestBudget(t *testing.T) {
 	r := restoreRig(t)
 	st := r.store()
-	full, err := Manifest(context.Background(), st, r.session, "", "compact", ManifestBudget)
-	if err != nil || len(manifestLines(full)) != 7 || len(full) > ManifestBudget {
+	full, err := manifest(context.Background(), st, r.session, "", "compact", hooks.ManifestBudget)
+	if err != nil || len(manifestLines(full)) != 7 || len(full) > hooks.ManifestBudget {
 		t.Fatalf("manifest at the default budget (%d chars): %v\n%s", len(full), err, full)
 	}
 	const budget = 1000 // the tail naming the MCP tools takes about half
-	cut, err := Manifest(context.Background(), st, r.session, "", "compact", budget)
+	cut, err := manifest(context.Background(), st, r.session, "", "compact", budget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestManifestBudget(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "- e.go:") || !strings.HasPrefix(lines[1], "- b.go:") {
 		t.Fatalf("cut manifest kept the wrong files:\n%s", cut)
 	}
-	if m, err := Manifest(context.Background(), st, "no-such-session", "", "compact", ManifestBudget); err != nil || m != "" {
+	if m, err := manifest(context.Background(), st, "no-such-session", "", "compact", hooks.ManifestBudget); err != nil || m != "" {
 		t.Fatalf("manifest of an empty session: %q %v", m, err)
 	}
 }
@@ -142,7 +143,7 @@ func TestRestoreCountsAsSeen(t *testing.T) {
 	if reason := r.guard("", "toolu_e1", a); !strings.Contains(reason, "compacted") || !strings.Contains(reason, "git lossless restore --session sess-1 --files "+a) {
 		t.Fatalf("edit after compaction: %q", reason)
 	}
-	out, err := Restore(context.Background(), r.store(), RestoreOptions{Session: r.session, Files: []string{a}, Now: r.now()})
+	out, err := hooks.Restore(context.Background(), r.store(), hooks.RestoreOptions{Harness: New(), Session: r.session, Files: []string{a}, Now: r.now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestRestoreCountsAsSeen(t *testing.T) {
 		t.Fatalf("drift after restore: %q", reason)
 	}
 	// A restore into a subagent's context vouches for that context only.
-	out, err = Restore(context.Background(), r.store(), RestoreOptions{Session: r.session, Agent: "sub9", Files: []string{"a.go"}, Now: r.now()})
+	out, err = hooks.Restore(context.Background(), r.store(), hooks.RestoreOptions{Harness: New(), Session: r.session, Agent: "sub9", Files: []string{"a.go"}, Now: r.now()})
 	if err != nil || !strings.Contains(out, "not in the archive for this context") {
 		t.Fatalf("subagent restore: %v\n%s", err, out)
 	}
@@ -176,7 +177,7 @@ func TestRestoreCountsAsSeen(t *testing.T) {
 func TestRestoreWorkingSetAnnotationsAndBudget(t *testing.T) {
 	r := restoreRig(t)
 	st := r.store()
-	out, err := Restore(context.Background(), st, RestoreOptions{Session: r.session, Now: r.now()})
+	out, err := hooks.Restore(context.Background(), st, hooks.RestoreOptions{Harness: New(), Session: r.session, Now: r.now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestRestoreWorkingSetAnnotationsAndBudget(t *testing.T) {
 	big := strings.Repeat("// a line of forty characters, padded..\n", 100) // 4,000 chars
 	p := r.write("big.go", big)
 	r.read("", "toolu_big", p, big)
-	out, err = Restore(context.Background(), st, RestoreOptions{Session: r.session, Files: []string{"a.go", "big.go", "d.go"}, Budget: 1010, Now: r.now()})
+	out, err = hooks.Restore(context.Background(), st, hooks.RestoreOptions{Harness: New(), Session: r.session, Files: []string{"a.go", "big.go", "d.go"}, Budget: 1010, Now: r.now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,13 +234,13 @@ func TestRestoreWorkingSetAnnotationsAndBudget(t *testing.T) {
 	}
 
 	// The default budget is 8,000 characters of content.
-	if RestoreBudget != 8000 {
-		t.Fatalf("RestoreBudget = %d, want 8000", RestoreBudget)
+	if hooks.RestoreBudget != 8000 {
+		t.Fatalf("RestoreBudget = %d, want 8000", hooks.RestoreBudget)
 	}
 	for _, n := range []string{"x1.go", "x2.go", "x3.go"} {
 		r.read("", "toolu_"+n, r.write(n, big), big)
 	}
-	out, err = Restore(context.Background(), st, RestoreOptions{Session: r.session, Files: []string{"x1.go", "x2.go", "x3.go"}, Now: r.now()})
+	out, err = hooks.Restore(context.Background(), st, hooks.RestoreOptions{Harness: New(), Session: r.session, Files: []string{"x1.go", "x2.go", "x3.go"}, Now: r.now()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 )
 
 // Session is one Claude Code session on disk: its main transcript
@@ -126,7 +127,7 @@ func sessionsOf(mains map[string]bool) ([]Session, error) {
 // still exist. Sessions archived by hooks alone, whose transcripts no
 // sweep has read, are not found this way; name their transcripts.
 func ArchivedSessions(st *gitstore.Store) ([]Session, error) {
-	dir, err := st.StateDir(hooks.CursorDir)
+	dir, err := st.StateDir(hooks.CursorDir(claudecode.New()))
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +167,7 @@ func Archive(ctx context.Context, st *gitstore.Store, sessions []Session, opt ho
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
-		stats, err := hooks.SweepSession(ctx, st, s.Main, opt)
+		stats, err := hooks.SweepSession(ctx, st, claudecode.New(), s.Main, opt)
 		total.Transcripts += stats.Transcripts
 		total.Lines += stats.Lines
 		total.Bytes += stats.Bytes

@@ -1,4 +1,4 @@
-package hooks
+package claudecode
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks"
 )
 
 // Hook-level tests of recording and of the guard against compactions,
@@ -202,7 +203,7 @@ func TestFileUnchangedKeepsDriftCheck(t *testing.T) {
 		r.ccReadUse("", "u3", t0, "toolu_r2", p),
 		r.ccLine("", "u4", t0, `"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_r2","type":"tool_result","content":"File unchanged since last read."}]},"toolUseResult":{"type":"file_unchanged","file":{"filePath":`+jsonQ(p)+`}}`))
 	st := r.store()
-	s, err := SweepTranscript(context.Background(), st, r.tpath, SweepOptions{})
+	s, err := hooks.SweepTranscript(context.Background(), st, New(), r.tpath, hooks.SweepOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestGuardCompactionByTranscriptOrder(t *testing.T) {
 				// boundary: transcript order must still put it before.
 				r.ccReadUse("", "u5", t1.Add(time.Hour), "toolu_rc", c), r.ccReadResult("", "u6", t1.Add(time.Hour), "toolu_rc", c, "package c\n"))
 			if swept {
-				if _, err := SweepTranscript(context.Background(), r.store(), r.tpath, SweepOptions{}); err != nil {
+				if _, err := hooks.SweepTranscript(context.Background(), r.store(), New(), r.tpath, hooks.SweepOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -246,7 +247,7 @@ func TestGuardCompactionByTranscriptOrder(t *testing.T) {
 			tb := r.now()
 			appendTranscript(t, r.tpath, r.ccBoundary("", "ub", tb), r.ccAttach("", "ua", tb, a, "package a\n"))
 			if swept {
-				if _, err := SweepTranscript(context.Background(), r.store(), r.tpath, SweepOptions{}); err != nil {
+				if _, err := hooks.SweepTranscript(context.Background(), r.store(), New(), r.tpath, hooks.SweepOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				if evs := r.events("attach"); len(evs) != 1 || swExtra(evs[0], "epoch") != "compact:ub" {
@@ -334,7 +335,7 @@ func TestCompactionIsPerContext(t *testing.T) {
 		t.Fatalf("subagent edit denied after main's compaction: %s", reason)
 	}
 	// The same once both transcripts are swept into the archive.
-	if _, err := SweepSession(context.Background(), r.store(), r.tpath, SweepOptions{}); err != nil {
+	if _, err := hooks.SweepSession(context.Background(), r.store(), New(), r.tpath, hooks.SweepOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if reason := r.guard(agent, "toolu_es3", s); reason != "" {
@@ -358,8 +359,7 @@ func TestPostToolUseSweepsInTheSameAppend(t *testing.T) {
 	if err != nil || w.Seq != 2 {
 		t.Fatalf("writer after one post-tool-use: %+v %v, want 2 events", w, err)
 	}
-	cf, _ := CursorFile(st, r.tpath)
-	if c := readCursor(cf); c == nil || c.Offset != swSize(t, r.tpath) {
+	if c := readCursor(st, r.tpath); c == nil || c.Offset != swSize(t, r.tpath) {
 		t.Fatalf("cursor %+v, want at the end of the transcript", c)
 	}
 	// One batch commit holds both (as plain git sees the writer's ref).
@@ -368,7 +368,7 @@ func TestPostToolUseSweepsInTheSameAppend(t *testing.T) {
 	}
 	// The transcript's own record of the result later adds nothing.
 	appendTranscript(t, r.tpath, r.ccReadResult("", "u2", r.now(), "toolu_r", p, "package a\n"))
-	s, err := SweepTranscript(context.Background(), st, r.tpath, SweepOptions{})
+	s, err := hooks.SweepTranscript(context.Background(), st, New(), r.tpath, hooks.SweepOptions{})
 	if err != nil || s.Evidence != 1 || s.Deduped != 1 {
 		t.Fatalf("sweep of the result line: %+v %v", s, err)
 	}
@@ -459,11 +459,11 @@ func BenchmarkGuardDecision(b *testing.B) {
 		out, _ := json.Marshal(m)
 		return out
 	}
-	env := func(in []byte, out *bytes.Buffer) Env {
-		return Env{Stdin: bytes.NewReader(in), Stdout: out, Stderr: out, Getenv: func(string) string { return "" }}
+	env := func(in []byte, out *bytes.Buffer) hooks.Env {
+		return hooks.Env{Stdin: bytes.NewReader(in), Stdout: out, Stderr: out, Getenv: func(string) string { return "" }}
 	}
 	var out bytes.Buffer
-	Run(context.Background(), "post-tool-use", env(payload("Read", "toolu_seen", seen, map[string]any{"type": "text",
+	hooks.Run(context.Background(), New(), "post-tool-use", env(payload("Read", "toolu_seen", seen, map[string]any{"type": "text",
 		"file": map[string]any{"filePath": seen, "content": "package x\n", "numLines": 2, "startLine": 1, "totalLines": 2}}), &out))
 	if out.Len() > 0 {
 		b.Fatalf("post-tool-use: %s", out.String())
@@ -477,7 +477,7 @@ func BenchmarkGuardDecision(b *testing.B) {
 			in := payload("Edit", "toolu_edit", c.path, nil)
 			for b.Loop() {
 				out.Reset()
-				Run(context.Background(), "pre-tool-use", env(in, &out))
+				hooks.Run(context.Background(), New(), "pre-tool-use", env(in, &out))
 				if denied := strings.Contains(out.String(), `"deny"`); denied != c.deny {
 					b.Fatalf("decision %q", out.String())
 				}

@@ -1,4 +1,4 @@
-package hooks
+package claudecode
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ const (
 )
 
 // trSampleDir holds the real transcripts Claude Code 2.1.328 wrote.
-var trSampleDir = filepath.Join("..", "testdata", "claude-code-2.1.328", "transcripts", "-home-dev-project")
+var trSampleDir = filepath.Join("..", "..", "testdata", "claude-code-2.1.328", "transcripts", "-home-dev-project")
 
 func trLine(typ, uuid, extra string) string {
 	return `{"parentUuid":null,"isSidechain":false,"type":"` + typ + `",` + extra + `,"uuid":"` + uuid +

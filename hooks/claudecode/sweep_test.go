@@ -1,4 +1,4 @@
-package hooks
+package claudecode
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 	"github.com/git-lossless/git-lossless/seal"
@@ -103,7 +104,7 @@ func TestSweepSampleSession(t *testing.T) {
 	main := swCopySample(t, repo)
 	st := swOpen(t, repo)
 
-	stats, err := SweepSession(ctx, st, main, SweepOptions{})
+	stats, err := hooks.SweepSession(ctx, st, New(), main, hooks.SweepOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +124,13 @@ func TestSweepSampleSession(t *testing.T) {
 		if e.Session != trSampleSession || e.Source != "sweep" || e.Key == "" || swExtra(e, "uuid") == "" || e.TS.IsZero() {
 			t.Fatalf("event %s", e.Raw)
 		}
+		if e.Harness != Name || !strings.Contains(string(e.Raw), `"harness":"claude-code"`) {
+			t.Fatalf("a swept event does not name its harness: %s", e.Raw)
+		}
 		if e.Sidechain != (e.Agent != "") {
 			t.Fatalf("sidechain: %s", e.Raw)
 		}
-		if !seenOps[e.Op] {
+		if !swSeenOps[e.Op] {
 			continue
 		}
 		if e.Blob == "" {
@@ -223,7 +227,7 @@ func TestSweepSampleSession(t *testing.T) {
 
 	// Nothing new: nothing appended, and fast.
 	seq := swSeq(t, st, swWriter)
-	again, err := SweepSession(ctx, st, main, SweepOptions{})
+	again, err := hooks.SweepSession(ctx, st, New(), main, hooks.SweepOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +243,7 @@ func TestSweepSampleSession(t *testing.T) {
 	if err := os.Truncate(main, int64(len(full)/2)); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := SweepTranscript(ctx, st, main, SweepOptions{})
+	tr, err := hooks.SweepTranscript(ctx, st, New(), main, hooks.SweepOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +255,7 @@ func TestSweepSampleSession(t *testing.T) {
 	if err := os.WriteFile(main, full, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr, err = SweepTranscript(ctx, st, main, SweepOptions{})
+	tr, err = hooks.SweepTranscript(ctx, st, New(), main, hooks.SweepOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +270,7 @@ func TestSweepSampleSession(t *testing.T) {
 	if err := os.Rename(tmp, main); err != nil {
 		t.Fatal(err)
 	}
-	tr, err = SweepTranscript(ctx, st, main, SweepOptions{})
+	tr, err = hooks.SweepTranscript(ctx, st, New(), main, hooks.SweepOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +283,7 @@ func TestSweepSampleSession(t *testing.T) {
 	if err := os.WriteFile(main, changed, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr, err = SweepTranscript(ctx, st, main, SweepOptions{})
+	tr, err = hooks.SweepTranscript(ctx, st, New(), main, hooks.SweepOptions{})
 	if err != nil || tr.Resets != 1 || tr.Appended != 0 {
 		t.Fatalf("sweep after rewrite of the prefix %+v %v", tr, err)
 	}
@@ -299,7 +303,7 @@ func TestSweepSamplePathsOutsideRepo(t *testing.T) {
 	repo := swGitInit(t)
 	main := swCopySample(t, "")
 	st := swOpen(t, repo)
-	if _, err := SweepSession(ctx, st, main, SweepOptions{}); err != nil {
+	if _, err := hooks.SweepSession(ctx, st, New(), main, hooks.SweepOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	evs := swEvents(t, st, gitstore.Query{Writers: []string{swWriter}, Path: "/home/dev/project/hello.txt", Op: "read"})
@@ -321,24 +325,24 @@ func TestSweepCursorFile(t *testing.T) {
 	repo := swGitInit(t)
 	main := swCopySample(t, repo)
 	st := swOpen(t, repo)
-	if _, err := SweepTranscript(ctx, st, main, SweepOptions{}); err != nil {
+	if _, err := hooks.SweepTranscript(ctx, st, New(), main, hooks.SweepOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(main))
-	file := filepath.Join(repo, ".git", "lossless", CursorDir, hex.EncodeToString(sum[:16]))
-	if cf, err := CursorFile(st, main); err != nil || cf != file {
+	file := filepath.Join(repo, ".git", "lossless", hooks.CursorDir(New()), hex.EncodeToString(sum[:16]))
+	if cf, err := hooks.CursorFile(st, New(), main); err != nil || cf != file {
 		t.Fatalf("cursor file %s %v, want %s", cf, err, file)
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c sweepCursor
+	var c hooks.Cursor
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatal(err)
 	}
 	fi, _ := os.Stat(main)
-	dev, ino := fileIdentity(fi)
+	dev, ino := swFileIdentity(fi)
 	data, _ := os.ReadFile(main)
 	pre := sha256.Sum256(data[:4096])
 	if c.Offset != int64(len(data)) || c.Size != int64(len(data)) || c.Dev != dev || c.Ino != ino || c.Path != main ||
@@ -349,19 +353,23 @@ func TestSweepCursorFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := SweepTranscript(ctx, st, main, SweepOptions{})
+	s, err := hooks.SweepTranscript(ctx, st, New(), main, hooks.SweepOptions{})
 	if err != nil || s.Lines != 103 || s.Appended != 0 {
 		t.Fatalf("%+v %v", s, err)
 	}
 	// A missing transcript is an fs.ErrNotExist error.
-	if _, err := SweepTranscript(ctx, st, main+".gone", SweepOptions{}); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := hooks.SweepTranscript(ctx, st, New(), main+".gone", hooks.SweepOptions{}); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing transcript: %v", err)
 	}
 	// A session without subagents, and a missing one.
-	if _, err := SweepSession(ctx, st, main+".gone", SweepOptions{}); err == nil {
+	if _, err := hooks.SweepSession(ctx, st, New(), main+".gone", hooks.SweepOptions{}); err == nil {
 		t.Fatal("missing main transcript: no error")
 	}
 }
+
+// swSeenOps are the ops that put content into a context (the guard's
+// evidence).
+var swSeenOps = map[string]bool{"read": true, "write": true, "edit": true, "attach": true, "restore": true}
 
 func swSize(t testing.TB, path string) int64 {
 	t.Helper()
@@ -401,26 +409,25 @@ func TestSweepAppendedWhileReading(t *testing.T) {
 	res := trToolResult("u2", "t1", `"1\tpackage a\n2\t"`, "")
 	// The call, and half of its result line (still being written).
 	swAppend(t, path, use+"\n"+res[:len(res)/2])
-	s, err := SweepTranscript(ctx, st, path, SweepOptions{})
+	s, err := hooks.SweepTranscript(ctx, st, New(), path, hooks.SweepOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Lines != 1 || s.Appended != 1 || s.Bytes != int64(len(use)+1) {
 		t.Fatalf("first sweep %+v", s)
 	}
-	cf, _ := CursorFile(st, path)
-	c := readCursor(cf)
+	c := readCursor(st, path)
 	if c == nil || c.Offset != int64(len(use)+1) || len(c.Pending) != 1 || c.Pending[0].Path != file {
 		t.Fatalf("cursor %+v", c)
 	}
 	// Nothing complete yet: nothing appended, cursor unchanged.
-	s, err = SweepTranscript(ctx, st, path, SweepOptions{})
+	s, err = hooks.SweepTranscript(ctx, st, New(), path, hooks.SweepOptions{})
 	if err != nil || s.Lines != 0 || s.Appended != 0 {
 		t.Fatalf("%+v %v", s, err)
 	}
 	// The rest arrives: the result pairs with the call the cursor kept.
 	swAppend(t, path, res[len(res)/2:]+"\n")
-	s, err = SweepTranscript(ctx, st, path, SweepOptions{})
+	s, err = hooks.SweepTranscript(ctx, st, New(), path, hooks.SweepOptions{})
 	if err != nil || s.Lines != 1 || s.Appended != 2 || s.Evidence != 1 {
 		t.Fatalf("third sweep %+v %v", s, err)
 	}
@@ -431,7 +438,7 @@ func TestSweepAppendedWhileReading(t *testing.T) {
 	if b, _ := st.Blob(ctx, evs[0].Blob); string(b) != "package a\n" {
 		t.Fatalf("content %q", b)
 	}
-	if c := readCursor(cf); c == nil || len(c.Pending) != 0 || c.Offset != int64(len(use)+len(res)+2) {
+	if c := readCursor(st, path); c == nil || len(c.Pending) != 0 || c.Offset != int64(len(use)+len(res)+2) {
 		t.Fatalf("cursor %+v", c)
 	}
 }
@@ -459,7 +466,7 @@ func TestSweepDenyList(t *testing.T) {
 			`{"type":"text","file":{"filePath":`+trQ(f)+`,"content":`+trQ(secret+"\n")+`,"numLines":2,"startLine":1,"totalLines":2}}`) + "\n")
 	}
 	swAppend(t, path, b.String())
-	s, err := SweepTranscript(ctx, st, path, SweepOptions{})
+	s, err := hooks.SweepTranscript(ctx, st, New(), path, hooks.SweepOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +497,7 @@ func TestSweepHostileTranscript(t *testing.T) {
 	b.WriteString(`{"type":"user","uuid":"big","sessionId":"s3","message":{"content":"` + strings.Repeat("z", 30<<20) + `"}}` + "\n")
 	b.WriteString(`{"type":"user","sessionId":"s3","message":{"content":"no uuid: no key, not recorded"}}` + "\n")
 	swAppend(t, path, b.String())
-	s, err := SweepTranscript(ctx, st, path, SweepOptions{})
+	s, err := hooks.SweepTranscript(ctx, st, New(), path, hooks.SweepOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +514,7 @@ func TestSweepHostileTranscript(t *testing.T) {
 			t.Fatalf("span %s: %v", e.Raw, err)
 		}
 	}
-	s, err = SweepTranscript(ctx, st, path, SweepOptions{})
+	s, err = hooks.SweepTranscript(ctx, st, New(), path, hooks.SweepOptions{})
 	if err != nil || s.Appended != 0 || s.Lines != 0 {
 		t.Fatalf("%+v %v", s, err)
 	}
@@ -528,13 +535,13 @@ func TestSweepLargeInChunks(t *testing.T) {
 	}
 	f.Close()
 	st := swOpen(t, repo)
-	s1, err := SweepTranscript(ctx, st, path, SweepOptions{MaxBatchBytes: 256 << 10})
+	s1, err := hooks.SweepTranscript(ctx, st, New(), path, hooks.SweepOptions{MaxBatchBytes: 256 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	repo2 := swGitInit(t)
 	st2 := swOpen(t, repo2)
-	s2, err := SweepTranscript(ctx, st2, path, SweepOptions{})
+	s2, err := hooks.SweepTranscript(ctx, st2, New(), path, hooks.SweepOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +592,7 @@ func BenchmarkSweep14MB(b *testing.B) {
 			path := swBenchTranscript(b, dir, filepath.Join(dir, "repo"), 14<<20)
 			fi, _ := os.Stat(path)
 			b.SetBytes(fi.Size())
-			var last SweepStats
+			var last hooks.SweepStats
 			var cpu time.Duration
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
@@ -600,7 +607,7 @@ func BenchmarkSweep14MB(b *testing.B) {
 				}
 				b.StartTimer()
 				c0 := swCPUTime()
-				last, err = SweepTranscript(context.Background(), st, path, SweepOptions{})
+				last, err = hooks.SweepTranscript(context.Background(), st, New(), path, hooks.SweepOptions{})
 				cpu += swCPUTime() - c0
 				if err != nil {
 					b.Fatal(err)
@@ -637,14 +644,14 @@ func BenchmarkResweepNoop(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := SweepSession(ctx, st, path, SweepOptions{}); err != nil {
+	if _, err := hooks.SweepSession(ctx, st, New(), path, hooks.SweepOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	var cpu time.Duration
 	defer func() { b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op") }()
 	for b.Loop() {
 		c0 := swCPUTime()
-		s, err := SweepSession(ctx, st, path, SweepOptions{})
+		s, err := hooks.SweepSession(ctx, st, New(), path, hooks.SweepOptions{})
 		cpu += swCPUTime() - c0
 		if err != nil || s.Appended != 0 || s.Lines != 0 || s.Transcripts != 2 {
 			b.Fatalf("%+v %v", s, err)

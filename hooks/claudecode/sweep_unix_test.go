@@ -1,8 +1,9 @@
 //go:build unix
 
-package hooks
+package claudecode
 
 import (
+	"os"
 	"syscall"
 	"time"
 )
@@ -16,4 +17,12 @@ func swCPUTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// swFileIdentity is the device and inode a cursor records for a file.
+func swFileIdentity(fi os.FileInfo) (dev, ino uint64) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Dev), uint64(st.Ino)
+	}
+	return 0, 0
 }

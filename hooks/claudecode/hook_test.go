@@ -1,4 +1,4 @@
-package hooks
+package claudecode
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks"
 )
 
 // hookRig is a temporary repository and a session, driven through Run
@@ -66,7 +67,7 @@ func (r *hookRig) hook(event string, fields map[string]any) (stdout, stderr stri
 	}
 	b, _ := json.Marshal(p)
 	var out, errb bytes.Buffer
-	code = Run(context.Background(), event, Env{Stdin: bytes.NewReader(b), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Now: r.now})
+	code = hooks.Run(context.Background(), New(), event, hooks.Env{Stdin: bytes.NewReader(b), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Now: r.now})
 	return out.String(), errb.String(), code
 }
 
@@ -145,6 +146,40 @@ func TestPostToolUseReadArchivesShownContent(t *testing.T) {
 	}
 }
 
+// TestEventsNameTheirHarness: what Claude Code's hooks, restore and the
+// sweep record carries "harness":"claude-code" in the stored line, which
+// plain git shows, and goes to the writer cc-<session>.
+func TestEventsNameTheirHarness(t *testing.T) {
+	r := newHookRig(t)
+	p := r.write("hello.txt", "hello world\n")
+	r.read("", "toolu_1", p, "hello world\n")
+	ref := "refs/lossless/" + Prefix + r.session
+	if got := swGit(t, r.dir, "cat-file", "-p", ref+":events.jsonl"); !strings.Contains(got, `"harness":"claude-code"`) || !strings.Contains(got, `"op":"read"`) {
+		t.Fatalf("git cat-file -p %s:events.jsonl = %s, want a read naming its harness", ref, got)
+	}
+	other := r.write("other.txt", "other\n")
+	if reason := r.guard("", "toolu_2", other); reason == "" {
+		t.Fatal("edit of an unseen file allowed")
+	}
+	if _, err := hooks.Restore(context.Background(), r.store(), hooks.RestoreOptions{Harness: New(), Session: r.session, Files: []string{other}}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := r.store().Events(context.Background(), gitstore.Query{Writers: []string{hooks.Writer(New(), r.session)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]bool{}
+	for _, e := range evs {
+		ops[e.Op] = true
+		if e.Harness != Name {
+			t.Errorf("%s event without its harness: %s", e.Op, e.Raw)
+		}
+	}
+	if !ops["read"] || !ops["deny"] || !ops["restore"] {
+		t.Fatalf("ops %v, want read, deny and restore", ops)
+	}
+}
+
 func TestGuardDecisions(t *testing.T) {
 	r := newHookRig(t)
 	p := r.write("main.go", "package main\n")
@@ -194,7 +229,7 @@ func TestGuardOffAndFailOpen(t *testing.T) {
 	p := r.write("a.txt", "a\n")
 	b, _ := json.Marshal(map[string]any{"session_id": r.session, "cwd": r.dir, "tool_name": "Edit", "tool_input": map[string]any{"file_path": p}})
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), "pre-tool-use", Env{Stdin: bytes.NewReader(b), Stdout: &out, Stderr: &errb,
+	code := hooks.Run(context.Background(), New(), "pre-tool-use", hooks.Env{Stdin: bytes.NewReader(b), Stdout: &out, Stderr: &errb,
 		Getenv: func(k string) string {
 			if k == "LOSSLESS_GUARD" {
 				return "off"
@@ -207,7 +242,7 @@ func TestGuardOffAndFailOpen(t *testing.T) {
 	for _, in := range []string{"", "null", "[]", "{bad", `{"cwd":"/x"}`, strings.Repeat("x", 1000)} {
 		out.Reset()
 		errb.Reset()
-		code := Run(context.Background(), "pre-tool-use", Env{Stdin: strings.NewReader(in), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+		code := hooks.Run(context.Background(), New(), "pre-tool-use", hooks.Env{Stdin: strings.NewReader(in), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
 		if code != 0 || out.Len() != 0 {
 			t.Fatalf("input %q: code %d stdout %q", in, code, out.String())
 		}
@@ -253,28 +288,6 @@ func TestGuardConcurrentHooks(t *testing.T) {
 			if reason := r.guard("", "toolu_cm"+string(rune('a'+i)), p); reason == "" {
 				t.Errorf("main context allowed to edit %s seen only by a subagent", p)
 			}
-		}
-	}
-}
-
-func TestSameLines(t *testing.T) {
-	disk := []byte("one\ntwo\r\nthree\n")
-	for _, c := range []struct {
-		start, n int
-		shown    string
-		want     bool
-	}{
-		{1, 1, "one", true},
-		{2, 2, "two\nthree", true},
-		{2, 1, "two\r", false},
-		{3, 2, "three\n", true}, // the last line and the empty piece after the final newline
-		{3, 3, "three\n\n", false},
-		{1, 1, "uno", false},
-		{0, 1, "", false},
-		{4, 1, "", true},
-	} {
-		if got := sameLines(disk, c.start, c.n, []byte(c.shown)); got != c.want {
-			t.Errorf("sameLines(%d, %d, %q) = %v, want %v", c.start, c.n, c.shown, got, c.want)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 const (
 	sampleSession = "9e33e208-2b1c-4064-b54f-efdf0f79781b"
 	sampleAgent   = "ab8f45f825081b44d"
-	sampleDir     = "../../testdata/claude-code-2.1.328/transcripts/-home-dev-project"
+	sampleDir     = "../../../testdata/claude-code-2.1.328/transcripts/-home-dev-project"
 )
 
 // gitInit makes a repository with the real git CLI.

@@ -1,4 +1,4 @@
-package hooks
+package claudecode
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 )
@@ -27,10 +28,10 @@ func TestFactsSampleSession(t *testing.T) {
 	repo := swGitInit(t)
 	main := swCopySample(t, repo)
 	st := swOpen(t, repo)
-	if _, err := SweepSession(ctx, st, main, SweepOptions{}); err != nil {
+	if _, err := hooks.SweepSession(ctx, st, New(), main, hooks.SweepOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := ReadSessionFacts(ctx, st, trSampleSession, "")
+	f, err := readFacts(ctx, st, trSampleSession, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestFactsSampleSession(t *testing.T) {
 		t.Errorf("facts %+v", f)
 	}
 	// The subagent's own context: its prompt is its goal.
-	sub, err := ReadSessionFacts(ctx, st, trSampleSession, trSampleAgent)
+	sub, err := readFacts(ctx, st, trSampleSession, trSampleAgent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestFactsSampleSession(t *testing.T) {
 		t.Errorf("subagent goal %q", sub.Goal)
 	}
 
-	text, err := Manifest(ctx, st, trSampleSession, "", "compact", ManifestBudget)
+	text, err := manifest(ctx, st, trSampleSession, "", "compact", hooks.ManifestBudget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,11 +79,11 @@ func TestFactsSampleSession(t *testing.T) {
 	if strings.Index(text, "Facts from the archive") > strings.Index(text, "Its working set") {
 		t.Errorf("facts after the working set:\n%s", text)
 	}
-	if len(text) > ManifestBudget {
+	if len(text) > hooks.ManifestBudget {
 		t.Errorf("manifest of %d characters", len(text))
 	}
 	// After a resume the conversation is whole again: no facts.
-	text, _ = Manifest(ctx, st, trSampleSession, "", "resume", ManifestBudget)
+	text, _ = manifest(ctx, st, trSampleSession, "", "resume", hooks.ManifestBudget)
 	if strings.Contains(text, "Facts from the archive") || !strings.Contains(text, "was resumed") {
 		t.Errorf("resume manifest:\n%s", text)
 	}
@@ -177,10 +178,10 @@ func TestFactsOpenErrors(t *testing.T) {
 	x.prompt("[Request interrupted by user]")
 	x.prompt("fifth   request\twith\r\nwhite space")
 	path := x.write(t)
-	if _, err := SweepSession(ctx, st, path, SweepOptions{}); err != nil {
+	if _, err := hooks.SweepSession(ctx, st, New(), path, hooks.SweepOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := ReadSessionFacts(ctx, st, "facts-1", "")
+	f, err := readFacts(ctx, st, "facts-1", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,11 +189,11 @@ func TestFactsOpenErrors(t *testing.T) {
 		t.Errorf("goal %q", f.Goal)
 	}
 	if len(f.Latest) != 3 || f.Latest[0] != "third request" || !strings.HasPrefix(f.Latest[1], "Refactor the sweep so that every") ||
-		!strings.HasSuffix(f.Latest[1], "…") || len([]rune(f.Latest[1])) > factsPromptChars || strings.Contains(f.Latest[1], "END-NOT-SHOWN") ||
+		!strings.HasSuffix(f.Latest[1], "…") || len([]rune(f.Latest[1])) > hooks.FactsPromptChars || strings.Contains(f.Latest[1], "END-NOT-SHOWN") ||
 		f.Latest[2] != "fifth request with white space" {
 		t.Errorf("latest %q", f.Latest)
 	}
-	want := []OpenError{
+	want := []hooks.OpenError{
 		{Tool: "Edit", Target: "a.go", Text: "String to replace not found in file."},
 		{Tool: "Bash", Target: "make lint", Text: "lint: 1 problem"},
 		{Tool: "Read", Target: "c.go", Text: "File does not exist."},
@@ -226,7 +227,7 @@ func TestFactsOpenErrors(t *testing.T) {
 // (here: put in the facts directly) is masked in the text.
 func TestFactsMaskSecrets(t *testing.T) {
 	token := "ghp_" + strings.Repeat("A1b2C3d4", 4) + "Zz99"
-	f := &SessionFacts{Goal: "deploy with " + token, OpenErrors: []OpenError{{Tool: "Bash", Target: "curl -H 'Authorization: token " + token + "'", Text: "401"}}}
+	f := &hooks.SessionFacts{Goal: "deploy with " + token, OpenErrors: []hooks.OpenError{{Tool: "Bash", Target: "curl -H 'Authorization: token " + token + "'", Text: "401"}}}
 	text := f.Text("s", 4000)
 	if strings.Contains(text, token) || !strings.Contains(text, "ghp****Zz99") {
 		t.Errorf("secret not masked:\n%s", text)
@@ -248,10 +249,10 @@ func TestFactsEncryptedSpansNotRead(t *testing.T) {
 	x := newFactsTranscript(t, "facts-enc", repo)
 	x.prompt("secret plans")
 	x.call("toolu_1", "Bash", map[string]any{"command": "false"}, "exit 1", true)
-	if _, err := SweepSession(ctx, st, x.write(t), SweepOptions{}); err != nil {
+	if _, err := hooks.SweepSession(ctx, st, New(), x.write(t), hooks.SweepOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := ReadSessionFacts(ctx, st, "facts-enc", "")
+	f, err := readFacts(ctx, st, "facts-enc", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func TestFactsManifestBudgetThroughSessionStart(t *testing.T) {
 		payload, _ := json.Marshal(map[string]any{"session_id": session, "transcript_path": path, "cwd": repo, "hook_event_name": "SessionStart", "source": "compact"})
 		var out, errb bytes.Buffer
 		start := time.Now()
-		code := Run(context.Background(), "SessionStart", Env{Stdin: bytes.NewReader(payload), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }})
+		code := hooks.Run(context.Background(), New(), "SessionStart", hooks.Env{Stdin: bytes.NewReader(payload), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }})
 		if code != 0 || errb.Len() > 0 {
 			t.Fatalf("session-start: %d %s", code, errb.String())
 		}
@@ -319,14 +320,14 @@ func TestFactsManifestBudgetThroughSessionStart(t *testing.T) {
 		return o.H.Text
 	}
 	text := run()
-	if len(text) > ManifestBudget {
-		t.Errorf("manifest of %d characters, budget %d", len(text), ManifestBudget)
+	if len(text) > hooks.ManifestBudget {
+		t.Errorf("manifest of %d characters, budget %d", len(text), hooks.ManifestBudget)
 	}
 	fi, wi := strings.Index(text, "Facts from the archive"), strings.Index(text, "Its working set")
 	if fi < 0 || wi < fi || len(manifestLines(text)) < 10 {
 		t.Fatalf("facts then working set expected:\n%s", text)
 	}
-	if !regexp.MustCompile(`\n- \.\.\. and \d+ more files`).MatchString(text) || len(text) < ManifestBudget-400 {
+	if !regexp.MustCompile(`\n- \.\.\. and \d+ more files`).MatchString(text) || len(text) < hooks.ManifestBudget-400 {
 		t.Errorf("the working set should fill the budget left by the facts (%d chars):\n%s", len(text), text)
 	}
 	for _, w := range []string{"Latest requests (oldest first):\n  \"request 9: word", "  * Bash make target-11: error text", "(7 older ones not shown)", "Files edited: ", "git lossless recall search QUERY --session facts-big"} {
@@ -347,7 +348,7 @@ func TestFactsManifestBudgetThroughSessionStart(t *testing.T) {
 	}
 	text = run()
 	t.Logf("manifest (%d chars):\n%s", len(text), text)
-	if len(text) > ManifestBudget || !strings.Contains(text, "mcp__git-lossless__restore_context") || !strings.Contains(text, "Facts from the archive") {
+	if len(text) > hooks.ManifestBudget || !strings.Contains(text, "mcp__git-lossless__restore_context") || !strings.Contains(text, "Facts from the archive") {
 		t.Errorf("manifest with the server registered (%d chars):\n%s", len(text), text)
 	}
 }

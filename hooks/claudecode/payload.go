@@ -1,4 +1,4 @@
-package hooks
+package claudecode
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
@@ -168,19 +169,12 @@ func (m *members) decode(field string, raw json.RawMessage, v any) {
 	}
 }
 
-// MaxPayload bounds what a hook reads from stdin: a Write of a huge file
-// carries the file twice (input and response).
-const MaxPayload = 256 << 20
-
 // DecodePayload reads and checks one hook payload. A member Payload holds
 // as a string that holds another JSON type is a *FieldError naming it.
 func DecodePayload(r io.Reader) (Payload, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxPayload+1))
+	b, err := hooks.ReadPayload(r)
 	if err != nil {
-		return Payload{}, fmt.Errorf("read payload: %w", err)
-	}
-	if len(b) > MaxPayload {
-		return Payload{}, fmt.Errorf("payload larger than %d bytes", MaxPayload)
+		return Payload{}, err
 	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '{' {
@@ -358,19 +352,20 @@ func (p *Payload) contextTranscript() string {
 	return filepath.Join(strings.TrimSuffix(p.TranscriptPath, ".jsonl"), "subagents", "agent-"+p.AgentID+".jsonl")
 }
 
-// eventNames maps our command names and Claude Code's event names to one
-// canonical name.
-var eventNames = map[string]string{
-	"session-start": "session-start", "SessionStart": "session-start",
-	"pre-tool-use": "pre-tool-use", "PreToolUse": "pre-tool-use",
-	"post-tool-use": "post-tool-use", "PostToolUse": "post-tool-use",
-	"pre-compact": "pre-compact", "PreCompact": "pre-compact",
-	"subagent-stop": "subagent-stop", "SubagentStop": "subagent-stop",
-	"session-end": "session-end", "SessionEnd": "session-end",
+// eventNames maps our command names and Claude Code's event names to the
+// runtime's events.
+var eventNames = map[string]hooks.HookEvent{
+	"session-start": hooks.SessionStart, "SessionStart": hooks.SessionStart,
+	"pre-tool-use": hooks.PreToolUse, "PreToolUse": hooks.PreToolUse,
+	"post-tool-use": hooks.PostToolUse, "PostToolUse": hooks.PostToolUse,
+	"pre-compact": hooks.PreCompact, "PreCompact": hooks.PreCompact,
+	"subagent-stop": hooks.SubagentStop, "SubagentStop": hooks.SubagentStop,
+	"session-end": hooks.SessionEnd, "SessionEnd": hooks.SessionEnd,
 }
 
-// EventName returns the canonical hook event name, or "" for an unknown one.
-func EventName(s string) string { return eventNames[s] }
+// EventName returns the runtime's event for a command or Claude Code
+// event name, or "" for an unknown one.
+func EventName(s string) hooks.HookEvent { return eventNames[s] }
 
 // EventNames lists the hook events we handle, in Claude Code's spelling.
 func EventNames() []string {
