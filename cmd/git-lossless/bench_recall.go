@@ -565,7 +565,7 @@ func (b *recallBench) benchIncremental(ctx context.Context) error {
 			benchSpan(ts, "user", fmt.Sprintf("incremental prompt %d: where does the pelican nest", i)),
 			benchSpan(ts, "assistant", "the pelican nests on the island; the answer is archived"),
 		}
-		if _, err := b.st.Append(ctx, "cc-recall-bench-incremental", recs); err != nil {
+		if _, err := b.st.Append(ctx, gitstore.WriterName(claudecode.Prefix, "recall-bench-incremental"), recs); err != nil {
 			return err
 		}
 		t0 := time.Now()

@@ -174,16 +174,16 @@ func (Harness) Reply(c hooks.Call, r hooks.Reply) []byte {
 // server's tools (mcp__git-lossless__<tool>), when the registration it
 // starts for a session in dir (local, approved project, user) is ours.
 func (Harness) MCPTools(dir string, getenv func(string) string) (func(string) string, error) {
-	l := settings.MCPLookupFor(dir, getenv)
+	l := MCPLookupFor(dir, getenv)
 	if exe, err := os.Executable(); err == nil {
 		l.Programs = []string{exe}
 	}
-	regs, err := settings.FindMCPRegistrations(l)
-	srv, registered := settings.EffectiveMCPServer(regs)
+	regs, err := FindMCPRegistrations(l)
+	srv, registered := EffectiveMCPServer(regs)
 	if !registered || !srv.Ours {
 		return nil, err
 	}
-	return func(tool string) string { return settings.MCPToolName(settings.MCPServerName, tool) }, err
+	return func(tool string) string { return MCPToolName(settings.MCPServerName, tool) }, err
 }
 
 // ReadTranscript implements hooks.Harness with the transcript parser of

@@ -339,7 +339,7 @@ func TestFactsManifestBudgetThroughSessionStart(t *testing.T) {
 		t.Errorf("MCP tools named with no server registered:\n%s", text)
 	}
 	// Registered for the user (as install does): the tools are named.
-	p, err := settings.PlanMCPInstall(filepath.Join(cfg, ".claude.json"), "/usr/local/bin/git-lossless")
+	p, err := settings.PlanMCPInstall(filepath.Join(cfg, ".claude.json"), MCPServerEntry("/usr/local/bin/git-lossless"))
 	if err != nil {
 		t.Fatal(err)
 	}

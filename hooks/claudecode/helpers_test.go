@@ -18,7 +18,7 @@ func readFacts(ctx context.Context, st *gitstore.Store, session, agent string) (
 // server is registered (its tools named as Claude Code names them).
 func manifest(ctx context.Context, st *gitstore.Store, session, agent, source string, budget int) (string, error) {
 	return hooks.ManifestWith(ctx, st, hooks.ManifestOptions{Harness: New(), Session: session, Agent: agent, Source: source, Budget: budget,
-		MCPTool: func(tool string) string { return settings.MCPToolName(settings.MCPServerName, tool) }})
+		MCPTool: func(tool string) string { return MCPToolName(settings.MCPServerName, tool) }})
 }
 
 // readCursor reads the cursor of the Claude Code transcript at path.

@@ -45,18 +45,24 @@ func (Harness) Install(ctx context.Context, opt hooks.InstallOptions) (hooks.Ins
 	path, where := opt.HooksFile, ""
 	if path == "" {
 		var err error
-		if path, err = settings.Path(sc, opt.Dir, opt.Getenv); err != nil {
+		if path, err = SettingsPath(sc, opt.Dir, opt.Getenv); err != nil {
 			return inst, err
 		}
 		where = string(sc) + " settings"
 	}
-	planFn, mcpPlanFn := settings.PlanInstall, settings.PlanMCPInstall
+	planFn := func(path string) (*settings.Plan, error) {
+		return settings.PlanInstall(path, opt.Bin.Hook, HookSpecs())
+	}
+	mcpPlanFn := func(path string) (*settings.Plan, error) {
+		return settings.PlanMCPInstall(path, MCPServerEntry(opt.Bin.Path))
+	}
 	unchanged, mcpUnchanged := "git-lossless hooks are already installed in %s; nothing to change", "the git-lossless MCP server is already registered in %s; nothing to change"
 	if opt.Uninstall {
-		planFn, mcpPlanFn = settings.PlanUninstall, settings.PlanMCPUninstall
+		planFn = func(path string) (*settings.Plan, error) { return settings.PlanUninstall(path, opt.Bin.Hook) }
+		mcpPlanFn = func(path string) (*settings.Plan, error) { return settings.PlanMCPUninstall(path, opt.Bin.Path) }
 		unchanged, mcpUnchanged = "no git-lossless hooks in %s; nothing to change", "no git-lossless MCP server in %s; nothing to change"
 	}
-	plan, err := planFn(path, opt.Bin.Hook)
+	plan, err := planFn(path)
 	if err != nil {
 		return inst, refused(err, "nothing was written; fix the file (or move it aside) and run again")
 	}
@@ -64,12 +70,12 @@ func (Harness) Install(ctx context.Context, opt hooks.InstallOptions) (hooks.Ins
 	if !opt.NoMCP {
 		mpath, mwhere := opt.MCPFile, ""
 		if mpath == "" {
-			if mpath, err = settings.MCPConfigPath(sc, opt.Dir, opt.Getenv); err != nil {
+			if mpath, err = MCPConfigPath(sc, opt.Dir, opt.Getenv); err != nil {
 				return inst, err
 			}
 			mwhere = string(sc) + " MCP servers"
 		}
-		mplan, err := mcpPlanFn(mpath, opt.Bin.Path)
+		mplan, err := mcpPlanFn(mpath)
 		if err != nil {
 			return inst, refused(err, "nothing was written; fix the file (or move it aside) and run again, or pass --no-mcp to leave the MCP server out")
 		}
@@ -79,7 +85,7 @@ func (Harness) Install(ctx context.Context, opt hooks.InstallOptions) (hooks.Ins
 	if !opt.Uninstall {
 		inst.Done = append(inst.Done, "the hooks apply to Claude Code sessions started from now on")
 		if !opt.NoMCP {
-			tools := settings.MCPToolName(settings.MCPServerName, "")
+			tools := MCPToolName(settings.MCPServerName, "")
 			inst.Done = append(inst.Done, fmt.Sprintf("the MCP server %q (tools %s...) starts with Claude Code sessions started from now on; Claude Code asks before the first call of each tool unless the settings' \"permissions\": {\"allow\": [...]} lists %q",
 				settings.MCPServerName, tools, strings.TrimSuffix(tools, "__")))
 			if sc == settings.ScopeProject {

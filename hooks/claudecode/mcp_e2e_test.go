@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/internal/testkit/claudetest"
 )
@@ -58,7 +59,7 @@ func TestMCPToolsAfterCompactRealClaudeCode(t *testing.T) {
 	writeFile(t, b, bText)
 
 	const one, two = "MCPAC:one", "MCPAC:two"
-	tool := func(name string) string { return settings.MCPToolName(settings.MCPServerName, name) }
+	tool := func(name string) string { return claudecode.MCPToolName(settings.MCPServerName, name) }
 	// Steps of scenario two, by number (ToolUseID(two, n)).
 	const (
 		stSearch = iota

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/internal/testkit/claudetest"
 )
@@ -140,11 +141,11 @@ func TestMCPInstallWritesWhatClaudeMCPAddWrites(t *testing.T) {
 		return ""
 	}
 	for _, scope := range []settings.Scope{settings.ScopeUser, settings.ScopeProject} {
-		path, err := settings.MCPConfigPath(scope, ours.repo, getenv)
+		path, err := claudecode.MCPConfigPath(scope, ours.repo, getenv)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := settings.PlanMCPInstall(path, mcpBin)
+		p, err := settings.PlanMCPInstall(path, claudecode.MCPServerEntry(mcpBin))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +275,7 @@ func TestSessionStartFactsRealClaudeCode(t *testing.T) {
 			claudetest.Say("DONE one"),
 		},
 		two: {
-			claudetest.Call(settings.MCPToolName(settings.MCPServerName, "search"), map[string]any{"query": "hello"}),
+			claudetest.Call(claudecode.MCPToolName(settings.MCPServerName, "search"), map[string]any{"query": "hello"}),
 			claudetest.Say("DONE two"),
 		},
 	})
@@ -340,7 +341,7 @@ func TestSessionStartFactsRealClaudeCode(t *testing.T) {
 	// server.
 	trs := m.ToolResults(two)
 	if len(trs) != 1 || trs[0].IsError || strings.Contains(trs[0].Text, "No such tool") {
-		t.Fatalf("%s: %+v\n%s", settings.MCPToolName(settings.MCPServerName, "search"), trs, m.Log())
+		t.Fatalf("%s: %+v\n%s", claudecode.MCPToolName(settings.MCPServerName, "search"), trs, m.Log())
 	}
 	t.Logf("search answered: %.300s", trs[0].Text)
 }

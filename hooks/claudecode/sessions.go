@@ -129,10 +129,10 @@ func (Harness) ImportDirs(dir string, getenv func(string) string) ([]string, err
 // ProjectsDir returns the directory where Claude Code keeps its
 // transcripts, one subdirectory per project: $CLAUDE_CONFIG_DIR/projects,
 // or ~/.claude/projects when that is unset (the same rule as the user
-// settings: see settings.Path). dir resolves a relative
+// settings: see SettingsPath). dir resolves a relative
 // CLAUDE_CONFIG_DIR.
 func ProjectsDir(dir string, getenv func(string) string) (string, error) {
-	p, err := settings.Path(settings.ScopeUser, dir, getenv)
+	p, err := SettingsPath(settings.ScopeUser, dir, getenv)
 	if err != nil {
 		return "", err
 	}

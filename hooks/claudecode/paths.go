@@ -1,4 +1,4 @@
-package settings
+package claudecode
 
 import (
 	"fmt"
@@ -6,29 +6,20 @@ import (
 	"path/filepath"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
-// Scope names which Claude Code settings file an install targets.
-type Scope string
-
-const (
-	// ScopeUser is the user's own settings: every project on the machine.
-	ScopeUser Scope = "user"
-	// ScopeProject is the project's shared .claude/settings.json.
-	ScopeProject Scope = "project"
-)
-
-// Path returns the settings.json of scope. User scope is
+// SettingsPath returns Claude Code's settings.json of scope. User scope is
 // $CLAUDE_CONFIG_DIR/settings.json, or ~/.claude/settings.json when that is
 // unset (Claude Code's own rule); project scope is .claude/settings.json at
 // the top of the repository containing dir, or in dir outside any
 // repository, since that is where Claude Code looks when started there.
-func Path(scope Scope, dir string, getenv func(string) string) (string, error) {
+func SettingsPath(scope settings.Scope, dir string, getenv func(string) string) (string, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	switch scope {
-	case ScopeUser:
+	case settings.ScopeUser:
 		if d := getenv("CLAUDE_CONFIG_DIR"); d != "" {
 			return filepath.Join(absFrom(dir, d), "settings.json"), nil
 		}
@@ -41,7 +32,7 @@ func Path(scope Scope, dir string, getenv func(string) string) (string, error) {
 			home = h
 		}
 		return filepath.Join(home, ".claude", "settings.json"), nil
-	case ScopeProject:
+	case settings.ScopeProject:
 		top := dir
 		if loc, err := gitstore.FindRepository(dir); err == nil && loc.WorkTree != "" {
 			top = loc.WorkTree
@@ -53,19 +44,6 @@ func Path(scope Scope, dir string, getenv func(string) string) (string, error) {
 		return filepath.Join(top, ".claude", "settings.json"), nil
 	}
 	return "", fmt.Errorf("unknown settings scope %q (use user or project)", scope)
-}
-
-// ProjectsDir returns the directory where Claude Code keeps its
-// transcripts, one subdirectory per project:
-// $CLAUDE_CONFIG_DIR/projects, or ~/.claude/projects when that is unset
-// (the same rule as the user settings: see Path). dir resolves a relative
-// CLAUDE_CONFIG_DIR.
-func ProjectsDir(dir string, getenv func(string) string) (string, error) {
-	p, err := Path(ScopeUser, dir, getenv)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(filepath.Dir(p), "projects"), nil
 }
 
 func absFrom(dir, p string) string {
@@ -80,12 +58,12 @@ func absFrom(dir, p string) string {
 // is unset (not ~/.claude/.claude.json: the file lives beside the
 // directory); project scope .mcp.json at the top of the repository
 // containing dir (dir itself outside any repository).
-func MCPConfigPath(scope Scope, dir string, getenv func(string) string) (string, error) {
+func MCPConfigPath(scope settings.Scope, dir string, getenv func(string) string) (string, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	switch scope {
-	case ScopeUser:
+	case settings.ScopeUser:
 		if d := getenv("CLAUDE_CONFIG_DIR"); d != "" {
 			return filepath.Join(absFrom(dir, d), ".claude.json"), nil
 		}
@@ -98,7 +76,7 @@ func MCPConfigPath(scope Scope, dir string, getenv func(string) string) (string,
 			home = h
 		}
 		return filepath.Join(home, ".claude.json"), nil
-	case ScopeProject:
+	case settings.ScopeProject:
 		top, err := projectTop(dir)
 		if err != nil {
 			return "", err

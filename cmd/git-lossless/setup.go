@@ -13,22 +13,29 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/doctor"
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
-// The setup commands: Claude Code's settings (here) and the repository's
-// git hooks (githooks.go). install and uninstall share one shape: compute
-// the change, show it, and write only with --apply (backup first, or the
-// user's own hook kept), so that a user sees exactly what changes in files
-// other tools and people also edit.
+// The setup commands: an agent harness's settings (here: each harness's
+// adapter says which files, hooks/harnesses which harnesses) and the
+// repository's git hooks (githooks.go). install and uninstall share one
+// shape: compute the change, show it, and write only with --apply (backup
+// first, or the user's own hook kept), so that a user sees exactly what
+// changes in files other tools and people also edit.
 
 func installCmd() *command {
 	return &command{
 		name:    "install",
-		summary: "add git-lossless's hooks to Claude Code's settings, or the anchoring pre-push git hook (a dry run without --apply), or the man page",
-		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] [--command PATH] | git-hooks [--apply] [--command PATH] | man [--dir DIR]",
-		long: `claude-code merges the hooks into Claude Code's settings.json and prints
+		summary: "add git-lossless's hooks to an agent harness's settings, or the anchoring pre-push git hook (a dry run without --apply), or the man page",
+		usage:   "HARNESS [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] [--command PATH] | git-hooks [--apply] [--command PATH] | man [--dir DIR]",
+		long: `HARNESS is an agent harness git-lossless knows: ` + harnessList() + `. Each
+writes its own hooks and MCP registration where the harness reads them;
+--settings names another hooks file, --mcp-config another MCP config.
+
+claude-code merges the hooks into Claude Code's settings.json and prints
 the diff. Without --apply nothing is written. With --apply the current
 file is first copied to settings.json.bak-YYYYMMDD-HHMMSS beside it, then
 the new file replaces it atomically (mode 0600).
@@ -71,7 +78,7 @@ DIR/man1/git-lossless.1 (DIR default $XDG_DATA_HOME/man, else
 ` + "`git lossless --help`" + ` (git runs ` + "`man git-lossless`" + `) opens it; it says
 whether man finds DIR (` + "`manpath`" + `) and how to add it when not.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			return claudeSettingsFlags(fs, "install")
+			return harnessSettingsFlags(fs, "install")
 		},
 	}
 }
@@ -79,9 +86,9 @@ whether man finds DIR (` + "`manpath`" + `) and how to add it when not.`,
 func uninstallCmd() *command {
 	return &command{
 		name:    "uninstall",
-		summary: "remove git-lossless's hooks from Claude Code's settings, or its pre-push git hook (a dry run without --apply)",
-		usage:   "claude-code [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] | git-hooks [--apply]",
-		long: `claude-code removes every hook of ours (any path, any version) from Claude
+		summary: "remove git-lossless's hooks from an agent harness's settings, or its pre-push git hook (a dry run without --apply)",
+		usage:   "HARNESS [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] | git-hooks [--apply]",
+		long: `HARNESS (` + harnessList() + `) undoes its install. claude-code removes every hook of ours (any path, any version) from Claude
 Code's settings.json, and the matcher groups, event keys and "hooks" key
 that held only ours; everything else stays as it is. It also removes our
 MCP server's registration ("mcpServers"."git-lossless" when it runs
@@ -95,17 +102,17 @@ directory (core.hooksPath honoured) and moves the pre-push hook it kept,
 pre-push.before-lossless, back in its place. A pre-push hook that is not
 ours is left alone. Prints what changes; changes it only with --apply.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			return claudeSettingsFlags(fs, "uninstall")
+			return harnessSettingsFlags(fs, "uninstall")
 		},
 	}
 }
 
-// claudeSettingsFlags is the shared body of install and uninstall.
-func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *env, []string) error {
+// harnessSettingsFlags is the shared body of install and uninstall.
+func harnessSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *env, []string) error {
 	scope := fs.String("scope", "user", "which settings: user (every project) or project (this repository)")
 	apply := fs.Bool("apply", false, "write the change (after a backup); without it nothing is written")
-	settingsFile := fs.String("settings", "", "settings file to change instead of the scope's")
-	mcpConfig := fs.String("mcp-config", "", "MCP config file to change instead of the scope's (.claude.json or .mcp.json)")
+	settingsFile := fs.String("settings", "", "the harness's hooks file to change instead of the scope's (Claude Code: settings.json)")
+	mcpConfig := fs.String("mcp-config", "", "MCP config file to change instead of the scope's (Claude Code: .claude.json or .mcp.json)")
 	noMCP := fs.Bool("no-mcp", false, "leave the MCP server registration alone")
 	var command, manDir *string
 	if verb == "install" {
@@ -115,33 +122,35 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 		command = fs.String("command", "", "also treat `PATH hook ...` commands as ours")
 		fs.MarkHidden("command")
 	}
+	targets := harnessList() + " or git-hooks"
 	return func(ctx context.Context, e *env, args []string) error {
 		if len(args) != 1 {
-			return usagef("%s needs one target: claude-code or git-hooks (`git lossless %s claude-code`)", verb, verb)
+			return usagef("%s needs one target: %s (`git lossless %s claude-code`)", verb, targets, verb)
 		}
 		if args[0] != "man" && fs.Changed("dir") {
-			return usagef("--dir is for man: claude-code and git-hooks take --settings or the repository's hooks directory")
+			return usagef("--dir is for man: a harness and git-hooks take --settings or the repository's hooks directory")
 		}
 		switch args[0] {
 		case "man":
 			if verb != "install" {
-				return usagef("uninstall: unknown target %q; the targets are claude-code and git-hooks (the man page is one file: rm it)", args[0])
+				return usagef("uninstall: unknown target %q; the targets are %s and git-hooks (the man page is one file: rm it)", args[0], harnessList())
 			}
 			if fs.Changed("scope") || fs.Changed("settings") || fs.Changed("mcp-config") || fs.Changed("no-mcp") || fs.Changed("apply") || fs.Changed("command") {
 				return usagef("install man takes only --dir")
 			}
 			return runInstallMan(ctx, e, *manDir)
-		case "claude-code":
 		case "git-hooks":
 			if fs.Changed("scope") || fs.Changed("settings") || fs.Changed("mcp-config") || fs.Changed("no-mcp") {
-				return usagef("--scope, --settings, --mcp-config and --no-mcp are for claude-code; git-hooks go into the repository's hooks directory")
+				return usagef("--scope, --settings, --mcp-config and --no-mcp are for a harness; git-hooks go into the repository's hooks directory")
 			}
 			return runGitHooks(ctx, e, verb, *apply, *command)
-		default:
+		}
+		h, ok := harnesses.ByName(args[0])
+		if !ok {
 			if verb == "install" {
-				return usagef("install: unknown target %q; the targets are claude-code, git-hooks and man", args[0])
+				return usagef("install: unknown target %q; the targets are %s, git-hooks and man", args[0], harnessList())
 			}
-			return usagef("%s: unknown target %q; the targets are claude-code and git-hooks", verb, args[0])
+			return usagef("%s: unknown target %q; the targets are %s and git-hooks", verb, args[0], harnessList())
 		}
 		sc := settings.Scope(*scope)
 		if sc != settings.ScopeUser && sc != settings.ScopeProject {
@@ -151,18 +160,16 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 		if getenv == nil {
 			getenv = os.Getenv
 		}
-		path := *settingsFile
-		var err error
-		if path == "" {
-			if path, err = settings.Path(sc, e.dir, getenv); err != nil {
-				return err
+		abs := func(p string) string {
+			if p != "" && !filepath.IsAbs(p) {
+				return filepath.Join(e.dir, p)
 			}
-		} else if !filepath.IsAbs(path) {
-			path = filepath.Join(e.dir, path)
+			return p
 		}
 
 		var bin settings.HookBinary
 		if verb == "install" || *command != "" {
+			var err error
 			bin, err = settings.ResolveBinary(ctx, settings.BinaryOptions{Override: *command, Dir: e.dir, Getenv: getenv, Version: version})
 			if err != nil {
 				return err
@@ -171,114 +178,62 @@ func claudeSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, *
 				fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", bin.Warning)
 			}
 		}
-		planFn, mcpPlanFn := settings.PlanInstall, settings.PlanMCPInstall
-		if verb == "uninstall" {
-			planFn, mcpPlanFn = settings.PlanUninstall, settings.PlanMCPUninstall
-		}
-		refused := func(err error) error {
-			var se *settings.Error
-			if errors.As(err, &se) {
-				return withHint(err, "nothing was written; fix the file (or move it aside) and run again")
+		inst, err := h.Install(ctx, hooks.InstallOptions{Uninstall: verb == "uninstall", Scope: *scope, Dir: e.dir, Getenv: getenv, Bin: bin,
+			HooksFile: abs(*settingsFile), MCPFile: abs(*mcpConfig), NoMCP: *noMCP})
+		if err != nil {
+			var re *hooks.RefusedError
+			if errors.As(err, &re) {
+				return withHint(re.Err, re.Hint)
 			}
 			return err
 		}
-		plan, err := planFn(path, bin.Hook)
-		if err != nil {
-			return refused(err)
-		}
-		// The MCP server is registered beside the hooks, in the file
-		// `claude mcp add --scope SCOPE` writes (see hooks/settings/mcp.go).
-		var mplan *settings.Plan
-		if !*noMCP {
-			mpath := *mcpConfig
-			if mpath == "" {
-				if mpath, err = settings.MCPConfigPath(sc, e.dir, getenv); err != nil {
-					return err
-				}
-			} else if !filepath.IsAbs(mpath) {
-				mpath = filepath.Join(e.dir, mpath)
+		for _, t := range inst.Targets {
+			where := t.Plan.Path
+			if t.Where != "" {
+				where += " (" + t.Where + ")"
 			}
-			if mplan, err = mcpPlanFn(mpath, bin.Path); err != nil {
-				if errors.As(err, new(*settings.Error)) {
-					return withHint(err, "nothing was written; fix the file (or move it aside) and run again, or pass --no-mcp to leave the MCP server out")
-				}
-				return err
-			}
-		}
-		where := plan.Path
-		if *settingsFile == "" {
-			where += " (" + *scope + " settings)"
-		}
-		fmt.Fprintf(e.stdout, "settings: %s\n", where)
-		if mplan != nil {
-			mwhere := mplan.Path
-			if *mcpConfig == "" {
-				mwhere += " (" + *scope + " MCP servers)"
-			}
-			fmt.Fprintf(e.stdout, "mcp config: %s\n", mwhere)
+			fmt.Fprintf(e.stdout, "%s: %s\n", t.Label, where)
 		}
 		if verb == "install" {
 			fmt.Fprintf(e.stdout, "hook program: %s\n", bin.Hook)
 		}
-		var changed []*settings.Plan
-		if !plan.Changed() {
-			if verb == "install" {
-				fmt.Fprintf(e.stdout, "git-lossless hooks are already installed in %s; nothing to change\n", plan.Path)
-			} else {
-				fmt.Fprintf(e.stdout, "no git-lossless hooks in %s; nothing to change\n", plan.Path)
+		var changed []hooks.InstallTarget
+		for _, t := range inst.Targets {
+			if !t.Plan.Changed() {
+				fmt.Fprintln(e.stdout, t.Unchanged)
+				continue
 			}
-		} else {
-			io.WriteString(e.stdout, plan.Diff())
-			printSettingsChanges(e.stdout, plan.Changes)
-			changed = append(changed, plan)
-		}
-		if mplan != nil {
-			if !mplan.Changed() {
-				if verb == "install" {
-					fmt.Fprintf(e.stdout, "the git-lossless MCP server is already registered in %s; nothing to change\n", mplan.Path)
-				} else {
-					fmt.Fprintf(e.stdout, "no git-lossless MCP server in %s; nothing to change\n", mplan.Path)
-				}
-			} else {
-				io.WriteString(e.stdout, mplan.Diff())
-				printSettingsChanges(e.stdout, mplan.Changes)
-				changed = append(changed, mplan)
-			}
+			io.WriteString(e.stdout, t.Plan.Diff())
+			printSettingsChanges(e.stdout, t.Plan.Changes)
+			changed = append(changed, t)
 		}
 		if len(changed) == 0 {
 			return nil
 		}
 		if !*apply {
 			names := make([]string, len(changed))
-			for i, p := range changed {
-				names[i] = p.Path
+			for i, t := range changed {
+				names[i] = t.Plan.Path
 			}
 			fmt.Fprintf(e.stdout, "dry run: nothing was written; run again with --apply to write %s (a backup is made first)\n", strings.Join(names, " and "))
 			return nil
 		}
-		for _, p := range changed {
-			backup, err := p.Apply(time.Now())
+		for _, t := range changed {
+			backup, err := t.Plan.Apply(time.Now())
 			if backup != "" {
 				fmt.Fprintf(e.stdout, "backup: %s\n", backup)
 			}
 			if err != nil {
 				return err
 			}
-			if p.RemoveFile {
-				fmt.Fprintf(e.stdout, "removed %s (it held only the git-lossless MCP server)\n", p.Path)
+			if t.Plan.RemoveFile {
+				fmt.Fprintln(e.stdout, t.Removed)
 			} else {
-				fmt.Fprintf(e.stdout, "wrote %s\n", p.Path)
+				fmt.Fprintf(e.stdout, "wrote %s\n", t.Plan.Path)
 			}
 		}
-		if verb == "install" {
-			fmt.Fprintln(e.stdout, "the hooks apply to Claude Code sessions started from now on")
-			if mplan != nil {
-				fmt.Fprintf(e.stdout, "the MCP server %q (tools %s...) starts with Claude Code sessions started from now on; Claude Code asks before the first call of each tool unless the settings' \"permissions\": {\"allow\": [...]} lists %q\n",
-					settings.MCPServerName, settings.MCPToolName(settings.MCPServerName, ""), strings.TrimSuffix(settings.MCPToolName(settings.MCPServerName, ""), "__"))
-				if sc == settings.ScopeProject {
-					fmt.Fprintln(e.stdout, "Claude Code uses a project's .mcp.json servers once approved: it asks on the next interactive start (`claude mcp list` shows it)")
-				}
-			}
+		for _, l := range inst.Done {
+			fmt.Fprintln(e.stdout, l)
 		}
 		return nil
 	}
