@@ -175,6 +175,14 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 	if len(edits) != 1 || edits[0].Blob != strings.TrimSpace(gitOut(t, dir, "hash-object", "hello.txt")) {
 		t.Fatalf("edit of hello.txt archived as %+v", edits)
 	}
+	// Every event names its harness, in the stored line plain git shows,
+	// in the writer its adapter names: the hooks' read and edit among them.
+	lines := gitOut(t, dir, "log", "--format=", "-p", "refs/lossless/cc-"+session, "--", "events.jsonl")
+	for _, e := range append(reads, edits...) {
+		if e.Source != "hook" || e.Harness != "claude-code" || !strings.Contains(lines, string(e.Raw)) || !strings.Contains(string(e.Raw), `"harness":"claude-code"`) {
+			t.Fatalf("hook event %s: want source hook and \"harness\":\"claude-code\" in refs/lossless/cc-%s", e.Raw, session)
+		}
+	}
 
 	// 2. A blind edit of an existing file is denied; the model got the reason.
 	fileIs(t, blind, "never read\n")
