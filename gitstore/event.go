@@ -41,6 +41,12 @@ type Event struct {
 	Excluded  bool      `json:"excluded,omitempty"`
 	Key       string    `json:"key,omitempty"` // dedupe key, e.g. a tool_use_id
 	Tool      string    `json:"tool,omitempty"`
+	// Harness is the agent harness the event came from, as its adapter
+	// names it ("claude-code"; see package hooks): every event a hook, a
+	// sweep, an import or a restore of a harness's session records. Empty
+	// for events of no harness (proxy, recorded CLI and MCP reads outside
+	// a session) and for events written before the field existed.
+	Harness string `json:"harness,omitempty"`
 
 	// Extra holds fields unknown to this version, raw JSON values by name.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -61,7 +67,7 @@ type Event struct {
 
 // knownKeys lists the line keys Event decodes itself, in canonical order.
 var knownKeys = []string{
-	"agent", "blob", "bytes", "excluded", "key", "op", "path", "path64",
+	"agent", "blob", "bytes", "excluded", "harness", "key", "op", "path", "path64",
 	"prev", "repo", "seq", "session", "sha256", "sidechain", "source",
 	"tokens", "tool", "ts", "view",
 }
@@ -100,6 +106,7 @@ func (e *Event) Canonical() ([]byte, error) {
 	str("blob", e.Blob)
 	num("bytes", e.Bytes)
 	flag("excluded", e.Excluded)
+	str("harness", e.Harness)
 	str("key", e.Key)
 	fields = append(fields, kv{"op", jsonString(e.Op)})
 	str("path", e.Path)

@@ -64,6 +64,8 @@ func setField(e *Event, key, raw []byte, quoted bool) bool {
 		return num(&e.Bytes)
 	case "excluded":
 		return flag(&e.Excluded)
+	case "harness":
+		return str(&e.Harness)
 	case "key":
 		return str(&e.Key)
 	case "op":

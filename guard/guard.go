@@ -9,11 +9,12 @@
 //  2. Evidence counts only in the context it was produced in (the main
 //     agent, or one subagent: a subagent's read never vouches for the main
 //     context, nor the other way round) and only after that context's last
-//     compaction boundary. Evidence is a RESULT the model received: a Read
-//     result, the content after its own Write or Edit, a file Claude Code
-//     re-attached after compaction, or content `git lossless restore`
-//     printed. Never a tool_use intent: the pending call's own tool_use is
-//     already in the transcript when the guard runs.
+//     compaction boundary. Evidence is a RESULT the model received: a
+//     read's result, the content after its own write or edit, a file the
+//     harness re-attached after compaction (Claude Code does), or content
+//     `git lossless restore` printed. Never a tool call's intent: the
+//     pending call itself is already in the transcript when the guard
+//     runs.
 //  3. No evidence in the context at all: deny (never seen). Evidence only
 //     before the last boundary: deny (compacted away).
 //  4. The latest evidence decides. If it carries a content hash, the file
@@ -28,9 +29,10 @@
 //
 // # What a compaction boundary is, and what is after it
 //
-// The boundary is the transcript's own compact_boundary line, nothing
-// else. The PreCompact hook fires before Claude Code compacts, and a
-// compaction can still fail or be cancelled; a mark written by that hook
+// The boundary is the transcript's own record of the compaction (Claude
+// Code's compact_boundary line), nothing else. A pre-compaction hook fires
+// before the harness compacts, and a compaction can still fail or be
+// cancelled; a mark written by that hook
 // would make every earlier read of the context "compacted away" although
 // the model still holds it, so the guard never treats such a mark as a
 // boundary (hooks records it under another op, for the record only).
@@ -115,6 +117,11 @@ type Input struct {
 	Agent string
 	// RestoreHint is the command that brings content back, for messages.
 	RestoreHint string
+	// ReadWith names how the model reads a file again in its harness, for
+	// messages: the reason says "Read FILE again with <ReadWith>". The
+	// harness's adapter supplies it ("the Read tool" in Claude Code); empty,
+	// the reason names no tool.
+	ReadWith string
 }
 
 // Boundary is a compaction of a context: its compact_boundary line.
@@ -185,7 +192,11 @@ func Decide(in Input) Decision {
 		hint = "git lossless restore --files " + ShellQuote(in.Path)
 	}
 	path := Printable(in.Path)
-	what := fmt.Sprintf("Read %s again with the Read tool (or run `%s`), then retry the edit.", path, Printable(hint))
+	with := ""
+	if in.ReadWith != "" {
+		with = " with " + Printable(in.ReadWith)
+	}
+	what := fmt.Sprintf("Read %s again%s (or run `%s`), then retry the edit.", path, with, Printable(hint))
 	if latest == nil {
 		if before > 0 {
 			return Decision{Kind: DenyCompacted, Reason: fmt.Sprintf(

@@ -72,6 +72,26 @@ func TestDenyReasonNamesSubagentContext(t *testing.T) {
 	}
 }
 
+// TestDenyReasonReadWith: the reason names the harness's way of reading a
+// file when the adapter supplies one, and no tool at all when it does not
+// (the guard knows no harness).
+func TestDenyReasonReadWith(t *testing.T) {
+	in := Input{Path: "a.txt", Exists: true, DiskBlob: "x", RestoreHint: "git lossless restore --files a.txt"}
+	d := Decide(in)
+	if want := "Read a.txt again (or run `git lossless restore --files a.txt`), then retry the edit."; d.Allow || !strings.HasSuffix(d.Reason, want) {
+		t.Fatalf("neutral reason %q, want it to end in %q", d.Reason, want)
+	}
+	in.ReadWith = "the Read tool"
+	d = Decide(in)
+	if want := "Read a.txt again with the Read tool (or run `git lossless restore --files a.txt`), then retry the edit."; d.Allow || !strings.HasSuffix(d.Reason, want) {
+		t.Fatalf("reason %q, want it to end in %q", d.Reason, want)
+	}
+	in.ReadWith = "cat\x1b[2J\n"
+	if d = Decide(in); !allPrintable(d.Reason) {
+		t.Fatalf("ReadWith reached the reason raw: %q", d.Reason)
+	}
+}
+
 // BenchmarkDecide is the decision alone, over a context's evidence for one
 // file: a few dozen results, a compaction in the middle.
 func BenchmarkDecide(b *testing.B) {

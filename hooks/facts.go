@@ -2,8 +2,8 @@ package hooks
 
 // Facts of a session for the SessionStart text after a compaction: a few
 // plain things a compaction summary tends to blur, read from the
-// archived Claude Code spans of the context (writer cc-<session>, op
-// "span"; see sweep.go) rather than from the model's own summary — what
+// archived spans of the context (the session's writer, op "span"; see
+// sweep.go) rather than from the model's own summary — what
 // the user asked first and last, which files were changed, which tool
 // errors were never followed by a success. Everything here is quoted
 // client text: it is flattened to one line, cut short, masked for
@@ -28,7 +28,7 @@ import (
 // Limits of the facts block: the block shares the SessionStart budget with
 // the working set, and the working set is what the model needs to go on.
 const (
-	factsPromptChars = 200  // per quoted request
+	FactsPromptChars = 200  // per quoted request (exported: tests of the adapters hold their facts to it)
 	factsLatest      = 3    // latest requests shown
 	factsErrorChars  = 120  // per open error
 	factsErrors      = 5    // open errors shown
@@ -69,18 +69,29 @@ func (f *SessionFacts) Empty() bool {
 	return f.Goal == "" && len(f.Latest) == 0 && len(f.Edited) == 0 && len(f.OpenErrors) == 0 && f.Encrypted == 0
 }
 
-// factsFileTools name a file in their input (the tool_use span's path).
-var factsFileTools = map[string]bool{"Read": true, "Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
+// FactsOptions selects the context ReadSessionFacts reads.
+type FactsOptions struct {
+	// Writer is the session's writer (Writer(harness, Session)).
+	Writer         string
+	Session, Agent string // agent "" = the main context
+	// Dialect is the session's harness's: which tools name a file, which
+	// user-role texts are the harness's own, how it wraps errors.
+	Dialect Dialect
+}
 
-// ReadSessionFacts reads the facts of one context (agent "" = the main
-// context) of session from the archive. Spans whose content cannot be
-// read (encrypted, withheld by the deny list, pruned) are skipped.
-func ReadSessionFacts(ctx context.Context, st *gitstore.Store, session, agent string) (*SessionFacts, error) {
+// ReadSessionFacts reads the facts of one context of a session from the
+// archive. Spans whose content cannot be read (encrypted, withheld by the
+// deny list, pruned) are skipped.
+func ReadSessionFacts(ctx context.Context, st *gitstore.Store, opt FactsOptions) (*SessionFacts, error) {
 	f := &SessionFacts{EditedBySub: map[string]bool{}}
+	session, agent, writer := opt.Session, opt.Agent, opt.Writer
 	if session == "" {
 		return f, nil
 	}
-	writer := gitstore.WriterName("cc-", session)
+	fileTools := map[string]bool{}
+	for _, t := range opt.Dialect.FileTools {
+		fileTools[t] = true
+	}
 	evs, err := st.Events(ctx, gitstore.Query{Writers: []string{writer}, Session: session})
 	if err != nil {
 		return nil, fmt.Errorf("read the archive of session %s: %w", session, err)
@@ -139,10 +150,10 @@ func ReadSessionFacts(ctx context.Context, st *gitstore.Store, session, agent st
 		var sp struct {
 			Text string `json:"text"`
 		}
-		if json.Unmarshal(read(prompts[i]), &sp) != nil || !isUserRequest(sp.Text) {
+		if json.Unmarshal(read(prompts[i]), &sp) != nil || !isUserRequest(opt.Dialect, sp.Text) {
 			return ""
 		}
-		return factLine(sp.Text, factsPromptChars)
+		return factLine(sp.Text, FactsPromptChars)
 	}
 	first := -1
 	for i := range prompts {
@@ -184,15 +195,15 @@ func ReadSessionFacts(ctx context.Context, st *gitstore.Store, session, agent st
 			r.tool = e.Tool
 		}
 		if r.isError {
-			r.text = errorLine(transcript.ContentText(sp.Content))
-			if r.path == "" && !factsFileTools[r.tool] {
+			r.text = errorLine(opt.Dialect, transcript.ContentText(sp.Content))
+			if r.path == "" && !fileTools[r.tool] {
 				errTools[r.tool] = true
 			}
 		}
 		rs = append(rs, r)
 	}
-	// Tools without a file (Bash...) are told apart by their input: the
-	// command. Only the calls of tools that had an error are read.
+	// Tools without a file (a shell...) are told apart by their input:
+	// the command. Only the calls of tools that had an error are read.
 	targets := map[string]string{}
 	for _, e := range uses {
 		if !errTools[e.Tool] || e.RawPath() != "" {
@@ -220,7 +231,7 @@ func ReadSessionFacts(ctx context.Context, st *gitstore.Store, session, agent st
 	alive := []bool{}
 	for _, r := range rs {
 		target := r.path
-		if target == "" && !factsFileTools[r.tool] {
+		if target == "" && !fileTools[r.tool] {
 			target = targets[r.id]
 		}
 		k := key{r.tool, target}
@@ -252,23 +263,14 @@ func factsKind(e gitstore.Event) string {
 	return k
 }
 
-// harnessPrefixes start user-role texts that Claude Code writes itself:
-// slash-command echoes, background task notices, reminders, the
-// interruption marker. They are not requests.
-var harnessPrefixes = []string{
-	"<task-notification>", "<local-command-", "<command-name>", "<command-message>", "<command-args>",
-	"<system-reminder>", "<bash-input>", "<bash-stdout>", "<bash-stderr>", "<user-memory-input>",
-	"[Request interrupted", "Caveat: The messages below",
-}
-
 // isUserRequest reports whether a user-role text is something the user
-// typed (a prompt), not harness text.
-func isUserRequest(text string) bool {
+// typed (a prompt), not text the harness wrote itself (d.NotRequests).
+func isUserRequest(d Dialect, text string) bool {
 	t := strings.TrimSpace(text)
 	if t == "" {
 		return false
 	}
-	for _, p := range harnessPrefixes {
+	for _, p := range d.NotRequests {
 		if strings.HasPrefix(t, p) {
 			return false
 		}
@@ -277,9 +279,12 @@ func isUserRequest(text string) bool {
 }
 
 // errorLine is the first non-empty line of an error text, without the
-// <tool_use_error> wrapper Claude Code puts around validation errors.
-func errorLine(text string) string {
-	text = strings.ReplaceAll(strings.ReplaceAll(text, "<tool_use_error>", ""), "</tool_use_error>", "")
+// wrappers the harness puts around it (Claude Code's <tool_use_error>
+// around validation errors: d.ErrorWrappers).
+func errorLine(d Dialect, text string) string {
+	for _, w := range d.ErrorWrappers {
+		text = strings.ReplaceAll(strings.ReplaceAll(text, "<"+w+">", ""), "</"+w+">", "")
+	}
 	for _, l := range strings.Split(text, "\n") {
 		if strings.TrimSpace(l) != "" {
 			return factLine(l, factsErrorChars)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
-	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 )
 
@@ -34,21 +33,22 @@ type Env struct {
 	Now func() time.Time
 }
 
-// Run handles one hook event and returns the process exit code. It never
-// blocks or breaks Claude Code because of our own failure: any error, even
-// a panic, becomes exactly one line on stderr and exit 0 (for
-// pre-tool-use: the edit is allowed). Claude Code treats exit 2 from
+// Run handles one hook call of harness h for event (as the hook command
+// line names it) and returns the process exit code. It never blocks or
+// breaks the harness because of our own failure: any error, even a
+// panic, becomes exactly one line on stderr and exit 0 (for pre-tool-use:
+// the edit is allowed). Claude Code, for one, treats exit 2 from
 // PreToolUse as a block and shows stderr to the model, so neither may
 // come from a failure of ours. The only deliberate block is the guard's
-// deny, which is an exit 0 with a deny decision on stdout.
+// deny, which is an exit 0 with the harness's deny on stdout.
 //
 // Everything on that line that came from outside — paths, the payload's
 // text, errors that quote them — is escaped (see logLine): a file name
 // can hold a newline that would forge a second line, or an escape
-// sequence the terminal showing Claude Code's output would obey.
-func Run(ctx context.Context, event string, e Env) (code int) {
-	name := EventName(event)
-	h := &handler{e: e}
+// sequence the terminal showing the harness's output would obey.
+func Run(ctx context.Context, h Harness, event string, e Env) (code int) {
+	name := h.Event(event)
+	hd := &handler{e: e, h: h}
 	var problems []string
 	defer func() {
 		if r := recover(); r != nil {
@@ -57,10 +57,10 @@ func Run(ctx context.Context, event string, e Env) (code int) {
 		if len(problems) > 0 {
 			label := "hook"
 			if name != "" {
-				label += " " + name
+				label += " " + string(name)
 			}
-			if h.p.ToolName != "" {
-				label += " " + guard.Printable(h.p.ToolName)
+			if hd.c.Tool != "" {
+				label += " " + guard.Printable(hd.c.Tool)
 			}
 			fmt.Fprintf(e.Stderr, "git-lossless: %s: %s (ignored)\n", label, LogLine(strings.Join(problems, "; ")))
 		}
@@ -79,9 +79,9 @@ func Run(ctx context.Context, event string, e Env) (code int) {
 	if e.Now == nil {
 		e.Now = time.Now
 	}
-	h.e = e
-	err := h.run(ctx, name)
-	problems = append(problems, h.warnings...)
+	hd.e = e
+	err := hd.run(ctx, name)
+	problems = append(problems, hd.warnings...)
 	if err != nil {
 		problems = append(problems, errText(err))
 	}
@@ -141,32 +141,33 @@ func LogLine(s string) string {
 }
 
 // notDone says what a hook leaves undone when its payload cannot be used.
-func notDone(name string) string {
+func notDone(name HookEvent) string {
 	switch name {
-	case "pre-tool-use":
+	case PreToolUse:
 		return "edit not checked"
-	case "post-tool-use":
+	case PostToolUse:
 		return "result not recorded"
 	}
 	return "nothing done"
 }
 
-// payloadError is a problem with the payload (see FieldError), with what
-// the hook therefore left undone.
-func (h *handler) payloadError(name string, err error) error {
+// payloadError is a problem with the payload (see the adapter's
+// decoder), with what the hook therefore left undone.
+func (h *handler) payloadError(name HookEvent, err error) error {
 	return fmt.Errorf("%w; %s", err, notDone(name))
 }
 
-func (h *handler) run(ctx context.Context, name string) error {
-	p, err := DecodePayload(h.e.Stdin)
+func (h *handler) run(ctx context.Context, name HookEvent) error {
+	c, err := h.h.Decode(name, h.e.Stdin)
 	if err != nil {
 		return h.payloadError(name, err)
 	}
-	if name == "pre-tool-use" && h.e.Getenv("LOSSLESS_GUARD") == "off" {
+	if name == PreToolUse && h.e.Getenv("LOSSLESS_GUARD") == "off" {
 		return nil
 	}
-	h.p = p
-	dir := p.Cwd
+	c.Event = name
+	h.c = c
+	dir := c.Cwd
 	if dir == "" {
 		if dir, err = os.Getwd(); err != nil {
 			return fmt.Errorf("no cwd in the payload and none of our own: %w", err)
@@ -176,19 +177,19 @@ func (h *handler) run(ctx context.Context, name string) error {
 		return fmt.Errorf("open archive for %q: %w", dir, err)
 	}
 	switch name {
-	case "post-tool-use":
+	case PostToolUse:
 		return h.postToolUse(ctx)
-	case "pre-tool-use":
+	case PreToolUse:
 		return h.preToolUse(ctx)
-	case "session-start":
+	case SessionStart:
 		return h.sessionStart(ctx)
-	case "pre-compact":
+	case PreCompact:
 		return h.preCompact(ctx)
-	case "subagent-stop":
-		_, err := SweepTranscript(ctx, h.st, p.contextTranscript(), SweepOptions{})
+	case SubagentStop:
+		_, err := SweepTranscript(ctx, h.st, h.h, c.ContextTranscript, SweepOptions{})
 		return err
-	case "session-end":
-		_, err := SweepSession(ctx, h.st, p.TranscriptPath, SweepOptions{})
+	case SessionEnd:
+		_, err := SweepSession(ctx, h.st, h.h, c.Transcript, SweepOptions{})
 		return err
 	}
 	return nil
@@ -196,7 +197,8 @@ func (h *handler) run(ctx context.Context, name string) error {
 
 type handler struct {
 	st *gitstore.Store
-	p  Payload
+	h  Harness
+	c  Call
 	e  Env
 	// warnings are problems that did not stop the hook; Run prints them
 	// with the error, if any, on its one stderr line.
@@ -212,19 +214,20 @@ func (h *handler) warn(format string, a ...any) {
 	h.warnings = append(h.warnings, fmt.Sprintf(format, a...))
 }
 
-func (h *handler) writer() string { return gitstore.WriterName("cc-", h.p.SessionID) }
+func (h *handler) writer() string { return Writer(h.h, h.c.Session) }
 
 func (h *handler) baseEvent(op string) gitstore.Event {
 	return gitstore.Event{
 		TS:        h.e.Now(),
-		Session:   h.p.SessionID,
-		Agent:     h.p.AgentID,
-		Sidechain: h.p.AgentID != "",
+		Session:   h.c.Session,
+		Agent:     h.c.Agent,
+		Sidechain: h.c.Agent != "",
 		Source:    "hook",
 		Op:        op,
-		Tool:      h.p.ToolName,
-		Key:       h.p.ToolUseID,
+		Tool:      h.c.Tool,
+		Key:       h.c.CallID,
 		View:      "full",
+		Harness:   h.h.Name(),
 	}
 }
 
@@ -234,93 +237,80 @@ func (h *handler) baseEvent(op string) gitstore.Event {
 // part the guard has to read itself (past the cursor) down to the lines
 // of the last tool call or two.
 func (h *handler) postToolUse(ctx context.Context) error {
-	rec, ok, err := h.resultRecord()
-	if err != nil || !ok {
-		return err
+	if h.c.ToolErr != nil {
+		return h.payloadError(PostToolUse, h.c.ToolErr)
 	}
-	return h.storeWithSweep(ctx, []gitstore.Record{rec})
+	var recs []gitstore.Record
+	for _, f := range h.c.Files {
+		rec, ok, err := h.resultRecord(f)
+		if err != nil {
+			return err
+		}
+		if ok {
+			recs = append(recs, rec)
+		}
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	return h.storeWithSweep(ctx, recs)
 }
 
-// resultRecord builds the record of a PostToolUse result; ok is false for
-// results that are not evidence.
-func (h *handler) resultRecord() (rec gitstore.Record, ok bool, err error) {
-	var op string
-	switch h.p.ToolName {
-	case "Read":
-		op = "read"
-	case "Write":
-		op = "write"
-	case "Edit", "MultiEdit", "NotebookEdit":
-		op = "edit"
+// resultRecord builds the record of one file of a PostToolUse result; ok
+// is false for results that are not evidence.
+func (h *handler) resultRecord(f FileOp) (rec gitstore.Record, ok bool, err error) {
+	switch f.Op {
+	case "read", "write", "edit":
 	default:
 		return rec, false, nil
 	}
-	// The payload is checked whole before anything is recorded: a member
-	// of the wrong type records nothing.
-	in, err := h.p.input()
-	if err != nil {
-		return rec, false, h.payloadError("post-tool-use", err)
-	}
-	abs := h.p.fileOf(in)
-	var read readResult
-	var written string
-	switch op {
-	case "read":
-		read, err = h.p.readResult()
-	case "write":
-		written, err = in.writtenContent()
-	}
-	if err != nil {
-		return rec, false, h.payloadError("post-tool-use", err)
-	}
-	rec = gitstore.Record{Event: h.baseEvent(op), File: abs}
+	abs := f.Path
+	rec = gitstore.Record{Event: h.baseEvent(f.Op), File: abs}
 	rec.SetPath(h.st.RelPath(abs))
-	// After the tool ran the file exists (for a Write through a dangling
+	// After the tool ran the file exists (for a write through a dangling
 	// symlink: its target), so its resolution names what the model saw.
 	setRealPath(&rec, h.st.RelPath(realFile(abs)))
 	if _, _, denied := h.st.Deny().Check(abs); denied {
 		rec.Excluded = true // never read, never archived
 		return rec, true, nil
 	}
-	switch op {
-	case "read":
-		if read.Type == "file_unchanged" {
-			// Claude Code answers a repeated read of an unchanged file
-			// with no content: the earlier read stands, and so does its
-			// hash, against which drift is still checked. A record
-			// without a hash would become the latest evidence and turn
-			// that check off (the sweep skips these results too).
-			return rec, false, nil
+	switch {
+	case f.Op == "read" && f.Unchanged:
+		// The harness answered a repeated read of an unchanged file with
+		// no content: the earlier read stands, and so does its hash,
+		// against which drift is still checked. A record without a hash
+		// would become the latest evidence and turn that check off (the
+		// sweep skips these results too).
+		return rec, false, nil
+	case f.Op == "read" && !f.HasContent:
+		// image, pdf, notebook: in the context, but not as text we can
+		// hash; recorded without content.
+		rec.View = "unknown"
+		if f.ResultType != "" {
+			setExtra(&rec, "result_type", jsonStr(f.ResultType))
 		}
-		if read.Content == nil {
-			// image, pdf, notebook: in the context, but not as text we
-			// can hash; recorded without content.
-			rec.View = "unknown"
-			if read.Type != "" {
-				setExtra(&rec, "result_type", jsonStr(read.Type))
-			}
-			break
-		}
-		rec.Content, rec.HasContent = []byte(*read.Content), true
-		start := max(read.StartLine, 1)
-		if start > 1 || (read.TotalLines > 0 && read.NumLines < read.TotalLines) {
-			rec.View = fmt.Sprintf("lines:%d-%d", start, start+max(read.NumLines, 1)-1)
+	case f.Op == "read":
+		rec.Content, rec.HasContent = f.Content, true
+		if f.Partial {
+			start := max(f.FirstLine, 1)
+			rec.View = fmt.Sprintf("lines:%d-%d", start, start+max(f.NumLines, 1)-1)
 			// The version the part was cut from, when the disk still
 			// holds those lines: a receipt can then say the model saw
 			// part of exactly the committed blob. The guard still treats
 			// the view as partial (no drift check).
-			if disk, err := os.ReadFile(abs); err == nil && sameLines(disk, int(start), int(read.NumLines), rec.Content) {
+			if disk, err := os.ReadFile(abs); err == nil && sameLines(disk, int(start), int(f.NumLines), rec.Content) {
 				setExtra(&rec, "disk_blob", jsonStr(gitstore.BlobID(disk)))
 			}
 		} else if disk, err := os.ReadFile(abs); err == nil && sameText(disk, rec.Content) {
 			setExtra(&rec, "disk_blob", jsonStr(gitstore.BlobID(disk)))
 		}
-	case "write":
-		rec.Content, rec.HasContent = []byte(written), true
-	case "edit":
+	case f.HasContent:
+		rec.Content, rec.HasContent = f.Content, true
+	default:
+		// What the model's write or edit produced: the file right after.
 		disk, err := os.ReadFile(abs)
 		if err != nil {
-			return rec, false, fmt.Errorf("read %q after %s: %w", abs, h.p.ToolName, err)
+			return rec, false, fmt.Errorf("read %q after %s: %w", abs, h.c.Tool, err)
 		}
 		rec.Content, rec.HasContent = disk, true
 	}
@@ -339,9 +329,9 @@ func setExtra(rec *gitstore.Record, k string, v json.RawMessage) {
 // the context's transcript holds past its cursor.
 func (h *handler) storeWithSweep(ctx context.Context, recs []gitstore.Record) error {
 	hr := &hookRecords{writer: h.writer(), recs: recs}
-	if tp := h.p.contextTranscript(); tp != "" {
+	if tp := h.c.ContextTranscript; tp != "" {
 		var s SweepStats
-		if err := sweepFile(ctx, h.st, tp, SweepOptions{}, &s, hr); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := sweepFile(ctx, h.st, h.h, tp, SweepOptions{}, &s, hr); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			h.warn("sweep: %v", err)
 		}
 	}
@@ -349,7 +339,7 @@ func (h *handler) storeWithSweep(ctx context.Context, recs []gitstore.Record) er
 		return nil
 	}
 	if _, err := h.st.Append(ctx, h.writer(), recs); err != nil {
-		return fmt.Errorf("record %s: %w", h.p.ToolName, err)
+		return fmt.Errorf("record %s: %w", h.c.Tool, err)
 	}
 	return nil
 }
@@ -359,8 +349,6 @@ func jsonStr(s string) json.RawMessage {
 	return b
 }
 
-// sameText reports whether disk bytes and shown text are the same text up
-// to line endings: Claude Code shows CRLF files with LF.
 // sameLines reports whether lines start..start+n-1 of disk (1-based, as
 // Claude Code numbers them; the text split at newlines, CRLF as LF) are
 // what a partial Read showed: those lines joined by newlines.
@@ -375,6 +363,9 @@ func sameLines(disk []byte, start, n int, shown []byte) bool {
 	return bytes.Equal(bytes.Join(lines[start-1:start-1+n], []byte("\n")), bytes.ReplaceAll(shown, []byte("\r\n"), []byte("\n")))
 }
 
+// sameText reports whether disk bytes and shown text are the same text up
+// to line endings: a harness may show CRLF files with LF (Claude Code
+// does).
 func sameText(disk, shown []byte) bool {
 	if bytes.Equal(disk, shown) {
 		return true
@@ -386,27 +377,33 @@ func sameText(disk, shown []byte) bool {
 // the context's transcript no sweep has archived yet (compaction
 // boundaries and re-attached files that arrived since). A guard that
 // swept would write and wait for the writer's lock on every edit, while
-// post-tool-use keeps that unswept part short.
+// post-tool-use keeps that unswept part short. A call that changes
+// several files is denied when one of them is.
 func (h *handler) preToolUse(ctx context.Context) error {
-	switch h.p.ToolName {
-	case "Edit", "Write", "MultiEdit", "NotebookEdit":
-	default:
-		return nil
+	if h.c.ToolErr != nil {
+		return h.payloadError(PreToolUse, h.c.ToolErr)
 	}
-	abs, err := h.p.target()
-	if err != nil {
-		return h.payloadError("pre-tool-use", err)
+	for _, f := range h.c.Files {
+		if denied, err := h.guardFile(ctx, f.Path); denied || err != nil {
+			return err
+		}
 	}
-	in := guard.Input{Path: abs, Agent: h.p.AgentID}
-	in.RestoreHint = restoreHint(h.p.SessionID, h.p.AgentID, abs)
+	return nil
+}
+
+// guardFile decides the edit of one file; on a deny it prints the
+// harness's deny and records the denial.
+func (h *handler) guardFile(ctx context.Context, abs string) (denied bool, err error) {
+	in := guard.Input{Path: abs, Agent: h.c.Agent, ReadWith: h.h.Dialect().ReadWith}
+	in.RestoreHint = restoreHint(h.c.Session, h.c.Agent, abs)
 	// os.ReadFile follows symlinks: a dangling one is a file to create
-	// (the Write creates its target); one that cannot be followed (a
+	// (the write creates its target); one that cannot be followed (a
 	// loop) is reported, and the edit goes ahead.
 	disk, err := os.ReadFile(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return fmt.Errorf("read %q: %w", abs, err)
+		return false, fmt.Errorf("read %q: %w", abs, err)
 	default:
 		in.Exists = true
 		in.DiskBlob = gitstore.BlobID(disk)
@@ -415,21 +412,17 @@ func (h *handler) preToolUse(ctx context.Context) error {
 	if in.Exists {
 		ev, boundary, err := h.contextEvidence(ctx, abs, key)
 		if err != nil {
-			return err
+			return false, err
 		}
 		in.Evidence, in.Boundary = ev, boundary
 	}
 	d := guard.Decide(in)
 	if d.Allow {
-		return nil
+		return false, nil
 	}
-	out, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{
-		"hookEventName":            "PreToolUse",
-		"permissionDecision":       "deny",
-		"permissionDecisionReason": d.Reason,
-	}})
-	if _, err := h.e.Stdout.Write(append(out, '\n')); err != nil {
-		return err
+	out := h.h.Reply(h.c, Reply{Deny: d.Reason})
+	if _, err := h.e.Stdout.Write(out); err != nil {
+		return true, err
 	}
 	// Record the denial for receipts and audits; a failure here must not
 	// change the decision already printed. No dedupe key: one hook run is
@@ -440,18 +433,19 @@ func (h *handler) preToolUse(ctx context.Context) error {
 	rec.SetPath(key.rel)
 	setRealPath(&rec, key.real)
 	setExtra(&rec, "reason_kind", jsonStr(string(d.Kind)))
-	if h.p.ToolUseID != "" {
-		setExtra(&rec, "tool_use_id", jsonStr(h.p.ToolUseID))
+	if h.c.CallID != "" {
+		setExtra(&rec, "tool_use_id", jsonStr(h.c.CallID))
 	}
 	if _, err := h.st.Append(ctx, h.writer(), []gitstore.Record{rec}); err != nil {
 		h.warn("edit denied; recording the denial failed: %v", err)
 	}
-	return nil
+	return true, nil
 }
 
 // restoreHint is the restore command a deny reason names. Every word of
 // it is client text (the payload's session, agent and path), quoted for
-// the shell and kept printable.
+// the shell and kept printable. It needs no --harness: restore finds the
+// harness whose writer holds the session.
 func restoreHint(session, agent, path string) string {
 	s := "git lossless restore --session " + guard.ShellQuote(session)
 	if agent != "" {
@@ -499,8 +493,8 @@ func pathNeedle(rel string) []byte {
 // paths they name.
 func (h *handler) contextEvidence(ctx context.Context, abs string, key fileKey) ([]guard.Evidence, *guard.Boundary, error) {
 	var tr *transcriptAt
-	if tp := h.p.contextTranscript(); tp != "" {
-		t, err := openTranscript(h.st, tp)
+	if tp := h.c.ContextTranscript; tp != "" {
+		t, err := openTranscript(h.st, h.h, tp)
 		switch {
 		case err == nil:
 			tr = t
@@ -511,18 +505,18 @@ func (h *handler) contextEvidence(ctx context.Context, abs string, key fileKey) 
 			h.warn("transcript: %v (deciding from the archive)", err)
 		}
 	}
-	evidence, err := archivedEvidence(ctx, h.st, h.writer(), h.p.SessionID, h.p.AgentID, key)
+	evidence, err := archivedEvidence(ctx, h.st, h.writer(), h.c.Session, h.c.Agent, key)
 	if err != nil {
 		return nil, nil, err
 	}
 	var boundary *guard.Boundary
 	if tr == nil {
-		if boundary, err = archivedBoundary(ctx, h.st, h.writer(), h.p.SessionID, h.p.AgentID); err != nil {
+		if boundary, err = archivedBoundary(ctx, h.st, h.writer(), h.c.Session, h.c.Agent); err != nil {
 			return nil, nil, err
 		}
 		return evidence, boundary, nil
 	}
-	if ep, ok := tr.cur.Epochs[h.p.AgentID]; ok && !tr.fresh {
+	if ep, ok := tr.cur.Epochs[h.c.Agent]; ok && !tr.fresh {
 		boundary = &guard.Boundary{Key: ep.Key, TS: ep.TS}
 	}
 	resolved := map[string]bool{}
@@ -537,7 +531,7 @@ func (h *handler) contextEvidence(ctx context.Context, abs string, key fileKey) 
 		}
 		return m
 	}
-	tail, err := tr.scanTail(ctx, h.p.AgentID, same)
+	tail, err := tr.scanTail(ctx, h.c.Agent, same)
 	if err != nil {
 		h.warn("transcript: %v (deciding from what was read)", err)
 	}
@@ -672,11 +666,11 @@ func (h *handler) preCompact(ctx context.Context) error {
 	rec := gitstore.Record{Event: h.baseEvent("precompact")}
 	rec.Tool, rec.View = "", ""
 	rec.Key = "precompact:" + strconv.FormatInt(rec.TS.UnixNano(), 10)
-	if h.p.Trigger != "" {
-		rec.Extra = map[string]json.RawMessage{"trigger": jsonStr(h.p.Trigger)}
+	if h.c.Trigger != "" {
+		rec.Extra = map[string]json.RawMessage{"trigger": jsonStr(h.c.Trigger)}
 	}
 	hr := &hookRecords{writer: h.writer(), recs: []gitstore.Record{rec}}
-	_, serr := sweepSession(ctx, h.st, h.p.TranscriptPath, SweepOptions{}, hr)
+	_, serr := sweepSession(ctx, h.st, h.h, h.c.Transcript, SweepOptions{}, hr)
 	if serr != nil {
 		h.warn("sweep: %v", serr)
 	}
@@ -689,40 +683,31 @@ func (h *handler) preCompact(ctx context.Context) error {
 }
 
 // sessionStart hands the compacted context its facts and working set
-// back (see ManifestWith), naming the MCP tools when Claude Code starts
+// back (see ManifestWith), naming the MCP tools when the harness starts
 // our server for this directory: tool names that do not exist would send
 // the model looking for them.
 func (h *handler) sessionStart(ctx context.Context) error {
-	if h.p.Source != "compact" && h.p.Source != "resume" {
+	if h.c.Source != "compact" && h.c.Source != "resume" {
 		return nil
 	}
-	if h.p.TranscriptPath != "" {
-		if _, err := SweepSession(ctx, h.st, h.p.TranscriptPath, SweepOptions{}); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if h.c.Transcript != "" {
+		if _, err := SweepSession(ctx, h.st, h.h, h.c.Transcript, SweepOptions{}); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			h.warn("sweep: %v", err)
 		}
 	}
-	dir := h.p.Cwd
+	dir := h.c.Cwd
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
-	l := settings.MCPLookupFor(dir, h.e.Getenv)
-	if exe, err := os.Executable(); err == nil {
-		l.Programs = []string{exe}
-	}
-	regs, err := settings.FindMCPRegistrations(l)
+	tools, err := h.h.MCPTools(dir, h.e.Getenv)
 	if err != nil {
 		h.warn("%v", err)
 	}
-	srv, registered := settings.EffectiveMCPServer(regs)
-	text, err := ManifestWith(ctx, h.st, ManifestOptions{Session: h.p.SessionID, Source: h.p.Source, Budget: ManifestBudget,
-		MCP: registered && srv.Ours, Warn: func(msg string) { h.warn("%s", msg) }})
+	text, err := ManifestWith(ctx, h.st, ManifestOptions{Harness: h.h, Session: h.c.Session, Source: h.c.Source, Budget: ManifestBudget,
+		MCPTool: tools, Warn: func(msg string) { h.warn("%s", msg) }})
 	if err != nil || text == "" {
 		return err
 	}
-	out, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{
-		"hookEventName":     "SessionStart",
-		"additionalContext": text,
-	}})
-	_, err = h.e.Stdout.Write(append(out, '\n'))
+	_, err = h.e.Stdout.Write(h.h.Reply(h.c, Reply{Context: text}))
 	return err
 }

@@ -1,11 +1,12 @@
 package hooks
 
-// Import: archive a Claude Code projects directory — months of history
-// from before git-lossless was installed — in one go.
+// Import: archive a harness's past sessions — months of history from
+// before git-lossless was installed — in one go (for Claude Code its
+// projects directory).
 //
 // Every transcript goes through the hooks' own sweep (sweepFile): the same
 // records, deny list and secret redaction, the same cursors and dedupe
-// keys, the same writer (cc-<session>). That is what makes an import
+// keys, the same writer (<prefix><session>). That is what makes an import
 //
 //   - resumable: a transcript's cursor moves only after the store accepted
 //     its records, so an import killed at any point and run again goes on
@@ -13,50 +14,45 @@ package hooks
 //     is deduped by key;
 //   - idempotent: a second import finds every cursor at the end of its
 //     file and adds nothing (without cursors, the keys still do);
-//   - safe while Claude Code is running: a live session's hooks sweep the
+//   - safe while the harness is running: a live session's hooks sweep the
 //     same transcripts with the same cursors into the same writer. Both
 //     store through the writer's ref lock, and every record is deduped
 //     against the writer's events under that lock, so whichever comes
 //     second stores only what the first did not. A cursor written by one
 //     over the other's can only move back, which costs a re-read, never
-//     an event; the trailing line Claude Code is still writing is left
+//     an event; the trailing line the harness is still writing is left
 //     for the next sweep.
 //
-// Where a session goes: the repository its cwd belongs to (the "cwd"
-// member of the first line of its main transcript that carries one, else
-// of its subagents'), found by the hooks' rule (OpenForCwd). Subagent
+// Which files are transcripts, and of which session, the harness says
+// (Harness.SessionFile); where a session goes is the repository its cwd
+// belongs to (Harness.TranscriptCwd: the first its main transcript names,
+// else its subagents'), found by the hooks' rule (OpenForCwd). Subagent
 // transcripts go with their session, as the hooks sweep them.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
 
-// OpenForCwd opens the archive a Claude Code session whose cwd is dir
-// records into, with options o: the repository dir belongs to (found as
+// OpenForCwd opens the archive a session whose cwd is dir records into, with options o: the repository dir belongs to (found as
 // git finds it), else the embedded archive (gitstore.Discover), with the
 // witness wired in (anchor). A dir that no longer exists — a project
 // deleted, a linked worktree removed since the session — also goes to the
 // embedded archive rather than to whatever repository encloses its
 // nearest surviving parent (a home directory kept in git would otherwise
 // collect every deleted project's history). The hooks open their store
-// with gitstore.OpenDir alone: their cwd is Claude Code's working directory
-// as it runs, which exists; a missing one is an error they report.
+// with gitstore.OpenDir alone: their cwd is the harness's working
+// directory as it runs, which exists; a missing one is an error they report.
 func OpenForCwd(dir string, o gitstore.Options) (*gitstore.Store, error) {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		loc, err := gitstore.Embedded()
@@ -102,7 +98,7 @@ type ImportProgress struct {
 
 // Skip reasons of ImportSkip.
 const (
-	SkipNotTranscript = "not a transcript (only *.jsonl files are)"
+	SkipNotTranscript = "not a transcript of the harness"
 	SkipNotRegular    = "not a regular file"
 	SkipSymlink       = "symbolic link (not followed)"
 	SkipUnreadable    = "unreadable"
@@ -129,13 +125,14 @@ type ImportStore struct {
 
 // ImportStats says what an import did.
 type ImportStats struct {
-	Sessions    int           `json:"sessions"`    // sessions imported (or found up to date)
-	Transcripts int           `json:"transcripts"` // transcripts swept, subagents' included
-	UpToDate    int           `json:"up_to_date"`  // of which had nothing new
-	Bytes       int64         `json:"bytes"`       // transcript bytes read
-	Events      int           `json:"events"`      // events stored
-	Deduped     int           `json:"deduped"`     // records already archived (same key)
-	Stores      []ImportStore `json:"archives"`    // by archive name
+	Harness     string        `json:"harness,omitempty"` // the harness imported (set by the caller)
+	Sessions    int           `json:"sessions"`          // sessions imported (or found up to date)
+	Transcripts int           `json:"transcripts"`       // transcripts swept, subagents' included
+	UpToDate    int           `json:"up_to_date"`        // of which had nothing new
+	Bytes       int64         `json:"bytes"`             // transcript bytes read
+	Events      int           `json:"events"`            // events stored
+	Deduped     int           `json:"deduped"`           // records already archived (same key)
+	Stores      []ImportStore `json:"archives"`          // by archive name
 	Skipped     []ImportSkip  `json:"skipped"`
 	Failed      []ImportSkip  `json:"failed,omitempty"` // transcripts whose sweep failed
 	Sweep       SweepStats    `json:"sweep"`            // the sweeps' totals
@@ -199,27 +196,27 @@ func (w *workerStores) of(is *importStore, mine map[*importStore]*gitstore.Store
 	return st
 }
 
-// Import archives every session and subagent transcript under dirs (each
-// a Claude Code projects directory, a project's directory in it, or one
-// transcript), each session into the archive its cwd belongs to (see
+// Import archives every session and subagent transcript of harness h
+// under dirs (each a directory where h keeps sessions, a part of one, or
+// one transcript), each session into the archive its cwd belongs to (see
 // ImportOptions.Open). It sweeps all it can: a transcript that cannot be
 // read, has no cwd or is no transcript is skipped with its reason; one
 // whose sweep fails is reported in Failed and the error, and the others
 // go on. The returned error is ctx's when it ended, else one naming how
 // many failed and the first.
-func Import(ctx context.Context, dirs []string, opt ImportOptions) (ImportStats, error) {
+func Import(ctx context.Context, h Harness, dirs []string, opt ImportOptions) (ImportStats, error) {
 	start := time.Now()
 	var stats ImportStats
 	if opt.Open == nil {
 		o := gitstore.Options{Warn: opt.Warn}
 		opt.Open = func(cwd string) (*gitstore.Store, error) { return OpenForCwd(cwd, o) }
 	}
-	sessions, skipped, err := scanProjects(dirs)
+	sessions, skipped, err := scanSessions(h, dirs)
 	if err != nil {
 		return stats, err
 	}
 	stats.Skipped = skipped
-	sessions = placeSessions(sessions, opt.Open, &stats)
+	sessions = placeSessions(h, sessions, opt.Open, &stats)
 	var p ImportProgress
 	for _, s := range sessions {
 		p.Files += len(s.files)
@@ -233,7 +230,7 @@ func Import(ctx context.Context, dirs []string, opt ImportOptions) (ImportStats,
 	}
 	report()
 	if !opt.DryRun {
-		err = sweepSessions(ctx, sessions, opt, &stats, &p, report)
+		err = sweepSessions(ctx, h, sessions, opt, &stats, &p, report)
 	}
 	storesOf(sessions, &stats, opt.DryRun)
 	sortSkips(stats.Skipped)
@@ -245,21 +242,17 @@ func Import(ctx context.Context, dirs []string, opt ImportOptions) (ImportStats,
 	return stats, err
 }
 
-// scanProjects finds the transcripts under dirs, grouped by session, and
+// scanSessions finds h's transcripts under dirs, grouped by session, and
 // the files it skips.
-func scanProjects(dirs []string) ([]*importSession, []ImportSkip, error) {
+func scanSessions(h Harness, dirs []string) ([]*importSession, []ImportSkip, error) {
 	byMain := map[string]*importSession{}
 	seen := map[string]bool{}
 	var skipped []ImportSkip
-	add := func(path string, size int64) {
+	add := func(path, main string, size int64) {
 		if seen[path] {
 			return
 		}
 		seen[path] = true
-		main := path
-		if dir, base := filepath.Split(path); strings.HasPrefix(base, "agent-") && filepath.Base(filepath.Clean(dir)) == "subagents" {
-			main = filepath.Dir(filepath.Clean(dir)) + ".jsonl"
-		}
 		s := byMain[main]
 		if s == nil {
 			s = &importSession{main: main}
@@ -278,8 +271,8 @@ func scanProjects(dirs []string) ([]*importSession, []ImportSkip, error) {
 			return nil, nil, fmt.Errorf("import: %w", err)
 		}
 		if !fi.IsDir() {
-			if sk, ok := classify(abs, fi); ok {
-				add(abs, fi.Size())
+			if main, sk, ok := classify(h, abs, fi.Mode().Type(), fi); ok {
+				add(abs, main, fi.Size())
 			} else {
 				skipped = append(skipped, sk)
 			}
@@ -287,7 +280,7 @@ func scanProjects(dirs []string) ([]*importSession, []ImportSkip, error) {
 		}
 		// Walk the directory a symlinked root names (a trailing separator
 		// makes WalkDir's Lstat follow it), reporting paths under the name
-		// given: the hooks name transcripts by the path Claude Code
+		// given: the hooks name transcripts by the path the harness
 		// gives, and the cursors are keyed by it.
 		root := abs
 		if li, err := os.Lstat(abs); err == nil && li.Mode()&fs.ModeSymlink != 0 {
@@ -314,8 +307,8 @@ func scanProjects(dirs []string) ([]*importSession, []ImportSkip, error) {
 					return nil
 				}
 			}
-			if sk, ok := classifyEntry(path, de.Type(), fi); ok {
-				add(path, fi.Size())
+			if main, sk, ok := classify(h, path, de.Type(), fi); ok {
+				add(path, main, fi.Size())
 			} else {
 				skipped = append(skipped, sk)
 			}
@@ -342,22 +335,20 @@ func scanProjects(dirs []string) ([]*importSession, []ImportSkip, error) {
 	return out, skipped, nil
 }
 
-// classify says whether the file at path (fi from Stat) is a transcript
-// to import, and if not, why.
-func classify(path string, fi fs.FileInfo) (ImportSkip, bool) {
-	return classifyEntry(path, fi.Mode().Type(), fi)
-}
-
-func classifyEntry(path string, typ fs.FileMode, fi fs.FileInfo) (ImportSkip, bool) {
+// classify says whether the file at path (of type typ; fi nil when it is
+// not a regular file) is one of h's transcripts to import, and of which
+// session (its main transcript), and if not, why.
+func classify(h Harness, path string, typ fs.FileMode, fi fs.FileInfo) (string, ImportSkip, bool) {
+	main, ok := h.SessionFile(path)
 	switch {
-	case !strings.HasSuffix(path, ".jsonl"):
-		return ImportSkip{Path: path, Reason: SkipNotTranscript}, false
+	case !ok:
+		return "", ImportSkip{Path: path, Reason: SkipNotTranscript}, false
 	case typ&fs.ModeSymlink != 0:
-		return ImportSkip{Path: path, Reason: SkipSymlink}, false
+		return "", ImportSkip{Path: path, Reason: SkipSymlink}, false
 	case !typ.IsRegular() || fi == nil:
-		return ImportSkip{Path: path, Reason: SkipNotRegular}, false
+		return "", ImportSkip{Path: path, Reason: SkipNotRegular}, false
 	}
-	return ImportSkip{}, true
+	return main, ImportSkip{}, true
 }
 
 // errDetail is an error's text without the path it names (the skip
@@ -374,14 +365,14 @@ func errDetail(err error) string {
 // (into stats) the files it cannot read and the sessions without a cwd.
 // Each cwd is opened once, and cwds whose stores share a location share
 // the first store opened there.
-func placeSessions(sessions []*importSession, open func(string) (*gitstore.Store, error), stats *ImportStats) []*importSession {
+func placeSessions(h Harness, sessions []*importSession, open func(string) (*gitstore.Store, error), stats *ImportStats) []*importSession {
 	byCwd := map[string]*importStore{}
 	byLoc := map[gitstore.Location]*importStore{}
 	out := sessions[:0]
 	for _, s := range sessions {
 		readable := s.files[:0]
 		for _, f := range s.files {
-			cwd, err := transcriptCwd(f.path, f.size)
+			cwd, err := h.TranscriptCwd(f.path, f.size)
 			if err != nil {
 				stats.Skipped = append(stats.Skipped, ImportSkip{Path: f.path, Reason: SkipUnreadable, Detail: errDetail(err)})
 				s.bytes -= f.size
@@ -438,50 +429,10 @@ func archiveName(loc gitstore.Location) string {
 	return loc.GitDir
 }
 
-// transcriptCwd returns the "cwd" member of the first complete line of
-// the transcript at path (of about size bytes) that carries an absolute
-// one ("" when none does), reading no further than that line.
-func transcriptCwd(path string, size int64) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, int(max(4<<10, min(64<<10, size+1))))
-	var long []byte
-	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, line...)
-			continue
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return "", nil // no line with a cwd (a trailing partial line does not count)
-			}
-			return "", err
-		}
-		if long != nil {
-			line = append(long, line...)
-			long = long[:0]
-		}
-		// Most lines are objects whose cwd sits near the end; lines
-		// without the word cannot have the member.
-		if !bytes.Contains(line, []byte(`"cwd"`)) {
-			continue
-		}
-		if v := jsonscan.Field(line, "cwd"); v != nil {
-			if cwd, ok := jsonscan.String(v); ok && filepath.IsAbs(cwd) {
-				return filepath.Clean(cwd), nil
-			}
-		}
-	}
-}
-
 // sweepSessions sweeps the sessions on opt.Workers goroutines, largest
 // first (so that the last to finish is a small one), the files of one
 // session in order on one goroutine, stored together.
-func sweepSessions(ctx context.Context, sessions []*importSession, opt ImportOptions, stats *ImportStats, p *ImportProgress, report func()) error {
+func sweepSessions(ctx context.Context, h Harness, sessions []*importSession, opt ImportOptions, stats *ImportStats, p *ImportProgress, report func()) error {
 	order := append([]*importSession(nil), sessions...)
 	sort.SliceStable(order, func(i, j int) bool { return order[i].bytes > order[j].bytes })
 	workers := opt.Workers
@@ -503,7 +454,7 @@ func sweepSessions(ctx context.Context, sessions []*importSession, opt ImportOpt
 			mine := map[*importStore]*gitstore.Store{}
 			for s := range next {
 				st := ws.of(s.store, mine)
-				sweepImportSession(ctx, st, s, opt.Sweep, func(fn func()) {
+				sweepImportSession(ctx, st, h, s, opt.Sweep, func(fn func()) {
 					mu.Lock()
 					defer mu.Unlock()
 					fn()
@@ -529,7 +480,7 @@ feed:
 // pack per flush: see sweepGroup) and, under locked, adds what it did to
 // stats and p and reports. An interrupted session adds nothing: what it
 // parsed was not stored, and its cursors did not move.
-func sweepImportSession(ctx context.Context, st *gitstore.Store, s *importSession, opt SweepOptions, locked func(func()), stats *ImportStats, p *ImportProgress, report func()) {
+func sweepImportSession(ctx context.Context, st *gitstore.Store, h Harness, s *importSession, opt SweepOptions, locked func(func()), stats *ImportStats, p *ImportProgress, report func()) {
 	type fileDone struct {
 		f   importFile
 		ss  SweepStats
@@ -540,7 +491,7 @@ func sweepImportSession(ctx context.Context, st *gitstore.Store, s *importSessio
 	var done []fileDone
 	for _, f := range s.files {
 		var ss SweepStats
-		err := sweepFileTo(ctx, st, f.path, opt, &ss, nil, g)
+		err := sweepFileTo(ctx, st, h, f.path, opt, &ss, nil, g)
 		if ctx.Err() != nil {
 			return
 		}
@@ -569,7 +520,7 @@ func sweepImportSession(ctx context.Context, st *gitstore.Store, s *importSessio
 			if d.ss.Lines == 0 && d.ss.Resets == 0 {
 				stats.UpToDate++
 			}
-			if unsweptTail(st, d.f.path) {
+			if unsweptTail(st, h, d.f.path) {
 				stats.Skipped = append(stats.Skipped, ImportSkip{Path: d.f.path, Reason: SkipBeingWritten})
 			}
 			stats.Sweep.add(d.ss)
@@ -592,8 +543,8 @@ func sweepImportSession(ctx context.Context, st *gitstore.Store, s *importSessio
 
 // unsweptTail reports whether the transcript at path holds bytes past its
 // cursor after a sweep: a last line without its newline, being written.
-func unsweptTail(st *gitstore.Store, path string) bool {
-	cfile, err := CursorFile(st, path)
+func unsweptTail(st *gitstore.Store, h Harness, path string) bool {
+	cfile, err := CursorFile(st, h, path)
 	if err != nil {
 		return false
 	}

@@ -38,13 +38,34 @@ func Invocation(args []string) ([]string, bool) {
 	return nil, false
 }
 
-// RunArgs runs `hook ARGS`: exactly one event name and nothing else, or
+// RunArgs runs `hook [HARNESS] EVENT`: the event of the harness named
+// (of hs), or, with the event alone, of the first of hs (the default
+// harness, Claude Code, whose settings name no harness). Anything else is
 // one line on stderr and nothing done (for pre-tool-use: the edit goes
 // ahead). It always returns 0.
-func RunArgs(ctx context.Context, args []string, e Env) int {
-	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintf(e.Stderr, "git-lossless: hook: usage: git lossless hook EVENT, got %q (ignored)\n", strings.Join(args, " "))
+func RunArgs(ctx context.Context, hs []Harness, args []string, e Env) int {
+	usage := func(why string) int {
+		fmt.Fprintf(e.Stderr, "git-lossless: hook: %susage: git lossless hook [HARNESS] EVENT, got %q (ignored)\n", why, strings.Join(args, " "))
 		return 0
 	}
-	return Run(ctx, args[0], e)
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			return usage("")
+		}
+	}
+	switch {
+	case len(hs) == 0 || len(args) == 0 || len(args) > 2:
+		return usage("")
+	case len(args) == 1:
+		return Run(ctx, hs[0], args[0], e)
+	}
+	h, ok := Find(hs, args[0])
+	if !ok {
+		names := make([]string, len(hs))
+		for i, h := range hs {
+			names[i] = h.Name()
+		}
+		return usage(fmt.Sprintf("unknown harness %q (known: %s); ", args[0], strings.Join(names, ", ")))
+	}
+	return Run(ctx, h, args[1], e)
 }

@@ -13,31 +13,32 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
-	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
 // ManifestBudget caps the working-set manifest printed at SessionStart:
-// Claude Code spills additionalContext over 10,000 characters to a file.
+// Claude Code spills additionalContext over 10,000 characters to a file,
+// and the other harnesses take it into the model's context whole.
 const ManifestBudget = 8000
 
 // RestoreBudget is the default cap on the characters of content
 // `restore` prints, the same as the manifest's: what restore prints goes
-// into the model's context through a Bash result, where it displaces what
-// the compaction was meant to make room for, and Claude Code spills hook
-// output over 10,000 characters to a file. A larger working set is
+// into the model's context through a shell tool's result, where it
+// displaces what the compaction was meant to make room for, and Claude
+// Code spills hook output over 10,000 characters to a file. A larger working set is
 // restored in parts with --files or a larger --budget.
 const RestoreBudget = 8000
 
-// contextTouches returns the accesses of one context (agent "" = main),
-// in archive order.
-func contextTouches(ctx context.Context, st *gitstore.Store, session, agent string) ([]guard.Touch, error) {
+// contextTouches returns the accesses of one context (agent "" = main)
+// of a session, in archive order. writer is the session's writer ("": any
+// writer holding the session).
+func contextTouches(ctx context.Context, st *gitstore.Store, writer, session, agent string) ([]guard.Touch, error) {
 	ag := agent
 	if ag == "" {
 		ag = gitstore.MainAgent
 	}
 	q := gitstore.Query{Session: session, Agent: ag}
-	if session != "" {
-		q.Writers = []string{gitstore.WriterName("cc-", session)}
+	if session != "" && writer != "" {
+		q.Writers = []string{writer}
 	}
 	evs, err := st.Events(ctx, q)
 	if err != nil {
@@ -79,24 +80,21 @@ func diskState(st *gitstore.Store, f guard.FileState) (guard.Disk, []byte) {
 
 // ManifestOptions selects what ManifestWith prints.
 type ManifestOptions struct {
+	// Harness is the session's harness: its writer, and its words.
+	Harness        Harness
 	Session, Agent string
 	// Source is the SessionStart source: "compact" adds the facts block
 	// (see facts.go); "resume" gives the conversation back whole, so only
 	// the working set is printed.
 	Source string
 	Budget int // characters at most, facts and working set together
-	// MCP names the MCP server's tools (mcp__git-lossless__...) as the
-	// way to get content back: set when Claude Code starts the server
-	// for the session (see settings.EffectiveMCPServer).
-	MCP bool
+	// MCPTool, when set, names the MCP server's tools as the model sees
+	// them (Harness.MCPTools), as the way to get content back: set when
+	// the harness starts the server for the session.
+	MCPTool func(tool string) string
 	// Warn receives a problem that left the facts out (the working set
 	// is printed regardless); nil drops it.
 	Warn func(string)
-}
-
-// Manifest is ManifestWith naming the MCP tools.
-func Manifest(ctx context.Context, st *gitstore.Store, session, agent, source string, budget int) (string, error) {
-	return ManifestWith(ctx, st, ManifestOptions{Session: session, Agent: agent, Source: source, Budget: budget, MCP: true})
 }
 
 // manifestMinWorkingSet is the room the facts leave the working set at
@@ -109,12 +107,13 @@ const manifestMinWorkingSet = 400
 // files changed, the errors still open: facts.go), then its working set:
 // files ranked (edited first, then by touches, then recency), each with
 // its state on disk now, as many as the budget left by the facts holds;
-// then how to get content back (the MCP tools when opt.MCP, and the
-// restore command). The facts take at most half the budget, so the
+// then how to get content back (the MCP tools when opt.MCPTool, reading
+// the file again, and the restore command). The facts take at most half the budget, so the
 // working set always has room. Empty when nothing is archived.
 func ManifestWith(ctx context.Context, st *gitstore.Store, opt ManifestOptions) (string, error) {
 	session, budget := opt.Session, opt.Budget
-	touches, err := contextTouches(ctx, st, session, opt.Agent)
+	writer := Writer(opt.Harness, session)
+	touches, err := contextTouches(ctx, st, writer, session, opt.Agent)
 	if err != nil {
 		return "", err
 	}
@@ -129,20 +128,29 @@ func ManifestWith(ctx context.Context, st *gitstore.Store, opt ManifestOptions) 
 	head := fmt.Sprintf("git-lossless: this session (%s) %s.\n", guard.Printable(session), why)
 	sq := guard.ShellQuote(session)
 	var tail strings.Builder
-	if opt.MCP {
-		t := func(name string) string { return settings.MCPToolName(settings.MCPServerName, name) }
-		fmt.Fprintf(&tail, "\nTo get content back: %s (the working set's current content) or %s (one file), or Read it again, or `git lossless restore --session %s --files PATH...`; each counts as seen for the edit guard, which denies edits of files not seen in this context since the compaction: never edit from memory. To find what you saw before: %s, then %s (or `git lossless log --session %s`).\n",
-			t("restore_context"), t("read_file"), sq, t("search"), t("read_span"), sq)
-	} else {
-		fmt.Fprintf(&tail, "\nTo get content back, Read the file again, or run `git lossless restore --session %s --files PATH...` (prints current content; counts as seen for the edit guard). Do not edit a file from memory: the guard denies edits of files not seen in this context since the compaction. `git lossless log --session %s` lists everything archived.\n", sq, sq)
+	readWith := ""
+	if w := opt.Harness.Dialect().ReadWith; w != "" {
+		readWith = " with " + w
 	}
+	if t := opt.MCPTool; t != nil {
+		fmt.Fprintf(&tail, "\nTo get content back: %s (the working set's current content) or %s (one file), or read it again%s, or `git lossless restore --session %s --files PATH...`; each counts as seen for the edit guard, which denies edits of files not seen in this context since the compaction: never edit from memory. To find what you saw before: %s, then %s (or `git lossless log --session %s`).\n",
+			t("restore_context"), t("read_file"), readWith, sq, t("search"), t("read_span"), sq)
+	} else {
+		fmt.Fprintf(&tail, "\nTo get content back, read the file again%s, or run `git lossless restore --session %s --files PATH...` (prints current content; counts as seen for the edit guard). Do not edit a file from memory: the guard denies edits of files not seen in this context since the compaction. `git lossless log --session %s` lists everything archived.\n", readWith, sq, sq)
+	}
+	// The line that says how many files did not fit is left room for:
+	// its length depends on the count and on the session id.
+	more := func(n int) string {
+		return fmt.Sprintf("- ... and %d more files (`git lossless log --session %s`)\n", n, sq)
+	}
+	reserve := len(more(len(ws)))
 	facts := ""
 	if opt.Source == "compact" {
 		// Half the budget at most, and never so much that the working
 		// set's first lines lose their room.
-		room := min(budget/2, budget-len(head)-tail.Len()-64-manifestMinWorkingSet)
+		room := min(budget/2, budget-len(head)-tail.Len()-reserve-manifestMinWorkingSet)
 		if room > 0 {
-			f, err := ReadSessionFacts(ctx, st, session, opt.Agent)
+			f, err := ReadSessionFacts(ctx, st, FactsOptions{Writer: writer, Session: session, Agent: opt.Agent, Dialect: opt.Harness.Dialect()})
 			switch {
 			case err == nil:
 				facts = f.Text(session, room)
@@ -172,14 +180,14 @@ func ManifestWith(ctx context.Context, st *gitstore.Store, opt ManifestOptions) 
 			line += " (" + f.Latest.View + ")"
 		}
 		line += "\n"
-		if b.Len()+len(line)+tail.Len()+64 > budget {
+		if b.Len()+len(line)+tail.Len()+reserve > budget {
 			break
 		}
 		b.WriteString(line)
 		shown++
 	}
 	if shown < len(ws) {
-		fmt.Fprintf(&b, "- ... and %d more files (`git lossless log --session %s`)\n", len(ws)-shown, sq)
+		b.WriteString(more(len(ws) - shown))
 	}
 	b.WriteString(tail.String())
 	return b.String(), nil
@@ -187,6 +195,9 @@ func ManifestWith(ctx context.Context, st *gitstore.Store, opt ManifestOptions) 
 
 // RestoreOptions selects what Restore prints.
 type RestoreOptions struct {
+	// Harness is the session's harness: the restore events go to its
+	// writer of the session, and carry its name.
+	Harness Harness
 	Session string
 	Agent   string
 	Files   []string // absolute or repository-relative; empty: the working set
@@ -208,6 +219,10 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 	if opt.Now.IsZero() {
 		opt.Now = time.Now()
 	}
+	if opt.Harness == nil {
+		return "", errors.New("restore: no harness")
+	}
+	writer := Writer(opt.Harness, opt.Session)
 	var files []guard.FileState
 	if len(opt.Files) > 0 {
 		for _, f := range opt.Files {
@@ -218,7 +233,7 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 			files = append(files, guard.FileState{Path: rel})
 		}
 		if opt.Session != "" {
-			if touches, err := contextTouches(ctx, st, opt.Session, opt.Agent); err == nil {
+			if touches, err := contextTouches(ctx, st, writer, opt.Session, opt.Agent); err == nil {
 				known := map[string]guard.FileState{}
 				for _, f := range guard.WorkingSet(touches) {
 					known[f.Path] = f
@@ -234,7 +249,7 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 		if opt.Session == "" {
 			return "", errors.New("restore needs --session (or --files)")
 		}
-		touches, err := contextTouches(ctx, st, opt.Session, opt.Agent)
+		touches, err := contextTouches(ctx, st, writer, opt.Session, opt.Agent)
 		if err != nil {
 			return "", err
 		}
@@ -289,7 +304,8 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 		b.WriteString("=== end of " + name + " ===\n\n")
 		left -= len(text)
 		rec := gitstore.Record{Event: gitstore.Event{TS: opt.Now, Session: opt.Session, Agent: opt.Agent, Sidechain: opt.Agent != "",
-			Source: restoreSource(opt.Source), Tool: opt.Tool, Op: "restore", View: view, Key: "restore:" + nonce + ":" + strconv.Itoa(i)}, File: abs,
+			Source: restoreSource(opt.Source), Tool: opt.Tool, Op: "restore", View: view, Key: "restore:" + nonce + ":" + strconv.Itoa(i),
+			Harness: opt.Harness.Name()}, File: abs,
 			Content: []byte(text), HasContent: true}
 		rec.SetPath(f.Path)
 		// Printed content is evidence for the file, whatever the
@@ -301,7 +317,7 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 		recs = append(recs, rec)
 	}
 	if len(recs) > 0 && opt.Session != "" {
-		if _, err := st.Append(ctx, gitstore.WriterName("cc-", opt.Session), recs); err != nil {
+		if _, err := st.Append(ctx, writer, recs); err != nil {
 			return "", fmt.Errorf("record restore: %w", err)
 		}
 	}

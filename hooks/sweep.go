@@ -1,26 +1,31 @@
 package hooks
 
-// Transcript sweep: archive what a Claude Code transcript holds, from where
-// the last sweep stopped.
+// Transcript sweep: archive what a harness's transcript holds, from where
+// the last sweep stopped. The harness reads its format
+// (Harness.ReadTranscript) into the neutral items of hooks/transcript;
+// everything else — cursors, records, writers, dedupe — is here.
 //
-// A cursor per transcript (under <common dir>/lossless/cc-cursors, named by
-// the first 16 bytes of sha256(path) in hex) records the byte offset swept,
-// the file's identity (device and inode), its size and the sha256 of its
-// first min(offset, 4096) bytes, plus the tool calls whose results had not
-// arrived yet and, per context, the last compaction boundary before the
-// offset (so that evidence swept later is stamped with its epoch). A transcript that shrank below the offset, was replaced (new
-// inode) or rewritten (prefix hash differs) is swept again from 0: the
-// dedupe keys make re-recording harmless. The cursor moves only after the
-// store accepted the records; a trailing line without its '\n' (being
-// written) is left for the next sweep.
+// A cursor per transcript (under <common dir>/lossless/<prefix>cursors,
+// cc-cursors for Claude Code, named by the first 16 bytes of
+// sha256(path) in hex) records the byte offset swept, the file's identity
+// (device and inode), its size and the sha256 of its first min(offset,
+// 4096) bytes, plus the tool calls whose results had not arrived yet and,
+// per context, the last compaction boundary before the offset (so that
+// evidence swept later is stamped with its epoch). A transcript that
+// shrank below the offset, was replaced (new inode) or rewritten (prefix
+// hash differs) is swept again from 0: the dedupe keys make re-recording
+// harmless. The cursor moves only after the store accepted the records; a
+// trailing line without its '\n' (being written) is left for the next
+// sweep.
 //
-// Records follow hooks/doc.go, all with source "sweep", the line's own
-// timestamp, session, agent, sidechain and the extra field "uuid":
+// Records follow hooks/doc.go, all with source "sweep", the harness's
+// name, the line's own timestamp, session, agent, sidechain and the extra
+// field "uuid":
 //
 //   - read/write/edit/attach: the FileSeen evidence, with its content
 //     (none for an edit the transcript cannot reconstruct), key
-//     <tool_use_id> or attach:<uuid>, and extra "epoch": the key of the
-//     last compact_boundary line of the same context above it in the
+//     <tool call id> or attach:<uuid>, and extra "epoch": the key of the
+//     last compaction boundary of the same context above it in the
 //     transcript (absent above the first). The guard places evidence
 //     against a compaction by this, transcript order, not by timestamps;
 //     see package guard;
@@ -35,9 +40,10 @@ package hooks
 // absolute path (the deny list follows its symlinks). File evidence
 // carries extra "real_path" when the path resolves through a symlink to
 // another one (see realpath.go), resolved when the sweep runs. Nothing is
-// read from the files themselves. One writer per session: cc-<sessionId>. Big sweeps
-// are written as one pack per writer (Store.Import), small ones appended;
-// an import stores a session's transcripts together (sweep_group.go).
+// read from the files themselves. One writer per session:
+// <prefix><session> (cc-<sessionId> for Claude Code). Big sweeps are
+// written as one pack per writer (Store.Import), small ones appended; an
+// import stores a session's transcripts together (sweep_group.go).
 
 import (
 	"context"
@@ -51,8 +57,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -116,14 +120,16 @@ func (s *SweepStats) add(o SweepStats) {
 	s.Deduped += o.Deduped
 }
 
-// CursorDir is the StateDir name of the sweep cursors.
-const CursorDir = "cc-cursors"
+// CursorDir is the StateDir name of a harness's sweep cursors: its
+// prefix, then "cursors" (cc-cursors for Claude Code).
+func CursorDir(h Harness) string { return h.Prefix() + "cursors" }
 
 // cursorPrefix is how many leading bytes the cursor's hash covers.
 const cursorPrefix = 4096
 
-// sweepCursor is a transcript's cursor file.
-type sweepCursor struct {
+// Cursor is a transcript's cursor file: how far the sweeps of one
+// transcript got (see the top of this file).
+type Cursor struct {
 	Version   int                         `json:"v"`
 	Path      string                      `json:"path"`
 	Offset    int64                       `json:"offset"`
@@ -138,11 +144,11 @@ type sweepCursor struct {
 	// the main context) to its last compaction boundary before Offset.
 	// The guard reads a context's current boundary from here and from the
 	// lines past Offset, instead of searching the archive for it.
-	Epochs map[string]cursorEpoch `json:"epochs,omitempty"`
+	Epochs map[string]CursorEpoch `json:"epochs,omitempty"`
 }
 
-// cursorEpoch is a compaction boundary as a cursor keeps it.
-type cursorEpoch struct {
+// CursorEpoch is a compaction boundary as a cursor keeps it.
+type CursorEpoch struct {
 	Key string    `json:"key"` // compact:<line uuid>
 	TS  time.Time `json:"ts"`  // the line's timestamp
 }
@@ -152,13 +158,13 @@ type cursorEpoch struct {
 // start (deduped) and the epochs are rebuilt.
 const cursorVersion = 2
 
-// CursorFile returns the cursor file of the transcript at path.
-func CursorFile(st *gitstore.Store, path string) (string, error) {
+// CursorFile returns the cursor file of harness h's transcript at path.
+func CursorFile(st *gitstore.Store, h Harness, path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
 	}
-	dir, err := st.StateDir(CursorDir)
+	dir, err := st.StateDir(CursorDir(h))
 	if err != nil {
 		return "", err
 	}
@@ -166,19 +172,30 @@ func CursorFile(st *gitstore.Store, path string) (string, error) {
 	return filepath.Join(dir, hex.EncodeToString(sum[:16])), nil
 }
 
-func readCursor(file string) *sweepCursor {
+// ReadCursor returns the cursor of harness h's transcript at path: nil
+// when there is none yet or it cannot be read (the next sweep starts
+// from the beginning).
+func ReadCursor(st *gitstore.Store, h Harness, path string) *Cursor {
+	file, err := CursorFile(st, h, path)
+	if err != nil {
+		return nil
+	}
+	return readCursor(file)
+}
+
+func readCursor(file string) *Cursor {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil
 	}
-	var c sweepCursor
+	var c Cursor
 	if json.Unmarshal(b, &c) != nil || c.Version != cursorVersion || c.Offset < 0 {
 		return nil // unreadable: sweep from the start (dedupe makes it safe)
 	}
 	return &c
 }
 
-func writeCursor(file string, c *sweepCursor) error {
+func writeCursor(file string, c *Cursor) error {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -209,21 +226,12 @@ func prefixHash(f *os.File, n int64) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// sessionFromPath guesses the session of a transcript from its name:
-// <session>.jsonl, or <session>/subagents/agent-<id>.jsonl.
-func sessionFromPath(abs string) string {
-	dir, base := filepath.Split(abs)
-	if strings.HasPrefix(base, "agent-") && filepath.Base(filepath.Clean(dir)) == "subagents" {
-		return filepath.Base(filepath.Dir(filepath.Clean(dir)))
-	}
-	return strings.TrimSuffix(base, ".jsonl")
-}
-
-// SweepTranscript archives what the transcript at path holds beyond its
-// cursor. A missing transcript is an error that wraps fs.ErrNotExist.
-func SweepTranscript(ctx context.Context, st *gitstore.Store, path string, opt SweepOptions) (SweepStats, error) {
+// SweepTranscript archives what harness h's transcript at path holds
+// beyond its cursor. A missing transcript is an error that wraps
+// fs.ErrNotExist.
+func SweepTranscript(ctx context.Context, st *gitstore.Store, h Harness, path string, opt SweepOptions) (SweepStats, error) {
 	var s SweepStats
-	err := sweepFile(ctx, st, path, opt, &s, nil)
+	err := sweepFile(ctx, st, h, path, opt, &s, nil)
 	return s, err
 }
 
@@ -239,39 +247,30 @@ type hookRecords struct {
 }
 
 // SweepSession sweeps a session's main transcript and every subagent
-// transcript beside it (<main without .jsonl>/subagents/agent-*.jsonl).
-// It sweeps all it can and returns the errors joined.
-func SweepSession(ctx context.Context, st *gitstore.Store, mainTranscript string, opt SweepOptions) (SweepStats, error) {
-	return sweepSession(ctx, st, mainTranscript, opt, nil)
+// transcript the harness keeps beside it (Harness.Subagents). It sweeps
+// all it can and returns the errors joined.
+func SweepSession(ctx context.Context, st *gitstore.Store, h Harness, mainTranscript string, opt SweepOptions) (SweepStats, error) {
+	return sweepSession(ctx, st, h, mainTranscript, opt, nil)
 }
 
 // sweepSession is SweepSession storing hr with the main transcript's
 // records.
-func sweepSession(ctx context.Context, st *gitstore.Store, mainTranscript string, opt SweepOptions, hr *hookRecords) (SweepStats, error) {
+func sweepSession(ctx context.Context, st *gitstore.Store, h Harness, mainTranscript string, opt SweepOptions, hr *hookRecords) (SweepStats, error) {
 	var s SweepStats
 	var errs []error
-	if err := sweepFile(ctx, st, mainTranscript, opt, &s, hr); err != nil {
+	if err := sweepFile(ctx, st, h, mainTranscript, opt, &s, hr); err != nil {
 		errs = append(errs, err)
 	}
-	dir := filepath.Join(strings.TrimSuffix(mainTranscript, ".jsonl"), "subagents")
-	ents, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, fmt.Errorf("sweep %s: %w", dir, err))
+	subs, err := h.Subagents(mainTranscript)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("sweep the subagents of %s: %w", mainTranscript, err))
 	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		n := e.Name()
-		if strings.HasPrefix(n, "agent-") && strings.HasSuffix(n, ".jsonl") && !e.IsDir() {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, p := range subs {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)
 			break
 		}
-		if err := sweepFile(ctx, st, filepath.Join(dir, n), opt, &s, nil); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := sweepFile(ctx, st, h, p, opt, &s, nil); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -280,12 +279,13 @@ func sweepSession(ctx context.Context, st *gitstore.Store, mainTranscript string
 
 // transcriptAt is a transcript opened to be read on from its cursor.
 type transcriptAt struct {
+	h          Harness
 	abs, cfile string
 	f          *os.File
 	fi         os.FileInfo
 	// cur is the cursor to read on from: a fresh one at offset 0 when
 	// there was none, or it was unreadable or reset (fresh).
-	cur   *sweepCursor
+	cur   *Cursor
 	fresh bool
 	reset bool // a cursor was there but no longer fits the file
 }
@@ -295,12 +295,12 @@ type transcriptAt struct {
 // below the offset, was replaced (new inode) or rewritten (prefix hash
 // differs) is read again from 0. A missing transcript is an error that
 // wraps fs.ErrNotExist.
-func openTranscript(st *gitstore.Store, path string) (*transcriptAt, error) {
+func openTranscript(st *gitstore.Store, h Harness, path string) (*transcriptAt, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", path, err)
 	}
-	cfile, err := CursorFile(st, abs)
+	cfile, err := CursorFile(st, h, abs)
 	if err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", abs, err)
 	}
@@ -317,7 +317,7 @@ func openTranscript(st *gitstore.Store, path string) (*transcriptAt, error) {
 		f.Close()
 		return nil, fmt.Errorf("sweep %s: not a regular file", abs)
 	}
-	t := &transcriptAt{abs: abs, cfile: cfile, f: f, fi: fi}
+	t := &transcriptAt{h: h, abs: abs, cfile: cfile, f: f, fi: fi}
 	dev, ino := fileIdentity(fi)
 	cur := readCursor(cfile)
 	if cur != nil {
@@ -334,7 +334,7 @@ func openTranscript(st *gitstore.Store, path string) (*transcriptAt, error) {
 	}
 	if cur == nil {
 		t.fresh = true
-		cur = &sweepCursor{Version: cursorVersion, Path: abs, Dev: dev, Ino: ino}
+		cur = &Cursor{Version: cursorVersion, Path: abs, Dev: dev, Ino: ino}
 	}
 	t.cur = cur
 	return t, nil
@@ -345,14 +345,13 @@ func (t *transcriptAt) close() { t.f.Close() }
 // upToDate reports whether the cursor is at the end of the file.
 func (t *transcriptAt) upToDate() bool { return !t.fresh && t.fi.Size() == t.cur.Offset }
 
-// parser returns a parser positioned at the cursor, with its pending calls.
-func (t *transcriptAt) parser() (*transcript.Parser, error) {
+// reader returns the harness's reader positioned at the cursor, with its
+// pending calls.
+func (t *transcriptAt) reader() (TranscriptReader, error) {
 	if _, err := t.f.Seek(t.cur.Offset, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", t.abs, err)
 	}
-	p := transcript.NewParserSize(t.f, t.cur.Offset, t.fi.Size()-t.cur.Offset+1)
-	p.SetPending(t.cur.Pending)
-	return p, nil
+	return t.h.ReadTranscript(t.f, TranscriptPos{Offset: t.cur.Offset, Left: t.fi.Size() - t.cur.Offset + 1, Pending: t.cur.Pending}), nil
 }
 
 // tailItem is one item of a transcript's unswept tail, with the context's
@@ -374,7 +373,7 @@ func (t *transcriptAt) scanTail(ctx context.Context, agent string, file func(pat
 	if t.upToDate() {
 		return nil, nil
 	}
-	p, err := t.parser()
+	p, err := t.reader()
 	if err != nil {
 		return nil, err
 	}
@@ -410,17 +409,17 @@ func (t *transcriptAt) scanTail(ctx context.Context, agent string, file func(pat
 	}
 }
 
-func sweepFile(ctx context.Context, st *gitstore.Store, path string, opt SweepOptions, total *SweepStats, hr *hookRecords) error {
-	return sweepFileTo(ctx, st, path, opt, total, hr, nil)
+func sweepFile(ctx context.Context, st *gitstore.Store, h Harness, path string, opt SweepOptions, total *SweepStats, hr *hookRecords) error {
+	return sweepFileTo(ctx, st, h, path, opt, total, hr, nil)
 }
 
 // sweepFileTo is sweepFile storing through g when g is not nil: the
 // records go to g, and the cursor is written when g has stored them (see
 // sweepGroup).
-func sweepFileTo(ctx context.Context, st *gitstore.Store, path string, opt SweepOptions, total *SweepStats, hr *hookRecords, g *sweepGroup) error {
+func sweepFileTo(ctx context.Context, st *gitstore.Store, h Harness, path string, opt SweepOptions, total *SweepStats, hr *hookRecords, g *sweepGroup) error {
 	var stats SweepStats
 	defer func() { total.add(stats) }()
-	t, err := openTranscript(st, path)
+	t, err := openTranscript(st, h, path)
 	if err != nil {
 		return err
 	}
@@ -434,12 +433,12 @@ func sweepFileTo(ctx context.Context, st *gitstore.Store, path string, opt Sweep
 		return nil // nothing new
 	}
 
-	p, err := t.parser()
+	p, err := t.reader()
 	if err != nil {
 		return err
 	}
-	b := &sweepBatch{st: st, optSession: opt.SessionID, pathSession: sessionFromPath(abs), lastSession: cur.Session,
-		stats: &stats, rel: map[string]string{}, epochs: map[string]cursorEpoch{}, importMin: opt.ImportMin,
+	b := &sweepBatch{st: st, harness: h.Name(), prefix: h.Prefix(), optSession: opt.SessionID, pathSession: h.SessionOf(abs), lastSession: cur.Session,
+		stats: &stats, rel: map[string]string{}, epochs: map[string]CursorEpoch{}, importMin: opt.ImportMin,
 		group: g, resolved: opt.resolved}
 	if b.importMin <= 0 {
 		b.importMin = 64
@@ -544,6 +543,8 @@ func sweepFileTo(ctx context.Context, st *gitstore.Store, path string, opt Sweep
 // sweepBatch gathers the records of a sweep, by writer.
 type sweepBatch struct {
 	st          *gitstore.Store
+	harness     string // the harness's name, on every record
+	prefix      string // of its writers
 	optSession  string // SweepOptions.SessionID
 	pathSession string // from the transcript's name
 	lastSession string // the last sessionId a line carried
@@ -553,7 +554,7 @@ type sweepBatch struct {
 	bytes       int64
 	rel         map[string]string      // absolute path -> recorded path
 	real        map[string]string      // absolute path -> its resolved file, recorded as a path
-	epochs      map[string]cursorEpoch // context (agent id) -> its last compaction boundary
+	epochs      map[string]CursorEpoch // context (agent id) -> its last compaction boundary
 	// importMin is SweepOptions.ImportMin with its default. Once a
 	// writer has that many records (it will be stored by Import), pre
 	// compresses their contents while the transcript is still being
@@ -644,7 +645,7 @@ func (b *sweepBatch) addLine(tl *transcript.Line) {
 	default:
 		session = b.pathSession
 	}
-	writer := gitstore.WriterName("cc-", session)
+	writer := gitstore.WriterName(b.prefix, session)
 	var uuidJSON json.RawMessage
 	if tl.UUID != "" {
 		uuidJSON = jsonscan.Quote(tl.UUID)
@@ -652,7 +653,7 @@ func (b *sweepBatch) addLine(tl *transcript.Line) {
 	for _, it := range tl.Items {
 		m := it.Meta()
 		r := gitstore.Record{Event: gitstore.Event{
-			TS: m.TS, Session: session, Agent: m.Agent, Sidechain: m.Sidechain, Source: "sweep",
+			TS: m.TS, Session: session, Agent: m.Agent, Sidechain: m.Sidechain, Source: "sweep", Harness: b.harness,
 		}}
 		extra := map[string]json.RawMessage{}
 		if uuidJSON != nil {
@@ -688,7 +689,7 @@ func (b *sweepBatch) addLine(tl *transcript.Line) {
 				extra["trigger"] = jsonscan.Quote(x.Trigger)
 			}
 			if x.Key != "" {
-				b.epochs[m.Agent] = cursorEpoch{Key: x.Key, TS: m.TS}
+				b.epochs[m.Agent] = CursorEpoch{Key: x.Key, TS: m.TS}
 			}
 		default:
 			content := transcript.SpanJSON(it)

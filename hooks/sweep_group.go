@@ -36,7 +36,7 @@ type sweepGroup struct {
 // stored.
 type pendingCursor struct {
 	file, abs string
-	cur       *sweepCursor
+	cur       *Cursor
 }
 
 func newSweepGroup(st *gitstore.Store, opt SweepOptions) *sweepGroup {

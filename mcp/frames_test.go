@@ -14,6 +14,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 )
 
 // The frame guard's tests: a hostile client writes raw frames and reads
@@ -326,7 +328,7 @@ func checkAnswer(t *testing.T, fc frameCase, f rpcFrame) {
 // a client and a channel that gets Serve's result.
 func testServe(t *testing.T, f *fixture, setup func(*Server)) (*rawClient, <-chan error) {
 	t.Helper()
-	srv := New(Config{Store: f.st, Version: "test"})
+	srv := New(Config{Store: f.st, Version: "test", Harness: claudecode.New(), Getenv: claudeEnv(t.TempDir())})
 	if setup != nil {
 		setup(srv)
 	}
@@ -590,7 +592,7 @@ func TestStdoutFailureEnds(t *testing.T) {
 	f := newFixture(t)
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	for _, first := range []string{initialize, `{not json}`} {
-		srv := New(Config{Store: f.st, Version: "test"})
+		srv := New(Config{Store: f.st, Version: "test", Harness: claudecode.New(), Getenv: claudeEnv(t.TempDir())})
 		inR, inW := io.Pipe()
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(context.Background(), inR, &failingWriter{n: 0}) }()

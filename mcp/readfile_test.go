@@ -16,6 +16,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 )
 
 // plantedPassword is the password of a remote URL in .git/config: not
@@ -90,7 +92,7 @@ func TestReadFileRefusesGitDir(t *testing.T) {
 	// archived, content or not): restore_context refuses to show it.
 	read := gitstore.Record{Event: gitstore.Event{TS: time.Date(2026, 12, 1, 9, 0, 2, 0, time.UTC), Op: "read", Source: "hook", Session: f.session, View: "full", Tool: "Read", Key: "toolu_git"}}
 	read.SetPath(".git/config")
-	if _, err := f.st.Append(context.Background(), gitstore.WriterName("cc-", f.session), []gitstore.Record{read}); err != nil {
+	if _, err := f.st.Append(context.Background(), hooks.Writer(claudecode.New(), f.session), []gitstore.Record{read}); err != nil {
 		t.Fatal(err)
 	}
 	out, bad := f.call("restore_context", map[string]any{"session": f.session})
@@ -155,7 +157,7 @@ func TestReadFileLinkedWorktreeAndSeparateGitDir(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := New(Config{Store: st, Version: "test"})
+		srv := New(Config{Store: st, Version: "test", Harness: claudecode.New(), Getenv: claudeEnv(t.TempDir())})
 		ct, stt := sdk.NewInMemoryTransports()
 		if _, err := srv.SDK().Connect(context.Background(), stt, nil); err != nil {
 			t.Fatal(err)
@@ -265,7 +267,7 @@ func TestReadFileHostileFiles(t *testing.T) {
 // "mcp"), never under a session named ".".
 func TestReadFileNoSession(t *testing.T) {
 	f := newFixture(t)
-	srv := New(Config{Store: f.st, Version: "test", ClaudeConfigDir: t.TempDir()})
+	srv := New(Config{Store: f.st, Version: "test", Harness: claudecode.New(), Getenv: claudeEnv(t.TempDir())})
 	ct, stt := sdk.NewInMemoryTransports()
 	if _, err := srv.SDK().Connect(context.Background(), stt, nil); err != nil {
 		t.Fatal(err)

@@ -83,6 +83,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/recall"
 )
 
@@ -90,12 +91,19 @@ import (
 type Config struct {
 	Store      *gitstore.Store
 	Identities []age.Identity // open encrypted spans (in memory only)
-	NoMask     bool           // print secrets as archived (never set by Claude Code's registration)
-	// ClaudeConfigDir is Claude Code's config dir ($CLAUDE_CONFIG_DIR or
-	// ~/.claude): its projects/ holds the transcripts context_status reads.
-	ClaudeConfigDir string
-	Version         string
-	Now             func() time.Time
+	NoMask     bool           // print secrets as archived (never set by a harness's registration)
+	// Harness is the agent harness whose sessions the server serves (the
+	// one whose install registered it): a session id names its writer
+	// (hooks.Writer), its transcripts say which session is the latest and
+	// how full a context is (context_status), and what read_file and
+	// restore_context record in a session carries its name. Nil: the
+	// tools know no session.
+	Harness hooks.Harness
+	// Getenv is the environment the harness's files are found by
+	// (CLAUDE_CONFIG_DIR, HOME...; default os.Getenv).
+	Getenv  func(string) string
+	Version string
+	Now     func() time.Time
 	// Warn receives one-line warnings (the index could not be written...).
 	Warn func(string)
 }
@@ -129,6 +137,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
+	}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
 	}
 	s := &Server{cfg: cfg}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "git-lossless", Version: cfg.Version}, &sdk.ServerOptions{Instructions: instructions})

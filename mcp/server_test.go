@@ -13,6 +13,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/receipt"
 )
@@ -67,7 +69,7 @@ func newFixture(t *testing.T) *fixture {
 		span("a1", "assistant_text", `{"kind":"assistant_text","role":"assistant","text":"I will look at compacting the transcript in sweep.go first.\nThen measure."}`),
 		read,
 	}
-	if _, err := st.Append(context.Background(), gitstore.WriterName("cc-", f.session), recs); err != nil {
+	if _, err := st.Append(context.Background(), hooks.Writer(claudecode.New(), f.session), recs); err != nil {
 		t.Fatal(err)
 	}
 	// The session's transcript, where Claude Code keeps it.
@@ -89,7 +91,7 @@ func newFixture(t *testing.T) *fixture {
 	if err := os.WriteFile(filepath.Join(pdir, f.session+".jsonl"), []byte(transcript), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Config{Store: st, ClaudeConfigDir: cfgDir, Version: "test"})
+	srv := New(Config{Store: st, Harness: claudecode.New(), Getenv: claudeEnv(cfgDir), Version: "test"})
 	ct, stt := sdk.NewInMemoryTransports()
 	ctx := context.Background()
 	if _, err := srv.SDK().Connect(ctx, stt, nil); err != nil {
@@ -170,7 +172,7 @@ func TestToolsGoodAndBadArguments(t *testing.T) {
 			t.Fatalf("search %v shows the key:\n%s", q, out)
 		}
 	}
-	sid := gitstore.WriterName("cc-", f.session) + "#1"
+	sid := hooks.Writer(claudecode.New(), f.session) + "#1"
 	out, _ = f.call("read_span", map[string]any{"id": sid})
 	if strings.Contains(out, f.secret) || !strings.Contains(out, f.secret[:3]+"****"+f.secret[len(f.secret)-4:]) {
 		t.Fatalf("read_span does not mask the key:\n%s", out)
@@ -314,5 +316,16 @@ func TestReadFileHostilePaths(t *testing.T) {
 	after, err := f.st.Events(context.Background(), gitstore.Query{Session: f.session, Source: "mcp"})
 	if err != nil || len(after) != len(before) {
 		t.Errorf("hostile reads recorded: %d events before, %d after (%v)", len(before), len(after), err)
+	}
+}
+
+// claudeEnv is an environment whose Claude Code config dir is dir (and
+// nothing else): the server finds its sessions' transcripts there only.
+func claudeEnv(dir string) func(string) string {
+	return func(k string) string {
+		if k == "CLAUDE_CONFIG_DIR" {
+			return dir
+		}
+		return ""
 	}
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -44,7 +45,7 @@ type digestsIn struct {
 type readFileIn struct {
 	Path    string `json:"path"`
 	Lines   string `json:"lines,omitempty" jsonschema:"A-B"`
-	Session string `json:"session,omitempty" jsonschema:"your Claude Code session id (default: the latest)"`
+	Session string `json:"session,omitempty" jsonschema:"your session id (default: the latest)"`
 	Agent   string `json:"agent,omitempty" jsonschema:"your subagent id, if you are one"`
 }
 
@@ -89,7 +90,7 @@ func (s *Server) addTools() {
 		Annotations: readOnly("File history")}, s.fileHistory)
 	sdk.AddTool(s.sdk, &sdk.Tool{Name: "seal_status", Description: "Verify every writer's seal chain: OK or the first break.",
 		Annotations: readOnly("Seal status")}, s.sealStatus)
-	sdk.AddTool(s.sdk, &sdk.Tool{Name: "context_status", Description: "How full the Claude Code window is, from the transcript since the last compaction.",
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "context_status", Description: "How full your context window is, from the transcript since the last compaction.",
 		Annotations: readOnly("Context window")}, s.contextStatus)
 	sdk.AddTool(s.sdk, &sdk.Tool{Name: "receipt", Description: "A commit's receipt, summarised: what the model contexts saw for it.",
 		Annotations: readOnly("Commit receipt")}, s.receipt)
@@ -226,7 +227,7 @@ func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFi
 		session = s.latestSession()
 	}
 	if session != "" {
-		if err := validSession(session); err != nil {
+		if err := s.validSession(session); err != nil {
 			return toolError("%v", err), nil, nil
 		}
 	}
@@ -237,8 +238,12 @@ func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFi
 	rec := gitstore.Record{Event: gitstore.Event{TS: s.cfg.Now(), Op: "read", Source: "mcp", Session: session, Agent: in.Agent, View: view, Tool: "mcp:read_file"},
 		Content: data, HasContent: true}
 	rec.SetPath(rel)
-	writer := gitstore.WriterName("cc-", session)
-	if session == "" {
+	var writer string
+	if session != "" {
+		// Evidence of the session's context: its harness's writer, and
+		// its harness's name.
+		writer, rec.Harness = hooks.Writer(s.cfg.Harness, session), s.cfg.Harness.Name()
+	} else {
 		// Per clone by construction, as every derived name (gitstore
 		// FORMAT.md section 2).
 		w, err := s.cfg.Store.OwnWriterName(gitstore.FamilyMCP, "")
@@ -261,9 +266,9 @@ func (s *Server) restoreContext(ctx context.Context, _ *sdk.CallToolRequest, in 
 		session = s.latestSession()
 	}
 	if session == "" {
-		return toolError("no Claude Code session found for this repository: pass session"), nil, nil
+		return toolError("no session found for this repository: pass session"), nil, nil
 	}
-	if err := validSession(session); err != nil {
+	if err := s.validSession(session); err != nil {
 		return toolError("%v", err), nil, nil
 	}
 	var files []string
@@ -287,7 +292,7 @@ func (s *Server) restoreContext(ctx context.Context, _ *sdk.CallToolRequest, in 
 	if budget <= 0 {
 		budget = hooks.RestoreBudget
 	}
-	out, err := hooks.Restore(ctx, s.cfg.Store, hooks.RestoreOptions{Session: session, Agent: in.Agent, Files: files, Budget: min(budget, maxMaxChars), Now: s.cfg.Now(),
+	out, err := hooks.Restore(ctx, s.cfg.Store, hooks.RestoreOptions{Harness: s.cfg.Harness, Session: session, Agent: in.Agent, Files: files, Budget: min(budget, maxMaxChars), Now: s.cfg.Now(),
 		Source: "mcp", Tool: "mcp:restore_context"})
 	if err != nil {
 		return toolError("restore: %v", err), nil, nil
@@ -429,11 +434,15 @@ func agentSuffix(a string) string {
 	return " agent " + a
 }
 
-// validSession: a session id names a writer (cc-<session>): letters,
-// digits, '.', '_', '-', as Claude Code's ids are.
-func validSession(s string) error {
-	if err := gitstore.ValidWriter(gitstore.WriterName("cc-", s)); err != nil || strings.ContainsAny(s, "/\\") || strings.Contains(s, "..") {
-		return fmt.Errorf("session %q is not a session id", s)
+// validSession: a session id names a writer of the server's harness
+// (hooks.Writer: cc-<session> for Claude Code): letters, digits, '.', '_',
+// '-', as the harnesses' ids are.
+func (s *Server) validSession(session string) error {
+	if s.cfg.Harness == nil {
+		return errors.New("this server serves no harness's sessions")
+	}
+	if err := gitstore.ValidWriter(hooks.Writer(s.cfg.Harness, session)); err != nil || strings.ContainsAny(session, "/\\") || strings.Contains(session, "..") {
+		return fmt.Errorf("session %q is not a session id", session)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 )
 
@@ -134,7 +135,7 @@ func buildCorpus(dir string, wantSpans int, wantBytes int64) error {
 		if err != nil {
 			return err
 		}
-		if _, err := hooks.SweepSession(ctx, st, p, hooks.SweepOptions{}); err != nil {
+		if _, err := hooks.SweepSession(ctx, st, claudecode.New(), p, hooks.SweepOptions{}); err != nil {
 			return err
 		}
 		evs, err := st.Events(ctx, gitstore.Query{Op: "span", Session: sid})

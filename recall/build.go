@@ -9,7 +9,7 @@ import (
 	"github.com/git-lossless/git-lossless/secrets"
 )
 
-// Kinds, as Hit.Kind reports them and Query.Kind filters on. Claude Code
+// Kinds, as Hit.Kind reports them and Query.Kind filters on. A harness's
 // spans keep the kind the sweep stored, except that "user" and
 // "assistant" read as user_prompt and assistant_text.
 const (

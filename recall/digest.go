@@ -16,7 +16,7 @@ type DigestQuery struct {
 }
 
 // Digest is one line of an overview: a group of spans of one context. A
-// Claude Code context's spans form a group from its start to its first
+// harness context's spans form a group from its start to its first
 // compaction, then one per compaction (the compaction summary opens it);
 // a proxy span is a group of its own (it is one compaction).
 type Digest struct {

@@ -23,8 +23,9 @@
 //
 // # What is indexed
 //
-// A document is an event that is a span (op "span" with content: Claude
-// Code spans, whose extra field "kind" is reported as user_prompt,
+// A document is an event that is a span (op "span" with content: the
+// spans a harness's sweep archives, in the neutral shape of package
+// hooks/transcript, whose extra field "kind" is reported as user_prompt,
 // assistant_text, thinking, tool_use, tool_result or compact_summary —
 // the sweep stores "user" and "assistant" for the first two — and proxy
 // spans, kind "proxy"), or a file version (op read, edit, write, attach,

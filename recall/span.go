@@ -165,7 +165,7 @@ func renderLines(m *docMeta, data []byte) []string {
 			return lines
 		}
 	default:
-		if lines, ok := renderClaude(data); ok {
+		if lines, ok := renderSpan(data); ok {
 			return lines
 		}
 	}
@@ -186,8 +186,10 @@ func splitLines(s string) []string {
 	return lines
 }
 
-// renderClaude renders a Claude Code span document (transcript.SpanJSON in hooks/transcript).
-func renderClaude(data []byte) ([]string, bool) {
+// renderSpan renders a harness's span document: the neutral shape every
+// harness's sweep archives (transcript.SpanJSON in hooks/transcript:
+// {"kind","role","text"|"tool","input"|"content"}).
+func renderSpan(data []byte) ([]string, bool) {
 	var doc struct {
 		Kind    string          `json:"kind"`
 		Text    json.RawMessage `json:"text"`

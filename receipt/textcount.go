@@ -7,7 +7,7 @@ package receipt
 // counted far faster than by CountText, with the same result
 // (TestTextCounterEqualsCountText; TestChunkedCountsEqual and
 // FuzzChunkedCount hold the chunking). The bench replay (package
-// hooks/replay) counts its diffs with it. One TextCounter belongs to one
+// hooks/claudecode/replay) counts its diffs with it. One TextCounter belongs to one
 // goroutine.
 type TextCounter struct {
 	memo lineMemo

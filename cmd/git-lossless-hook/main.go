@@ -1,18 +1,19 @@
-// Command git-lossless-hook is the Claude Code hook entry point of
-// git-lossless in a program of its own: `git-lossless-hook hook EVENT`
-// does exactly what `git-lossless hook EVENT` does (see `git lossless help
-// hook`), reading the hook's JSON on stdin and always exiting 0 except
-// when the edit guard denies.
+// Command git-lossless-hook is the agent harnesses' hook entry point of
+// git-lossless in a program of its own: `git-lossless-hook hook [HARNESS]
+// EVENT` does exactly what `git-lossless hook [HARNESS] EVENT` does (see
+// `git lossless help hook`), reading the hook's JSON on stdin and always
+// exiting 0 except when the edit guard denies.
 //
-// Why a second program: Claude Code starts a fresh process for every tool
-// call it hooks, so the hook's start-up cost is paid on every Read and
-// Edit. git-lossless links the proxy, the MCP server, OpenPGP receipts,
-// the tokenizer and recall, whose package initialisation and page faults
-// cost a process several milliseconds before main runs; this program
-// links only the hook path (hooks, gitstore, guard, seal and the object
-// layer). `git lossless install claude-code` writes this program into the
-// settings when it sits beside git-lossless (as `go install ./cmd/...`
-// puts it), and git-lossless itself otherwise. It links no net, so no cgo:
+// Why a second program: a harness (Claude Code, for one) starts a fresh
+// process for every tool call it hooks, so the hook's start-up cost is
+// paid on every read and edit. git-lossless links the proxy, the MCP
+// server, OpenPGP receipts, the tokenizer and recall, whose package
+// initialisation and page faults cost a process several milliseconds
+// before main runs; this program links only the hook path (the runtime in
+// hooks, the adapters listed in hooks/harnesses, gitstore, guard, seal and
+// the object layer). `git lossless install HARNESS` writes this program
+// into the harness's settings when it sits beside git-lossless (as `go
+// install ./cmd/...` puts it), and git-lossless itself otherwise. It links no net, so no cgo:
 // even a default build is statically linked, which spares every hook the
 // dynamic loader.
 //
@@ -42,6 +43,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
 	"github.com/git-lossless/git-lossless/internal/version"
 )
 
@@ -52,11 +54,12 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: git-lossless-hook hook EVENT
+const usage = `usage: git-lossless-hook hook [HARNESS] EVENT
 
 EVENT is one of session-start, pre-tool-use, post-tool-use, pre-compact,
-subagent-stop, session-end (Claude Code's names, PreToolUse and so on, are
-accepted too). The hook's JSON is read on stdin. This is the hook entry
+subagent-stop, session-end (the harness's own names, Claude Code's
+PreToolUse and so on, are accepted too); HARNESS names the harness whose
+hook JSON is read on stdin (default: claude-code). This is the hook entry
 point of git-lossless in a small program of its own, for a faster start;
 see ` + "`git lossless help hook`" + ` for what each event does.
 `
@@ -76,8 +79,8 @@ func run(ctx context.Context, args []string, e hooks.Env) int {
 		}
 	}
 	// Anything else is a misconfigured hook: one line, exit 0, so that
-	// Claude Code is never blocked by our own mistake.
-	fmt.Fprintf(e.Stderr, "git-lossless-hook: not a hook command line: %q (ignored; %s)\n", args, "usage: git-lossless-hook hook EVENT")
+	// the harness is never blocked by our own mistake.
+	fmt.Fprintf(e.Stderr, "git-lossless-hook: not a hook command line: %q (ignored; %s)\n", args, "usage: git-lossless-hook hook [HARNESS] EVENT")
 	return 0
 }
 
@@ -117,7 +120,7 @@ func runHook(ctx context.Context, args []string, e hooks.Env, full func() (strin
 		}
 		return st, err
 	}
-	code := hooks.RunArgs(ctx, args, he)
+	code := hooks.RunArgs(ctx, harnesses.All(), args, he)
 	if !handOver {
 		e.Stdout.Write(out.Bytes())
 		e.Stderr.Write(errOut.Bytes())

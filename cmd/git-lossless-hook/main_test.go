@@ -34,7 +34,7 @@ func TestCommandLine(t *testing.T) {
 	if code, out, _ := runArgs(t, nil, "--version"); code != 0 || out != "git-lossless version "+version.Version+"\n" {
 		t.Fatalf("--version: %d %q", code, out)
 	}
-	if code, out, _ := runArgs(t, nil, "--help"); code != 0 || !strings.Contains(out, "usage: git-lossless-hook hook EVENT") {
+	if code, out, _ := runArgs(t, nil, "--help"); code != 0 || !strings.Contains(out, "usage: git-lossless-hook hook [HARNESS] EVENT") {
 		t.Fatalf("--help: %d %q", code, out)
 	}
 	for _, args := range [][]string{

@@ -18,6 +18,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
@@ -260,7 +261,7 @@ func (b *hooksBench) benchSweep(ctx context.Context) error {
 			return err
 		}
 		t0 := time.Now()
-		s, err := hooks.SweepSession(ctx, st, b.main, hooks.SweepOptions{})
+		s, err := hooks.SweepSession(ctx, st, claudecode.New(), b.main, hooks.SweepOptions{})
 		d := time.Since(t0)
 		if err != nil {
 			return err
@@ -291,7 +292,7 @@ func (b *hooksBench) benchSweep(ctx context.Context) error {
 	var again samples
 	for i := range b.o.samples*5 + 3 {
 		t0 := time.Now()
-		s, err := hooks.SweepSession(ctx, st, b.main, hooks.SweepOptions{})
+		s, err := hooks.SweepSession(ctx, st, claudecode.New(), b.main, hooks.SweepOptions{})
 		d := time.Since(t0)
 		if err != nil {
 			return err
@@ -357,7 +358,7 @@ func (b *hooksBench) fillEvents(ctx context.Context) error {
 				Key: "bench-fill-" + strconv.Itoa(i)}, Content: benchdata.Source(41, i), HasContent: true}
 			recs[i].SetPath(fmt.Sprintf("filler/file_%05d.go", i))
 		}
-		if _, err := st.Import(ctx, gitstore.WriterName("cc-", b.session), recs, 50); err != nil {
+		if _, err := st.Import(ctx, gitstore.WriterName(claudecode.Prefix, b.session), recs, 50); err != nil {
 			return err
 		}
 	}
@@ -553,7 +554,7 @@ func (b *hooksBench) benchGuard(ctx context.Context) error {
 			var out, errb bytes.Buffer
 			in := b.editPayload(c.file, fmt.Sprintf("toolu_bench_inproc_%t_%03d", c.deny, i))
 			t0 := time.Now()
-			hooks.Run(ctx, "pre-tool-use", hooks.Env{Stdin: bytes.NewReader(in), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+			hooks.Run(ctx, claudecode.New(), "pre-tool-use", hooks.Env{Stdin: bytes.NewReader(in), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
 			d := time.Since(t0)
 			if errb.Len() > 0 || (out.Len() > 0) != c.deny {
 				return fmt.Errorf("in-process guard on %s: stdout %q stderr %q", c.file, out.String(), errb.String())
@@ -693,7 +694,7 @@ func (b *hooksBench) benchRedactSweep(ctx context.Context) error {
 				return err
 			}
 			t0 := time.Now()
-			_, err = hooks.SweepSession(ctx, st, b.main, hooks.SweepOptions{})
+			_, err = hooks.SweepSession(ctx, st, claudecode.New(), b.main, hooks.SweepOptions{})
 			d := time.Since(t0)
 			if err != nil {
 				return err

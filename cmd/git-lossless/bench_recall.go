@@ -19,6 +19,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 	"github.com/git-lossless/git-lossless/recall"
@@ -286,7 +287,7 @@ func (b *recallBench) corpus(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := hooks.SweepSession(ctx, st, p, hooks.SweepOptions{}); err != nil {
+		if _, err := hooks.SweepSession(ctx, st, claudecode.New(), p, hooks.SweepOptions{}); err != nil {
 			return err
 		}
 		b.swept++
@@ -564,7 +565,7 @@ func (b *recallBench) benchIncremental(ctx context.Context) error {
 			benchSpan(ts, "user", fmt.Sprintf("incremental prompt %d: where does the pelican nest", i)),
 			benchSpan(ts, "assistant", "the pelican nests on the island; the answer is archived"),
 		}
-		if _, err := b.st.Append(ctx, "cc-recall-bench-incremental", recs); err != nil {
+		if _, err := b.st.Append(ctx, gitstore.WriterName(claudecode.Prefix, "recall-bench-incremental"), recs); err != nil {
 			return err
 		}
 		t0 := time.Now()

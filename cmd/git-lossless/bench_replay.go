@@ -15,7 +15,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
-	"github.com/git-lossless/git-lossless/hooks/replay"
+	"github.com/git-lossless/git-lossless/hooks/claudecode/replay"
 	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
 	"github.com/git-lossless/git-lossless/receipt"
@@ -23,7 +23,7 @@ import (
 
 // `git lossless bench replay [DIR...]`: the two figures the first tool
 // this project replaces published, measured on transcripts (package
-// hooks/replay says exactly what is compared and what "sent" means):
+// hooks/claudecode/replay says exactly what is compared and what "sent" means):
 // losslessness — every file operation of every session given back by the
 // archive byte for byte, one divergence fails the run (exit 1) and is
 // named — and savings of restore and of packs against re-reading, with the
@@ -347,7 +347,7 @@ func (b *replayBench) figures(rep, floor, ceil *replay.Report, first, second, sw
 			ours: fmt.Sprintf("%.0f MB/s (%s)", rate(second), ms(second)), peer: "-", target: "-"},
 	)
 	b.notes = append(b.notes,
-		"compared: at every Read, Write, Edit/MultiEdit (the file after it) and re-attachment, the archived blob of the event with the same key must equal the transcript's text byte for byte, and a Read's numbered result text must be those bytes numbered (package hooks/replay)",
+		"compared: at every Read, Write, Edit/MultiEdit (the file after it) and re-attachment, the archived blob of the event with the same key must equal the transcript's text byte for byte, and a Read's numbered result text must be those bytes numbered (package hooks/claudecode/replay)",
 		"savings = 1 - sent/baseline in o200k tokens over Read results; baseline re-reads; restore sends a one-line reference for a re-read the context holds unchanged, the cheaper of a diff and the text for a changed one; packs send the pack once per context and a reference for a packed version",
 		"floor and ceiling: synthetic sessions (every file read once; one file read then edited and re-read each round), swept and replayed by the same code",
 	)

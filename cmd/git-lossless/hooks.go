@@ -7,23 +7,29 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
 )
 
 func hookCmd() *command {
 	return &command{
 		name:    "hook",
-		summary: "Claude Code hook entry point (reads the hook JSON on stdin)",
-		usage:   "session-start|pre-tool-use|post-tool-use|pre-compact|subagent-stop|session-end",
-		long: `Installed into Claude Code's settings by ` + "`git lossless install claude-code`" + `.
+		summary: "an agent harness's hook entry point (reads the hook JSON on stdin)",
+		usage:   "[HARNESS] session-start|pre-tool-use|post-tool-use|pre-compact|subagent-stop|session-end",
+		long: `Installed into an agent harness's hook settings by ` + "`git lossless install HARNESS`" + `;
+HARNESS (` + harnessList() + `) names whose payload is on stdin, and
+without it the hook is Claude Code's (` + "`git lossless install claude-code`" + ` writes
+none, so settings of every version keep working).
 post-tool-use archives what each Read, Write and Edit put into the context;
 pre-tool-use is the edit guard (denies edits of files the context has not
 seen in their current version; LOSSLESS_GUARD=off disables it);
 session-start (compact, resume) prints the working set back; pre-compact,
 subagent-stop and session-end sweep the transcripts into the archive.
-A hook never blocks Claude Code because of its own failure: errors, bad
-flags and a bad -C included, are one line on stderr and exit 0. Claude
-Code's event names (PreToolUse, ...) are accepted too.`,
+A hook never blocks its harness because of its own failure: errors, bad
+flags and a bad -C included, are one line on stderr and exit 0. The
+harness's own event names (Claude Code's PreToolUse, ...) are accepted
+too.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			return func(ctx context.Context, e *env, args []string) error {
 				runHook(ctx, e, args)
@@ -37,9 +43,40 @@ Code's event names (PreToolUse, ...) are accepted too.`,
 // programs share.
 func hookInvocation(args []string) ([]string, bool) { return hooks.Invocation(args) }
 
-// runHook runs `hook EVENT` (hooks.RunArgs); it always exits 0.
+// runHook runs `hook [HARNESS] EVENT` (hooks.RunArgs); it always exits 0.
 func runHook(ctx context.Context, e *env, args []string) int {
-	return hooks.RunArgs(ctx, args, hooks.Env{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv})
+	return hooks.RunArgs(ctx, harnesses.All(), args, hooks.Env{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv})
+}
+
+// harnessList names the harnesses for help texts: "claude-code, ...".
+func harnessList() string { return strings.Join(harnesses.Names(), ", ") }
+
+// harnessFlag finds the harness a --harness flag names ("" = the
+// default).
+func harnessFlag(name string) (hooks.Harness, error) {
+	if name == "" {
+		return harnesses.Default(), nil
+	}
+	h, ok := harnesses.ByName(name)
+	if !ok {
+		return nil, usagef("--harness %q: the harnesses are %s", name, harnessList())
+	}
+	return h, nil
+}
+
+// sessionHarness is the harness of a session: the one --harness names,
+// else the one whose writer of the session exists (the first of them),
+// else the default.
+func sessionHarness(ctx context.Context, st *gitstore.Store, name, session string) (hooks.Harness, error) {
+	if name != "" || session == "" {
+		return harnessFlag(name)
+	}
+	for _, h := range harnesses.All() {
+		if w, err := st.WriterHead(ctx, hooks.Writer(h, session)); err == nil && w.Commit != "" {
+			return h, nil
+		}
+	}
+	return harnesses.Default(), nil
 }
 
 func restoreCmd() *command {
@@ -53,8 +90,9 @@ relates to what the context last saw, within a character budget. What it
 prints is recorded as seen by that context, so the edit guard lets the
 model edit those files afterwards.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			session := fs.String("session", "", "Claude Code session id")
+			session := fs.String("session", "", "the agent session's id")
 			agent := fs.String("agent", "", "subagent id (empty: the main context)")
+			harness := fs.String("harness", "", "the session's harness, "+harnessList()+" (default: the one whose archive holds the session)")
 			files := fs.StringSlice("files", nil, "only these files (comma-separated or repeated)")
 			budget := fs.Int("budget", hooks.RestoreBudget, "characters of content at most")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -74,7 +112,11 @@ model edit those files afterwards.`,
 						all[i] = e.dir + "/" + f
 					}
 				}
-				out, err := hooks.Restore(ctx, st, hooks.RestoreOptions{Session: *session, Agent: *agent, Files: all, Budget: *budget})
+				h, err := sessionHarness(ctx, st, *harness, *session)
+				if err != nil {
+					return err
+				}
+				out, err := hooks.Restore(ctx, st, hooks.RestoreOptions{Harness: h, Session: *session, Agent: *agent, Files: all, Budget: *budget})
 				if err != nil {
 					return err
 				}
@@ -88,14 +130,19 @@ model edit those files afterwards.`,
 func sweepCmd() *command {
 	return &command{
 		name:    "sweep",
-		summary: "archive Claude Code transcripts (and their subagents) by hand",
-		usage:   "TRANSCRIPT.jsonl...",
-		long: `Parses each session transcript and every subagent transcript under
-<session>/subagents/ from where the last sweep stopped, and archives the
-file versions the model was shown and the conversation as spans. A second
-sweep with nothing new adds nothing.`,
+		summary: "archive an agent harness's transcripts (and their subagents') by hand",
+		usage:   "[--harness NAME] TRANSCRIPT...",
+		long: `Parses each session transcript and every subagent transcript its harness
+keeps beside it (Claude Code: under <session>/subagents/) from where the
+last sweep stopped, and archives the file versions the model was shown and
+the conversation as spans. A second sweep with nothing new adds nothing.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			harness := fs.String("harness", "", "the transcripts' harness, "+harnessList()+" (default: the first)")
 			return func(ctx context.Context, e *env, args []string) error {
+				h, err := harnessFlag(*harness)
+				if err != nil {
+					return err
+				}
 				if len(args) == 0 {
 					return usagef("sweep needs at least one transcript path")
 				}
@@ -104,7 +151,7 @@ sweep with nothing new adds nothing.`,
 					return err
 				}
 				for _, p := range args {
-					stats, err := hooks.SweepSession(ctx, st, p, hooks.SweepOptions{})
+					stats, err := hooks.SweepSession(ctx, st, h, p, hooks.SweepOptions{})
 					if err != nil {
 						return fmt.Errorf("sweep %s: %w", p, err)
 					}

@@ -16,19 +16,21 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-lossless/git-lossless/hooks"
-	"github.com/git-lossless/git-lossless/hooks/settings"
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
 )
 
 func importCmd() *command {
 	return &command{
 		name:    "import",
-		summary: "archive Claude Code's past transcripts (every session and subagent)",
-		usage:   "[--quiet] [--dry-run] [--json] [--workers N] [DIR...]",
-		long: `Archives every session and subagent transcript under each DIR (default:
-Claude Code's projects directory, $CLAUDE_CONFIG_DIR/projects or
-~/.claude/projects; a DIR may also be one project's directory or one
-transcript) the way the hooks would have: the same sweep, deny list and
-secret redaction. Each session goes into the repository its cwd (the
+		summary: "archive agent harnesses' past transcripts (every session and subagent)",
+		usage:   "[--harness NAME] [--quiet] [--dry-run] [--json] [--workers N] [DIR...]",
+		long: `Archives every session and subagent transcript of a harness under each
+DIR (a DIR may also be one project's directory or one transcript; its
+harness is --harness, default claude-code), or, without DIR, every
+session each harness keeps where it keeps them (--harness: that harness's
+only; Claude Code: its projects directory, $CLAUDE_CONFIG_DIR/projects or
+~/.claude/projects), the way the hooks would have: the same sweep, deny
+list and secret redaction. The harnesses are ` + harnessList() + `. Each session goes into the repository its cwd (the
 first "cwd" its lines carry) belongs to; a cwd outside any repository,
 or no longer on this machine, goes to the embedded archive.
 
@@ -41,13 +43,15 @@ line Claude Code is still writing is left for the next sweep.
 
 Progress goes to stderr (one redrawn line on a terminal, plain lines
 otherwise, none with --quiet); the summary to stdout: sessions, archives,
-events, bytes, and what was skipped and why. Exit 3 when some transcript
-could not be archived (the others are).`,
+events, bytes, and what was skipped and why (with --json one object per
+harness, naming it). Exit 3 when some transcript could not be archived
+(the others are).`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 			dry := fs.Bool("dry-run", false, "find the transcripts and where each session would go; store nothing")
 			asJSON := fs.Bool("json", false, "print the summary as JSON")
 			workers := fs.Int("workers", 0, "sessions swept at once (default: one per CPU)")
+			harness := fs.String("harness", "", "import this harness's sessions only: "+harnessList())
 			return func(ctx context.Context, e *env, args []string) error {
 				if *workers < 0 {
 					return usagef("--workers must not be negative")
@@ -57,54 +61,110 @@ could not be archived (the others are).`,
 					// that one repository, whatever its cwd.
 					return withHint(errors.New("GIT_DIR is set: import places each session by its own cwd"), "unset GIT_DIR (and GIT_WORK_TREE) and run it again")
 				}
-				dirs, err := importDirs(e, args)
+				runs, err := importRuns(e, *harness, args)
 				if err != nil {
 					return err
 				}
-				pr := newImportProgress(e.stderr, *quiet)
-				opt := hooks.ImportOptions{DryRun: *dry, Workers: *workers, Warn: pr.warn}
-				if !*quiet {
-					opt.Progress = pr.update
-				}
-				stats, err := hooks.Import(ctx, dirs, opt)
-				pr.finish()
-				if errors.Is(err, context.Canceled) {
-					return err
-				}
-				if *asJSON {
-					enc := json.NewEncoder(e.stdout)
-					enc.SetIndent("", "  ")
-					if jerr := enc.Encode(stats); jerr != nil {
-						return jerr
+				var firstErr error
+				for i, r := range runs {
+					pr := newImportProgress(e.stderr, *quiet)
+					opt := hooks.ImportOptions{DryRun: *dry, Workers: *workers, Warn: pr.warn}
+					if !*quiet {
+						opt.Progress = pr.update
 					}
-				} else {
-					printImportSummary(e.stdout, stats, *dry)
+					stats, err := hooks.Import(ctx, r.h, r.dirs, opt)
+					pr.finish()
+					if errors.Is(err, context.Canceled) {
+						return err
+					}
+					stats.Harness = r.h.Name()
+					if *asJSON {
+						enc := json.NewEncoder(e.stdout)
+						enc.SetIndent("", "  ")
+						if jerr := enc.Encode(stats); jerr != nil {
+							return jerr
+						}
+					} else {
+						if len(runs) > 1 {
+							if i > 0 {
+								fmt.Fprintln(e.stdout)
+							}
+							fmt.Fprintf(e.stdout, "%s:\n", r.h.Name())
+						}
+						printImportSummary(e.stdout, stats, *dry)
+					}
+					if firstErr == nil {
+						firstErr = err
+					}
 				}
-				return err
+				return firstErr
 			}
 		},
 	}
 }
 
-// importDirs are the directories to import: the arguments (relative to
-// -C), or Claude Code's projects directory, which must exist.
-func importDirs(e *env, args []string) ([]string, error) {
+// importRun is one harness's import: where its sessions are.
+type importRun struct {
+	h    hooks.Harness
+	dirs []string
+}
+
+// importRuns are the imports to run: the arguments (relative to -C), of
+// the harness --harness names (default the first); or, without
+// arguments, each harness's own directories (only --harness's when
+// given) that exist, which must be at least one.
+func importRuns(e *env, harness string, args []string) ([]importRun, error) {
 	if len(args) > 0 {
+		h, err := harnessFlag(harness)
+		if err != nil {
+			return nil, err
+		}
 		dirs := make([]string, len(args))
 		for i, a := range args {
 			dirs[i] = joinDir(e.dir, a)
 		}
-		return dirs, nil
+		return []importRun{{h, dirs}}, nil
 	}
-	d, err := settings.ProjectsDir(e.dir, e.getenv)
-	if err != nil {
-		return nil, err
+	hs := harnesses.All()
+	if harness != "" {
+		h, err := harnessFlag(harness)
+		if err != nil {
+			return nil, err
+		}
+		hs = []hooks.Harness{h}
 	}
-	if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
-		return nil, withHint(fmt.Errorf("no Claude Code projects directory at %s", d),
-			"name the directory: git lossless import DIR (or set CLAUDE_CONFIG_DIR)")
+	var runs []importRun
+	var missing []string
+	for _, h := range hs {
+		ds, err := h.ImportDirs(e.dir, e.getenv)
+		if err != nil {
+			return nil, err
+		}
+		var found []string
+		for _, d := range ds {
+			if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+				missing = append(missing, d)
+				continue
+			}
+			found = append(found, d)
+		}
+		if len(found) > 0 {
+			runs = append(runs, importRun{h, found})
+		}
 	}
-	return []string{d}, nil
+	if len(runs) == 0 {
+		return nil, withHint(fmt.Errorf("no sessions of %s at %s", strings.Join(names(hs), " or "), strings.Join(missing, ", ")),
+			"name the directory: git lossless import [--harness NAME] DIR (or set CLAUDE_CONFIG_DIR)")
+	}
+	return runs, nil
+}
+
+func names(hs []hooks.Harness) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.Name()
+	}
+	return out
 }
 
 // importProgress renders hooks.ImportProgress on stderr: one line redrawn

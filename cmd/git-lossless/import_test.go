@@ -146,7 +146,7 @@ func TestImportE2E(t *testing.T) {
 		`(?m)^  ` + regexp.QuoteMeta(c.repoB) + `\s+1\s+2\s+[\d.]+ MB\s+\d+$`,
 		`(?m)^  ` + regexp.QuoteMeta(c.embedded) + ` \(embedded archive\)\s+1\s+2\s+[\d.]+ MB\s+\d+$`,
 		`(?m)^skipped 3 files:$`,
-		`(?m)^  3 not a transcript \(only \*\.jsonl files are\)$`,
+		`(?m)^  3 not a transcript of the harness$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("summary lacks %s:\n%s", want, r.stdout)
@@ -205,7 +205,7 @@ func TestImportE2E(t *testing.T) {
 	}
 	sb.setenv("GIT_DIR", "")
 	sb.setenv("CLAUDE_CONFIG_DIR", filepath.Join(sb.root, "nowhere"))
-	if r := sb.run(sb.root, "import"); r.code != exitError || !strings.Contains(r.stderr, "no Claude Code projects directory at") {
+	if r := sb.run(sb.root, "import"); r.code != exitError || !strings.Contains(r.stderr, "no sessions of claude-code at "+filepath.Join(sb.root, "nowhere", "projects")) {
 		t.Errorf("no projects directory: exit %d\n%s", r.code, r.stderr)
 	}
 }

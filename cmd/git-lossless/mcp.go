@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -16,13 +14,14 @@ func mcpCmd() *command {
 	return &command{
 		name:    "mcp",
 		summary: "serve the archive to an agent as MCP tools (stdio)",
-		usage:   "[--identity FILE] [--no-mask]",
+		usage:   "[--harness NAME] [--identity FILE] [--no-mask]",
 		long: `Runs git-lossless's MCP server on standard input and output (the stdio
 transport), for the repository it is started in (-C DIR; the embedded
 archive outside any repository). Tools: search, read_span, digests,
 read_file, restore_context, file_history, seal_status, context_status,
 receipt. read_file and restore_context record what they return as seen by
-the caller's Claude Code session, so the edit guard lets the model edit it
+the caller's session of the harness --harness names (default claude-code,
+whose registration names none), so the edit guard lets the model edit it
 afterwards; every other tool only reads.
 
 Archived text is returned between marker lines as data, not instructions;
@@ -42,6 +41,7 @@ answering the calls in flight), or when standard output fails.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			identity := fs.String("identity", "", "age identity file or unencrypted SSH private key, to open encrypted spans")
 			noMask := fs.Bool("no-mask", false, "print secrets in archived text as they are archived")
+			harness := fs.String("harness", "", "the agent harness whose sessions the tools serve: "+harnessList()+" (default: the first)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("mcp takes no arguments")
@@ -54,13 +54,11 @@ answering the calls in flight), or when standard output fails.`,
 				if err != nil {
 					return err
 				}
-				cfgDir := e.getenv("CLAUDE_CONFIG_DIR")
-				if cfgDir == "" {
-					if home, err := os.UserHomeDir(); err == nil {
-						cfgDir = filepath.Join(home, ".claude")
-					}
+				h, err := harnessFlag(*harness)
+				if err != nil {
+					return err
 				}
-				srv := mcp.New(mcp.Config{Store: st, Identities: ids, NoMask: *noMask, ClaudeConfigDir: cfgDir, Version: version,
+				srv := mcp.New(mcp.Config{Store: st, Identities: ids, NoMask: *noMask, Harness: h, Getenv: e.getenv, Version: version,
 					Warn: func(msg string) { fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", msg) }})
 				err = srv.Run(ctx)
 				if errors.Is(err, context.Canceled) {

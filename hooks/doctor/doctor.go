@@ -28,6 +28,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
@@ -63,11 +64,11 @@ type Options struct {
 	// VersionOf returns the version another git-lossless reports
 	// (default: runs `PATH --version` with a 5 s timeout).
 	VersionOf func(ctx context.Context, path string) (string, error)
-	// UserSettings and ProjectSettings override settings.Path.
+	// UserSettings and ProjectSettings override claudecode.SettingsPath.
 	UserSettings, ProjectSettings string
 	// Now is the time anchor ages are measured to (default time.Now).
 	Now func() time.Time
-	// UserMCPConfig overrides the user's .claude.json (settings.MCPConfigPath).
+	// UserMCPConfig overrides the user's .claude.json (claudecode.MCPConfigPath).
 	UserMCPConfig string
 	// MCPTimeout bounds starting the registered MCP server and listing
 	// its tools (default 10 s).
@@ -544,10 +545,10 @@ func checkSettings(opt Options) ([]Check, []doctorInspected) {
 	for _, scope := range []settings.Scope{settings.ScopeUser, settings.ScopeProject} {
 		in := doctorInspected{scope: scope, path: paths[scope]}
 		if in.path == "" {
-			in.path, in.err = settings.Path(scope, opt.Dir, opt.Getenv)
+			in.path, in.err = claudecode.SettingsPath(scope, opt.Dir, opt.Getenv)
 		}
 		if in.err == nil {
-			in.hooks, in.err = settings.Inspect(in.path)
+			in.hooks, in.err = settings.Inspect(in.path, claudecode.HookSpecs())
 		}
 		ins = append(ins, in)
 	}

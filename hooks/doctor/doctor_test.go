@@ -16,6 +16,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
@@ -115,7 +116,7 @@ func (f *doctorFixture) userSettings() string {
 
 func (f *doctorFixture) install(t *testing.T, path, bin string) {
 	t.Helper()
-	p, err := settings.PlanInstall(path, bin)
+	p, err := settings.PlanInstall(path, bin, claudecode.HookSpecs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -619,7 +620,7 @@ func (f *doctorFixture) userMCPConfig() string {
 // sets the entry's env.
 func (f *doctorFixture) registerMCP(t *testing.T, path, bin string, env map[string]string) {
 	t.Helper()
-	p, err := settings.PlanMCPInstall(path, bin)
+	p, err := settings.PlanMCPInstall(path, claudecode.MCPServerEntry(bin))
 	if err != nil {
 		t.Fatal(err)
 	}

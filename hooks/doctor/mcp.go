@@ -16,6 +16,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
@@ -32,7 +33,7 @@ const doctorMCPTimeout = 10 * time.Second
 // FAIL; no registration is a WARN, since the hooks work without it.
 func checkMCPServer(ctx context.Context, opt Options, ins []doctorInspected) Check {
 	const name = "mcp server"
-	l := settings.MCPLookupFor(opt.Dir, opt.Getenv)
+	l := claudecode.MCPLookupFor(opt.Dir, opt.Getenv)
 	if opt.UserMCPConfig != "" {
 		l.UserConfig = opt.UserMCPConfig
 	}
@@ -41,8 +42,8 @@ func checkMCPServer(ctx context.Context, opt Options, ins []doctorInspected) Che
 		l.Programs = append(l.Programs, in.hooks.Programs...)
 	}
 	install := "git lossless install claude-code --apply"
-	regs, err := settings.FindMCPRegistrations(l)
-	r, ok := settings.EffectiveMCPServer(regs)
+	regs, err := claudecode.FindMCPRegistrations(l)
+	r, ok := claudecode.EffectiveMCPServer(regs)
 	switch {
 	case err != nil && !ok:
 		return failCheck(name, err.Error()+"; Claude Code cannot read its MCP servers either", "fix the JSON in the file named (backups from install are FILE.bak-* beside it)")

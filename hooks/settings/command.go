@@ -12,33 +12,19 @@ import (
 	"time"
 )
 
-// HookSpec is one hook we install: Claude Code runs `<bin> hook <Arg>` on
-// Event for tools (or sources) matching Matcher.
+// HookSpec is one hook we install: the harness runs `<bin> hook <Arg>` on
+// Event for tools (or sources) matching Matcher. Which hooks a harness
+// gets is its adapter's (hooks/claudecode.HookSpecs for Claude Code).
 type HookSpec struct {
-	Event   string // Claude Code's event name
+	Event   string // the harness's event name
 	Matcher string // "" = no matcher key: every occurrence of the event
-	Arg     string // the `git-lossless hook` argument
-	Timeout int    // seconds (Claude Code's unit); a hook past it is abandoned
-}
-
-// InstallSpecs lists the hooks install writes, in the order new event keys
-// are added. Timeouts are short because Claude Code waits for a hook before
-// the tool runs, and a timed-out hook fails open: the per-tool hooks get
-// 10 s, the transcript sweeps 30 s.
-func InstallSpecs() []HookSpec {
-	return []HookSpec{
-		{Event: "SessionStart", Matcher: "compact|resume", Arg: "session-start", Timeout: 10},
-		{Event: "PreToolUse", Matcher: "Edit|Write|MultiEdit|NotebookEdit", Arg: "pre-tool-use", Timeout: 10},
-		{Event: "PostToolUse", Matcher: "Read|Edit|Write|MultiEdit|NotebookEdit", Arg: "post-tool-use", Timeout: 10},
-		{Event: "PreCompact", Arg: "pre-compact", Timeout: 30},
-		{Event: "SubagentStop", Arg: "subagent-stop", Timeout: 30},
-		{Event: "SessionEnd", Arg: "session-end", Timeout: 30},
-	}
+	Arg     string // the `git-lossless hook` arguments ("pre-tool-use", or "HARNESS EVENT")
+	Timeout int    // in the harness's unit (Claude Code: seconds); a hook past it is abandoned
 }
 
 // HookCommand is the command line of one hook: the program, shell-quoted
-// when it needs to be (Claude Code runs the command through a shell), then
-// `hook ARG`.
+// when it needs to be (harnesses run the command through a shell, Claude
+// Code does), then `hook ARG`.
 func HookCommand(bin, arg string) string {
 	return Quote(bin) + " hook " + arg
 }
@@ -107,7 +93,7 @@ type BinaryOptions struct {
 // ResolveBinary picks the program hooks run: the git-lossless on PATH when
 // it is this very program (its PATH name survives upgrades that replace
 // the file), else the running executable's absolute path. Hooks always get
-// an absolute path because Claude Code runs them with the session's
+// an absolute path because a harness runs them with the session's
 // environment, whose PATH may differ from the installer's.
 func ResolveBinary(ctx context.Context, opt BinaryOptions) (HookBinary, error) {
 	if opt.Override != "" {
@@ -234,7 +220,7 @@ func LookPath(name, path string) (string, bool) {
 }
 
 // IsExecutable reports whether p is a regular file someone may execute:
-// what a hook or server command must name for Claude Code to start it.
+// what a hook or server command must name for a harness to start it.
 func IsExecutable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
@@ -331,7 +317,7 @@ func splitWords(s string) []string {
 
 var envAssignRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`) })
 
-// hookProgram returns the program and `hook` argument of one of our
+// hookProgram returns the program and `hook` arguments of one of our
 // commands ("", "" when it does not have that shape, e.g. `git lossless
 // hook x` or a wrapper with environment assignments before the program).
 func hookProgram(command string) (prog, arg string) {
@@ -342,8 +328,5 @@ func hookProgram(command string) (prog, arg string) {
 	if len(w) < 2 || w[1] != "hook" {
 		return "", ""
 	}
-	if len(w) > 2 {
-		arg = w[2]
-	}
-	return w[0], arg
+	return w[0], strings.Join(w[2:], " ")
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/internal/testkit"
 )
@@ -33,27 +34,30 @@ func TestDiffAppliesWithGitApply(t *testing.T) {
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		p, err := settings.PlanInstall(path, bin)
+		p, err := planInstall(path, bin)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return string(p.After)
 	}
 	type plan func(path, bin string) (*settings.Plan, error)
+	mcpInstall := func(path, bin string) (*settings.Plan, error) {
+		return settings.PlanMCPInstall(path, claudecode.MCPServerEntry(bin))
+	}
 	cases := []struct {
 		name, file, body string
 		installed        bool // body is first replaced by body with our hooks
 		plan             plan
 	}{
-		{"install into foreign", "settings.json", foreign, false, settings.PlanInstall},
-		{"install crlf", "settings.json", strings.ReplaceAll(foreign, "\n", "\r\n"), false, settings.PlanInstall},
-		{"install one line", "settings.json", `{"model": "opus", "hooks": {}}`, false, settings.PlanInstall},
-		{"install no final newline", "settings.json", strings.TrimSuffix(foreign, "\n"), false, settings.PlanInstall},
-		{"install creates the file", "settings.json", "", false, settings.PlanInstall},
+		{"install into foreign", "settings.json", foreign, false, planInstall},
+		{"install crlf", "settings.json", strings.ReplaceAll(foreign, "\n", "\r\n"), false, planInstall},
+		{"install one line", "settings.json", `{"model": "opus", "hooks": {}}`, false, planInstall},
+		{"install no final newline", "settings.json", strings.TrimSuffix(foreign, "\n"), false, planInstall},
+		{"install creates the file", "settings.json", "", false, planInstall},
 		{"uninstall leaves foreign", "settings.json", foreign, true, settings.PlanUninstall},
 		{"uninstall crlf", "settings.json", strings.ReplaceAll(foreign, "\n", "\r\n"), true, settings.PlanUninstall},
-		{"mcp install into claude.json", ".claude.json", "{\n  \"numStartups\": 3,\n  \"userID\": \"abc\"\n}\n", false, settings.PlanMCPInstall},
-		{"mcp install creates .mcp.json", ".mcp.json", "", false, settings.PlanMCPInstall},
+		{"mcp install into claude.json", ".claude.json", "{\n  \"numStartups\": 3,\n  \"userID\": \"abc\"\n}\n", false, mcpInstall},
+		{"mcp install creates .mcp.json", ".mcp.json", "", false, mcpInstall},
 		{"mcp uninstall removes .mcp.json", ".mcp.json", `{"mcpServers": {"git-lossless": {"type": "stdio", "command": "` + bin + `", "args": ["mcp"], "env": {}}}}` + "\n", false, settings.PlanMCPUninstall},
 	}
 	for _, c := range cases {
@@ -139,4 +143,10 @@ func TestDiffAppliesWithGitApply(t *testing.T) {
 			}
 		})
 	}
+}
+
+// planInstall plans Claude Code's hooks, the richest shape the editor
+// splices (hooks/claudecode.HookSpecs).
+func planInstall(path, bin string) (*settings.Plan, error) {
+	return settings.PlanInstall(path, bin, claudecode.HookSpecs())
 }

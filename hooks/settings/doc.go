@@ -1,15 +1,17 @@
-// Package settings edits Claude Code's configuration files for
-// git-lossless: the hooks in settings.json and the registration of the MCP
-// server in .claude.json or .mcp.json. It is what `git lossless install
-// claude-code` and `uninstall claude-code` change, and what the doctor and
-// the SessionStart hook read back.
+// Package settings is git-lossless's editor of agent harnesses' JSON
+// configuration files: the hooks a harness runs (the "hooks" object of
+// event names to matcher groups that Claude Code's settings.json has and
+// other harnesses copy) and the registration of the MCP server (an
+// "mcpServers" entry). It is what `git lossless install HARNESS` and
+// `uninstall HARNESS` change, and what the doctor reads back. Which files,
+// which hooks (HookSpec) and which entry shape are the harness's adapter's
+// to say (hooks/claudecode for Claude Code: its paths, HookSpecs,
+// MCPServerEntry and MCP lookup); this package knows no harness.
 //
 // It owns:
 //
-//   - where the files are: Path and MCPConfigPath, per Scope, from
-//     CLAUDE_CONFIG_DIR, HOME and the repository's top (paths.go);
-//   - what is installed: InstallSpecs, HookCommand, the program the hooks
-//     run (ResolveBinary), and which entries are ours (IsOurHookCommand,
+//   - what is installed: HookCommand, the program the hooks run
+//     (ResolveBinary), and which entries are ours (IsOurHookCommand,
 //     IsOurMCPServer) (command.go, mcp.go);
 //   - the splice: a JSON document scanned with byte offsets and rebuilt
 //     with only our members changed, every other byte kept, so install then
@@ -20,18 +22,14 @@
 //     gopls's line diff, so that patch and git apply accept it), and Apply
 //     (a backup, then an atomic replace that refuses a file changed since
 //     it was read) (plan.go);
-//   - reading back: Inspect (our hooks in a settings file, for the doctor)
-//     and FindMCPRegistrations/EffectiveMCPServer (which registration
-//     Claude Code starts in a directory, for the doctor and SessionStart)
-//     (inspect.go, mcp.go).
+//   - reading back: Inspect (our hooks in a settings file, against the
+//     specs install writes, for the doctor) (inspect.go).
 //
 // LookPath, IsExecutable, SameFile, IsTempBuild and Quote are exported
 // because the doctor judges the programs the settings name by the same
 // rules ResolveBinary and HookCommand use to write them; JSONKind because
-// the hook payload's errors name JSON kinds as the settings errors do.
+// a hook payload's errors name JSON kinds as the settings errors do.
 //
-// It may import the standard library, gitstore (only to find a
-// repository's top: FindRepository) and go-udiff. It must not import
-// hooks: hooks imports it (SessionStart reads the MCP registration), as
-// does hooks/doctor.
+// It imports the standard library and go-udiff only. It must not import
+// hooks or an adapter: they import it.
 package settings

@@ -1,9 +1,12 @@
 package settings
 
-// Install and uninstall of our hooks in Claude Code's settings.json.
+// Install and uninstall of our hooks in a harness's hooks file: the
+// "hooks" object of event names to matcher groups that Claude Code's
+// settings.json has (and Codex's hooks.json and Gemini CLI's
+// settings.json copy).
 //
 // The settings file belongs to the user: other tools write hooks into it,
-// people edit it by hand, and Claude Code itself rewrites it. So the merge
+// people edit it by hand, and the harness itself rewrites it. So the merge
 // touches as little as it can: the file is spliced, not re-encoded. Only
 // what changes is written: a matcher group of ours added, replaced or
 // dropped, an entry of ours taken out of a shared group, an event key or
@@ -57,7 +60,7 @@ func (g group) nOurs() int {
 
 // matches reports whether the group's matcher selects what spec's does:
 // equal strings, or both match-all (absent, "" and "*" all mean every
-// occurrence in Claude Code).
+// occurrence in Claude Code and the harnesses that copy it).
 func (g group) matches(spec HookSpec) bool {
 	all := !g.hasMatcher || g.matcher == "" || g.matcher == "*"
 	if spec.Matcher == "" {
@@ -67,7 +70,7 @@ func (g group) matches(spec HookSpec) bool {
 }
 
 // parseSettings scans a settings document, refusing anything whose hooks
-// part does not have the shape Claude Code documents. bin is the program
+// part does not have the documented shape. bin is the program
 // being installed, to recognise our entries (see IsOurHookCommand).
 func parseSettings(path string, doc []byte, bin string) (*document, error) {
 	s, err := parseObjectFile(path, doc, "the settings are")
@@ -78,7 +81,7 @@ func parseSettings(path string, doc []byte, bin string) (*document, error) {
 }
 
 // parseHooks scans the "hooks" member of parsed settings, refusing
-// anything whose shape is not the one Claude Code documents.
+// anything whose shape is not the documented one.
 func (s *document) parseHooks(bin string) error {
 	path, doc := s.path, s.doc
 	for i, m := range s.top {
@@ -86,7 +89,7 @@ func (s *document) parseHooks(bin string) error {
 			continue
 		}
 		if s.hooksAt >= 0 {
-			return errorAt(path, doc, m.keyStart, `duplicate key "hooks": which one Claude Code uses is ambiguous; merge them by hand`)
+			return errorAt(path, doc, m.keyStart, `duplicate key "hooks": which one is used is ambiguous; merge them by hand`)
 		}
 		s.hooksAt = i
 	}
@@ -105,7 +108,7 @@ func (s *document) parseHooks(bin string) error {
 	seen := map[string]bool{}
 	for _, em := range evs {
 		if seen[em.key] {
-			return errorAt(path, doc, em.keyStart, "duplicate key hooks.%s: which one Claude Code uses is ambiguous; merge them by hand", em.key)
+			return errorAt(path, doc, em.keyStart, "duplicate key hooks.%s: which one is used is ambiguous; merge them by hand", em.key)
 		}
 		seen[em.key] = true
 		if doc[em.val.start] != '[' {
@@ -329,18 +332,18 @@ func eventMembers(evs []event) []objMember {
 	return out
 }
 
-// MergeHooks returns settings with our hooks installed (bin is the program
-// they run) and what changed. Foreign hooks and every other key are kept
+// MergeHooks returns settings with our hooks installed (specs, the
+// harness's; bin is the program they run) and what changed. Foreign hooks and every other key are kept
 // as written; entries of ours from any version are replaced, never
 // duplicated; when everything is already in place the input comes back
 // unchanged. Settings it cannot merge with certainty give a
 // *Error naming path.
-func MergeHooks(path string, settings []byte, bin string) ([]byte, []Change, error) {
+func MergeHooks(path string, settings []byte, bin string, specs []HookSpec) ([]byte, []Change, error) {
 	s, err := parseSettings(path, settings, bin)
 	if err != nil {
 		return nil, nil, err
 	}
-	out, ch := s.rewrite(InstallSpecs(), bin)
+	out, ch := s.rewrite(specs, bin)
 	return out, ch, nil
 }
 

@@ -16,6 +16,20 @@ import (
 
 const instTestBin = "/opt/lossless/bin/git-lossless"
 
+// instSpecs are the hooks the tests install: Claude Code's
+// (hooks/claudecode.HookSpecs, which this package cannot import), the
+// richest shape the editor has to splice.
+func instSpecs() []HookSpec {
+	return []HookSpec{
+		{Event: "SessionStart", Matcher: "compact|resume", Arg: "session-start", Timeout: 10},
+		{Event: "PreToolUse", Matcher: "Edit|Write|MultiEdit|NotebookEdit", Arg: "pre-tool-use", Timeout: 10},
+		{Event: "PostToolUse", Matcher: "Read|Edit|Write|MultiEdit|NotebookEdit", Arg: "post-tool-use", Timeout: 10},
+		{Event: "PreCompact", Arg: "pre-compact", Timeout: 30},
+		{Event: "SubagentStop", Arg: "subagent-stop", Timeout: 30},
+		{Event: "SessionEnd", Arg: "session-end", Timeout: 30},
+	}
+}
+
 // instForeign is a settings file as another tool and a person left it:
 // foreign hooks in events and matchers we also use, and other keys.
 const instForeign = `{
@@ -110,7 +124,7 @@ func instDecodeHooks(t *testing.T, doc []byte) map[string][]instTestGroup {
 func instAssertOurs(t *testing.T, doc []byte, bin string) {
 	t.Helper()
 	hooks := instDecodeHooks(t, doc)
-	for _, spec := range InstallSpecs() {
+	for _, spec := range instSpecs() {
 		var found []instTestGroup
 		for _, g := range hooks[spec.Event] {
 			for _, h := range g.Hooks {
@@ -160,11 +174,11 @@ func instBackups(t *testing.T, dir string) []string {
 func TestInstallIntoMissingSettingsCreatesPrivateFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new", ".claude")
 	path := filepath.Join(dir, "settings.json")
-	p, err := PlanInstall(path, instTestBin)
+	p, err := PlanInstall(path, instTestBin, instSpecs())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Exists || !p.Changed() || len(p.Changes) != len(InstallSpecs()) {
+	if p.Exists || !p.Changed() || len(p.Changes) != len(instSpecs()) {
 		t.Fatalf("plan %+v", p)
 	}
 	if !strings.HasPrefix(p.Diff(), "--- /dev/null\n") {
@@ -202,7 +216,7 @@ func TestInstallIntoEmptyFileAndEmptyObject(t *testing.T) {
 	for _, body := range []string{"", " \n", "{}", "{}\n", "{ }"} {
 		path := filepath.Join(t.TempDir(), "settings.json")
 		instWriteFile(t, path, body, 0o644)
-		p, err := PlanInstall(path, instTestBin)
+		p, err := PlanInstall(path, instTestBin, instSpecs())
 		if err != nil {
 			t.Fatalf("%q: %v", body, err)
 		}
@@ -221,7 +235,7 @@ func TestInstallIntoEmptyFileAndEmptyObject(t *testing.T) {
 func TestInstallKeepsForeignHooksAndKeys(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "settings.json")
 	instWriteFile(t, path, instForeign, 0o600)
-	p, err := PlanInstall(path, instTestBin)
+	p, err := PlanInstall(path, instTestBin, instSpecs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +297,7 @@ func TestInstallKeepsForeignHooksAndKeys(t *testing.T) {
 func TestInstallIsIdempotent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "settings.json")
 	instWriteFile(t, path, instForeign, 0o600)
-	p, err := PlanInstall(path, instTestBin)
+	p, err := PlanInstall(path, instTestBin, instSpecs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +305,7 @@ func TestInstallIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	once := instReadFile(t, path)
-	p2, err := PlanInstall(path, instTestBin)
+	p2, err := PlanInstall(path, instTestBin, instSpecs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +355,7 @@ func TestInstallReplacesOurOlderEntries(t *testing.T) {
 `
 	path := filepath.Join(t.TempDir(), "settings.json")
 	instWriteFile(t, path, old, 0o600)
-	p, err := PlanInstall(path, instTestBin)
+	p, err := PlanInstall(path, instTestBin, instSpecs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +387,7 @@ func TestInstallReplacesOurOlderEntries(t *testing.T) {
 	if !bytes.Contains(after, []byte("          {\"type\": \"command\", \"command\": \"echo first\"},\n          {\"type\": \"command\", \"command\": \"echo last\"}\n")) {
 		t.Errorf("mixed group text:\n%s", after)
 	}
-	p2, _ := PlanInstall(path, instTestBin)
+	p2, _ := PlanInstall(path, instTestBin, instSpecs())
 	if p2.Changed() {
 		t.Errorf("not idempotent after a replacement:\n%s", p2.Diff())
 	}
@@ -391,7 +405,7 @@ func TestInstallUninstallRestoresForeignOnlyState(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "settings.json")
 			instWriteFile(t, path, body, 0o600)
-			p, err := PlanInstall(path, instTestBin)
+			p, err := PlanInstall(path, instTestBin, instSpecs())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -459,7 +473,7 @@ func TestInstallDryRunWritesNothing(t *testing.T) {
 	if err := os.Chtimes(path, old, old); err != nil {
 		t.Fatal(err)
 	}
-	p, err := PlanInstall(path, instTestBin)
+	p, err := PlanInstall(path, instTestBin, instSpecs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +517,8 @@ func TestInstallMalformedSettingsFailClosed(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "settings.json")
 			instWriteFile(t, path, c.body, 0o644)
-			for _, f := range []func(string, string) (*Plan, error){PlanInstall, PlanUninstall} {
+			install := func(path, bin string) (*Plan, error) { return PlanInstall(path, bin, instSpecs()) }
+			for _, f := range []func(string, string) (*Plan, error){install, PlanUninstall} {
 				_, err := f(path, instTestBin)
 				var se *Error
 				if !errors.As(err, &se) {
@@ -529,7 +544,7 @@ func TestInstallBackupHoldsPreviousFile(t *testing.T) {
 	path := filepath.Join(dir, "settings.json")
 	instWriteFile(t, path, instForeign, 0o644)
 	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.Local)
-	p, err := PlanInstall(path, instTestBin)
+	p, err := PlanInstall(path, instTestBin, instSpecs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -568,7 +583,7 @@ func TestInstallBackupHoldsPreviousFile(t *testing.T) {
 func TestInstallApplyRefusesAFileChangedMeanwhile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "settings.json")
 	instWriteFile(t, path, "{}", 0o600)
-	p, err := PlanInstall(path, instTestBin)
+	p, err := PlanInstall(path, instTestBin, instSpecs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +605,7 @@ func TestInstallFollowsSymlinkedSettings(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	p, err := PlanInstall(link, instTestBin)
+	p, err := PlanInstall(link, instTestBin, instSpecs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -647,7 +662,7 @@ func TestInstallQuotesProgramPaths(t *testing.T) {
 	}
 	// Install and uninstall round trip with a quoted path.
 	path := filepath.Join(t.TempDir(), "settings.json")
-	p, err := PlanInstall(path, bin)
+	p, err := PlanInstall(path, bin, instSpecs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -766,37 +781,6 @@ func TestResolveBinaryHookProgram(t *testing.T) {
 	}
 	if got := HookCommand(hook, "post-tool-use"); !IsOurHookCommand(got, "") {
 		t.Fatalf("%q is not recognised as ours, so uninstall would leave it", got)
-	}
-}
-
-func TestInstallSettingsPath(t *testing.T) {
-	home := t.TempDir()
-	env := map[string]string{"HOME": home}
-	getenv := func(k string) string { return env[k] }
-	if p, _ := Path(ScopeUser, "/x", getenv); p != filepath.Join(home, ".claude", "settings.json") {
-		t.Errorf("user default: %s", p)
-	}
-	env["CLAUDE_CONFIG_DIR"] = "/cfg/claude"
-	if p, _ := Path(ScopeUser, "/x", getenv); p != "/cfg/claude/settings.json" {
-		t.Errorf("CLAUDE_CONFIG_DIR: %s", p)
-	}
-	unsetenv(t, "GIT_DIR", "GIT_WORK_TREE")
-	repo := filepath.Join(home, "repo")
-	for _, d := range []string{".git/objects", ".git/refs", "sub/dir"} {
-		os.MkdirAll(filepath.Join(repo, d), 0o755)
-	}
-	os.WriteFile(filepath.Join(repo, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
-	top, _ := filepath.EvalSymlinks(repo)
-	if p, _ := Path(ScopeProject, filepath.Join(repo, "sub", "dir"), getenv); p != filepath.Join(top, ".claude", "settings.json") {
-		t.Errorf("project in a repository: %s", p)
-	}
-	plain := filepath.Join(home, "plain")
-	os.MkdirAll(plain, 0o755)
-	if p, _ := Path(ScopeProject, plain, getenv); p != filepath.Join(plain, ".claude", "settings.json") {
-		t.Errorf("project outside a repository: %s", p)
-	}
-	if _, err := Path("global", plain, getenv); err == nil {
-		t.Error("unknown scope accepted")
 	}
 }
 

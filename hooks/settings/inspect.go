@@ -33,14 +33,15 @@ func (h InstalledHooks) Any() bool { return len(h.Current)+len(h.Outdated) > 0 }
 // Complete reports whether every hook install writes is there as written.
 func (h InstalledHooks) Complete() bool { return len(h.Missing)+len(h.Outdated) == 0 }
 
-// Inspect reads a settings file and reports our hooks in it. A
-// missing file is no error; a malformed one is a *Error.
-func Inspect(path string) (InstalledHooks, error) {
+// Inspect reads a settings file and reports our hooks in it, against the
+// hooks install writes (specs). A missing file is no error; a malformed
+// one is a *Error.
+func Inspect(path string, specs []HookSpec) (InstalledHooks, error) {
 	h := InstalledHooks{Path: path}
 	doc, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		for _, sp := range InstallSpecs() {
+		for _, sp := range specs {
 			h.Missing = append(h.Missing, sp.Event)
 		}
 		return h, nil
@@ -61,14 +62,14 @@ func Inspect(path string) (InstalledHooks, error) {
 			h.GuardOff = true
 		}
 	}
-	specs := map[string]HookSpec{}
-	for _, sp := range InstallSpecs() {
-		specs[sp.Event] = sp
+	byEvent := map[string]HookSpec{}
+	for _, sp := range specs {
+		byEvent[sp.Event] = sp
 	}
 	seenProg := map[string]bool{}
 	found := map[string]bool{}
 	for _, ev := range s.events {
-		spec, wanted := specs[ev.m.key]
+		spec, wanted := byEvent[ev.m.key]
 		n, current := 0, false
 		for _, g := range ev.groups {
 			for _, hk := range g.hooks {
@@ -100,7 +101,7 @@ func Inspect(path string) (InstalledHooks, error) {
 			found[ev.m.key] = true
 		}
 	}
-	for _, sp := range InstallSpecs() {
+	for _, sp := range specs {
 		if !found[sp.Event] {
 			h.Missing = append(h.Missing, sp.Event)
 		}

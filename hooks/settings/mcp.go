@@ -1,85 +1,34 @@
 package settings
 
-// Registration of git-lossless's MCP server (`git lossless mcp`) with
-// Claude Code, the way `claude mcp add --scope user|project` stores it.
-//
-// What Claude Code 2.1.328 writes (seen: the real CLI run in a sandbox
-// with HOME and CLAUDE_CONFIG_DIR of its own), for
-// `claude mcp add --scope user git-lossless -- /path/git-lossless mcp`:
-//
-//	"mcpServers": {
-//	  "git-lossless": {
-//	    "type": "stdio",
-//	    "command": "/path/git-lossless",
-//	    "args": [
-//	      "mcp"
-//	    ],
-//	    "env": {}
-//	  }
-//	}
-//
-// as a top-level member of $CLAUDE_CONFIG_DIR/.claude.json, or of
-// ~/.claude.json when CLAUDE_CONFIG_DIR is unset (the user scope), and of
-// .mcp.json (the project scope; the CLI writes it in the directory it runs
-// in, and Claude Code reads the nearest one walking up from its working
-// directory, so we write it at the top of the repository, beside
-// .claude/). The CLI re-encodes the whole file with two-space indentation;
-// we splice the member in and keep every other byte, as for settings.json
-// (see hooks.go), so that Claude Code's own state in .claude.json and a
-// team's other servers in .mcp.json are untouched. A project-scope server
-// is used only once approved (the CLI's `mcp list` says "Pending
-// approval"): Claude Code asks on the next interactive start (trusting
-// the folder), or the user's settings list it in enabledMcpjsonServers
-// (enableAllProjectMcpServers approves every one); see mcpApproval.
-// Where one name is registered in several scopes,
-// local (.claude.json's projects[<dir>].mcpServers) wins over an approved
-// project entry, which wins over the user entry.
+// Registration of git-lossless's MCP server (`git lossless mcp`) in the
+// "mcpServers" object of a harness's JSON config: Claude Code's
+// .claude.json and .mcp.json (what `claude mcp add` writes), Gemini CLI's
+// settings.json. Which file, and the entry's exact shape, are the
+// harness's adapter's (hooks/claudecode names Claude Code's); the splice
+// is here, and keeps every other byte as for the hooks (see hooks.go), so
+// that a harness's own state and a team's other servers are untouched.
+// Only an entry that runs git-lossless's server is ever replaced or
+// removed: a server someone else registered under our name is theirs.
 
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 )
 
-// MCPServerName is the name git-lossless's server is registered under;
-// Claude Code shows its tools as mcp__git-lossless__<tool>.
+// MCPServerName is the name git-lossless's server is registered under
+// (Claude Code shows its tools as mcp__git-lossless__<tool>).
 const MCPServerName = "git-lossless"
 
-// MCPToolName is the name Claude Code gives tool of server: mcp__, the
-// server name with every character outside A-Z a-z 0-9 _ - turned into _,
-// two underscores, the tool's name ("git-lossless" keeps its hyphen:
-// mcp__git-lossless__search).
-func MCPToolName(server, tool string) string {
-	b := []byte(server)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			b[i] = '_'
-		}
-	}
-	return "mcp__" + string(b) + "__" + tool
-}
-
-// MCPServer is one stdio server entry as Claude Code stores it; the field
-// order is the CLI's.
+// MCPServer is one stdio server entry of an "mcpServers" object; the
+// field order is Claude Code's CLI's (a harness without a "type" leaves
+// it empty).
 type MCPServer struct {
 	Type    string            `json:"type,omitempty"`
 	Command string            `json:"command"`
 	Args    []string          `json:"args"`
 	Env     map[string]string `json:"env"`
 }
-
-// MCPServerEntry is the entry install writes: bin (the program the hooks
-// run, see ResolveBinary) with the argument mcp, and the empty env the CLI
-// writes too.
-func MCPServerEntry(bin string) MCPServer {
-	return MCPServer{Type: "stdio", Command: bin, Args: []string{"mcp"}, Env: map[string]string{}}
-}
-
-func mcpEntryJSON(bin string) []byte { return marshal(MCPServerEntry(bin)) }
 
 // IsOurMCPServer reports whether an mcpServers entry runs git-lossless's
 // server: a program named git-lossless (any directory, .exe on Windows)
@@ -123,7 +72,7 @@ type mcpConfig struct {
 	oursAt       int // index in servers of MCPServerName, -1 when absent
 }
 
-// parseMCPConfig scans an MCP config, refusing what Claude Code would
+// parseMCPConfig scans an MCP config, refusing what a harness would
 // refuse too (invalid JSON, a top level or mcpServers that is not an
 // object) and what is ambiguous (duplicate keys).
 func parseMCPConfig(path string, doc []byte) (*mcpConfig, error) {
@@ -140,7 +89,7 @@ func parseMCPConfig(path string, doc []byte) (*mcpConfig, error) {
 			continue
 		}
 		if c.serversAt >= 0 {
-			return nil, errorAt(path, doc, m.keyStart, `duplicate key "mcpServers": which one Claude Code uses is ambiguous; merge them by hand`)
+			return nil, errorAt(path, doc, m.keyStart, `duplicate key "mcpServers": which one is used is ambiguous; merge them by hand`)
 		}
 		c.serversAt = i
 	}
@@ -159,7 +108,7 @@ func parseMCPConfig(path string, doc []byte) (*mcpConfig, error) {
 			continue
 		}
 		if c.oursAt >= 0 {
-			return nil, errorAt(path, doc, m.keyStart, "duplicate key mcpServers.%s: which one Claude Code uses is ambiguous; remove one by hand", MCPServerName)
+			return nil, errorAt(path, doc, m.keyStart, "duplicate key mcpServers.%s: which one is used is ambiguous; remove one by hand", MCPServerName)
 		}
 		c.oursAt = i
 	}
@@ -188,19 +137,20 @@ func (c *mcpConfig) entryCommand() string {
 	return strings.Join(words, " ")
 }
 
-// MergeMCPServer returns the MCP config with our server registered (bin
-// mcp) and what changed: the entry added, or an entry of ours with
-// another program replaced in place, or nothing when it is there as
-// install writes it (the input comes back unchanged). Every other byte
-// is kept. An entry under our name that runs something else is refused
-// (a *Error): it is someone's server, and Claude Code allows one
-// per name.
-func MergeMCPServer(path string, doc []byte, bin string) ([]byte, []Change, error) {
+// MergeMCPServer returns the MCP config with our server registered as
+// entry (the harness's shape of `<entry.Command> mcp`) and what changed:
+// the entry added, or an entry of ours with another program replaced in
+// place, or nothing when it is there as install writes it (the input
+// comes back unchanged). Every other byte is kept. An entry under our
+// name that runs something else is refused (a *Error): it is someone's
+// server, and a harness allows one per name.
+func MergeMCPServer(path string, doc []byte, server MCPServer) ([]byte, []Change, error) {
 	c, err := parseMCPConfig(path, doc)
 	if err != nil {
 		return nil, nil, err
 	}
-	entry := mcpEntryJSON(bin)
+	bin := server.Command
+	entry := marshal(server)
 	servers := func() []byte { // a mcpServers object holding only ours
 		return append(append([]byte{'{'}, c.member(MCPServerName, nil, entry)...), '}')
 	}
@@ -221,7 +171,7 @@ func MergeMCPServer(path string, doc []byte, bin string) ([]byte, []Change, erro
 	} else {
 		m := c.servers[c.oursAt]
 		if !IsOurMCPServer(c.text(m.val), bin) {
-			return nil, nil, errorAt(path, doc, m.keyStart, "mcpServers.%s runs `%s`, which is not git-lossless's server; remove or rename that entry (`claude mcp remove %s`), then run again",
+			return nil, nil, errorAt(path, doc, m.keyStart, "mcpServers.%s runs `%s`, which is not git-lossless's server; remove or rename that entry (Claude Code: `claude mcp remove %s`), then run again",
 				MCPServerName, c.entryCommand(), MCPServerName)
 		}
 		if jsonEqual(c.text(m.val), entry) {
@@ -266,9 +216,11 @@ func (c *mcpConfig) spliceTop(top *splicer) []byte {
 }
 
 // PlanMCPInstall reads an MCP config and computes it with our server
-// registered (see MergeMCPServer).
-func PlanMCPInstall(path, bin string) (*Plan, error) {
-	return planFile(path, bin, MergeMCPServer)
+// registered as server (see MergeMCPServer).
+func PlanMCPInstall(path string, server MCPServer) (*Plan, error) {
+	return planFile(path, server.Command, func(path string, doc []byte, _ string) ([]byte, []Change, error) {
+		return MergeMCPServer(path, doc, server)
+	})
 }
 
 // PlanMCPUninstall reads an MCP config and computes it without our
@@ -289,209 +241,4 @@ func PlanMCPUninstall(path, bin string) (*Plan, error) {
 func emptyObject(doc []byte) bool {
 	var m map[string]json.RawMessage
 	return json.Unmarshal(doc, &m) == nil && m != nil && len(m) == 0
-}
-
-// MCPRegistration is one registration of our server name that Claude
-// Code reads for a directory.
-type MCPRegistration struct {
-	// Scope is "local" (.claude.json's projects[<dir>].mcpServers),
-	// "project" (.mcp.json) or "user" (.claude.json's mcpServers).
-	Scope string
-	Path  string // the file holding it
-	// Entry is the entry as written; Server the same decoded (zero when
-	// it is not an object of that shape).
-	Entry  json.RawMessage
-	Server MCPServer
-	// Ours is IsOurMCPServer(Entry).
-	Ours bool
-	// Approval is for project entries: "approved", "rejected" or
-	// "pending" (Claude Code asks on the next interactive start, and
-	// uses the server only once approved); "" for the other scopes.
-	Approval string
-}
-
-// Usable reports whether Claude Code starts this registration (a project
-// entry only once approved).
-func (r MCPRegistration) Usable() bool { return r.Scope != "project" || r.Approval == "approved" }
-
-// MCPLookup says where to look for registrations.
-type MCPLookup struct {
-	// Dir is the directory Claude Code runs in.
-	Dir string
-	// UserConfig is the user's .claude.json ("" = no user scope, e.g. no
-	// HOME); UserSettings the user's settings.json, for project approvals.
-	UserConfig, UserSettings string
-	// Programs are other paths of git-lossless (the running program, the
-	// hooks' program) whose `PATH mcp` entries are ours whatever the
-	// file's name (see IsOurMCPServer).
-	Programs []string
-}
-
-// MCPLookupFor derives the lookup of dir from the environment as Claude
-// Code would (CLAUDE_CONFIG_DIR, HOME); without either the user scope is
-// left out rather than guessed.
-func MCPLookupFor(dir string, getenv func(string) string) MCPLookup {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	l := MCPLookup{Dir: dir}
-	if getenv("CLAUDE_CONFIG_DIR") == "" && getenv("HOME") == "" {
-		return l
-	}
-	l.UserConfig, _ = MCPConfigPath(ScopeUser, dir, getenv)
-	l.UserSettings, _ = Path(ScopeUser, dir, getenv)
-	return l
-}
-
-// FindMCPRegistrations lists the registrations of our server name Claude
-// Code reads in l.Dir, in its order of precedence: local, project (the
-// nearest .mcp.json walking up from Dir holding the name), user. Files
-// that are missing are skipped; files that cannot be read or parsed are
-// errors (with whatever else was found).
-func FindMCPRegistrations(l MCPLookup) ([]MCPRegistration, error) {
-	var out []MCPRegistration
-	var errs []error
-	dir, err := filepath.Abs(l.Dir)
-	if err != nil {
-		return nil, err
-	}
-	top, _ := projectTop(dir)
-
-	var user struct {
-		MCPServers map[string]json.RawMessage `json:"mcpServers"`
-		Projects   map[string]mcpProjectState `json:"projects"`
-	}
-	if l.UserConfig != "" {
-		if b, err := os.ReadFile(l.UserConfig); err == nil {
-			if err := json.Unmarshal(b, &user); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", l.UserConfig, err))
-			}
-		} else if !os.IsNotExist(err) {
-			errs = append(errs, err)
-		}
-	}
-	reg := func(scope, path string, raw json.RawMessage) MCPRegistration {
-		r := MCPRegistration{Scope: scope, Path: path, Entry: raw, Ours: IsOurMCPServer(raw, "")}
-		for _, p := range l.Programs {
-			r.Ours = r.Ours || p != "" && IsOurMCPServer(raw, p)
-		}
-		_ = json.Unmarshal(raw, &r.Server)
-		return r
-	}
-	projectKeys := []string{dir}
-	if top != dir {
-		projectKeys = append(projectKeys, top)
-	}
-	for _, k := range projectKeys {
-		if raw, ok := user.Projects[k].MCPServers[MCPServerName]; ok {
-			out = append(out, reg("local", l.UserConfig, raw))
-			break
-		}
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, ".mcp.json")
-		b, err := os.ReadFile(p)
-		if err == nil {
-			var f struct {
-				MCPServers map[string]json.RawMessage `json:"mcpServers"`
-			}
-			if err := json.Unmarshal(b, &f); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", p, err))
-			} else if raw, ok := f.MCPServers[MCPServerName]; ok {
-				r := reg("project", p, raw)
-				r.Approval = mcpApproval(l.UserSettings, top, projectKeys, user.Projects)
-				out = append(out, r)
-				break
-			}
-		} else if !os.IsNotExist(err) {
-			errs = append(errs, err)
-		}
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if raw, ok := user.MCPServers[MCPServerName]; ok {
-		out = append(out, reg("user", l.UserConfig, raw))
-	}
-	if len(errs) > 0 {
-		return out, fmt.Errorf("read MCP configs: %w", joinErrs(errs))
-	}
-	return out, nil
-}
-
-// mcpProjectState is what .claude.json keeps of a project directory.
-type mcpProjectState struct {
-	MCPServers map[string]json.RawMessage `json:"mcpServers"`
-	Disabled   []string                   `json:"disabledMcpjsonServers"`
-	Trusted    bool                       `json:"hasTrustDialogAccepted"`
-}
-
-// mcpApproval decides whether Claude Code starts our .mcp.json server,
-// as 2.1.328's `claude mcp list` does (seen): approved by the user's
-// settings (enabledMcpjsonServers naming it, or
-// enableAllProjectMcpServers), or when the project's directory is
-// trusted in .claude.json (hasTrustDialogAccepted: the interactive
-// start that asks about the folder asks about its servers too); the
-// project's own settings files approve nothing in a folder not trusted
-// (a cloned repository cannot approve its own servers). Listed in
-// disabledMcpjsonServers anywhere: rejected. Else pending.
-func mcpApproval(userSettings, top string, keys []string, projects map[string]mcpProjectState) string {
-	type settings struct {
-		Enabled  []string `json:"enabledMcpjsonServers"`
-		Disabled []string `json:"disabledMcpjsonServers"`
-		All      bool     `json:"enableAllProjectMcpServers"`
-	}
-	read := func(p string) settings {
-		var s settings
-		if p != "" {
-			if b, err := os.ReadFile(p); err == nil {
-				_ = json.Unmarshal(b, &s)
-			}
-		}
-		return s
-	}
-	trusted := false
-	var disabled []string
-	for _, k := range keys {
-		if pr, ok := projects[k]; ok {
-			trusted = trusted || pr.Trusted
-			disabled = append(disabled, pr.Disabled...)
-		}
-	}
-	us := read(userSettings)
-	disabled = append(disabled, us.Disabled...)
-	approved := us.All || slices.Contains(us.Enabled, MCPServerName) || trusted
-	for _, p := range []string{filepath.Join(top, ".claude", "settings.json"), filepath.Join(top, ".claude", "settings.local.json")} {
-		ps := read(p)
-		disabled = append(disabled, ps.Disabled...)
-	}
-	switch {
-	case slices.Contains(disabled, MCPServerName):
-		return "rejected"
-	case approved:
-		return "approved"
-	}
-	return "pending"
-}
-
-// EffectiveMCPServer is the registration Claude Code starts in l.Dir:
-// the first usable one in precedence order (ok false when none).
-func EffectiveMCPServer(regs []MCPRegistration) (MCPRegistration, bool) {
-	for _, r := range regs {
-		if r.Usable() {
-			return r, true
-		}
-	}
-	return MCPRegistration{}, false
-}
-
-func joinErrs(errs []error) error {
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }

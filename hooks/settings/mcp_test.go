@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 )
 
@@ -69,44 +69,6 @@ func mcpRead(t *testing.T, path string) []byte {
 	return b
 }
 
-func TestMCPConfigPath(t *testing.T) {
-	base := t.TempDir()
-	repo := filepath.Join(base, "repo")
-	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
-		t.Skipf("git init: %v %s", err, out)
-	}
-	top, _ := filepath.EvalSymlinks(repo)
-	sub := filepath.Join(repo, "a", "b")
-	os.MkdirAll(sub, 0o755)
-	env := map[string]string{"HOME": "/home/u", "CLAUDE_CONFIG_DIR": "/cfg"}
-	getenv := func(k string) string { return env[k] }
-	for _, c := range []struct {
-		scope settings.Scope
-		dir   string
-		unset bool
-		want  string
-	}{
-		{settings.ScopeUser, sub, false, "/cfg/.claude.json"},
-		{settings.ScopeUser, sub, true, "/home/u/.claude.json"},
-		{settings.ScopeProject, sub, false, filepath.Join(top, ".mcp.json")},
-		{settings.ScopeProject, base, false, filepath.Join(base, ".mcp.json")},
-	} {
-		if c.unset {
-			delete(env, "CLAUDE_CONFIG_DIR")
-		}
-		got, err := settings.MCPConfigPath(c.scope, c.dir, getenv)
-		if err != nil || got != c.want {
-			t.Errorf("%s in %s: %q %v, want %q", c.scope, c.dir, got, err, c.want)
-		}
-	}
-	if got := settings.MCPToolName("git-lossless", "restore_context"); got != "mcp__git-lossless__restore_context" {
-		t.Errorf("tool name %q", got)
-	}
-	if got := settings.MCPToolName("my server.v2", "x"); got != "mcp__my_server_v2__x" {
-		t.Errorf("tool name %q", got)
-	}
-}
-
 // TestMCPMergeKeepsEverythingElse: our entry is spliced in, every other
 // byte kept; install twice changes nothing the second time; uninstall
 // gives the file back byte for byte.
@@ -122,7 +84,7 @@ func TestMCPMergeKeepsEverythingElse(t *testing.T) {
 		"unicode escapes": "{\n  \"name\": \"caf\\u00e9 <&>\"\n}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, ch, err := settings.MergeMCPServer("f.json", []byte(in), mcpBin)
+			out, ch, err := settings.MergeMCPServer("f.json", []byte(in), claudecode.MCPServerEntry(mcpBin))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +112,7 @@ func TestMCPMergeKeepsEverythingElse(t *testing.T) {
 					t.Errorf("line endings mixed:\n%q", out)
 				}
 			}
-			again, ch, err := settings.MergeMCPServer("f.json", out, mcpBin)
+			again, ch, err := settings.MergeMCPServer("f.json", out, claudecode.MCPServerEntry(mcpBin))
 			if err != nil || !bytes.Equal(again, out) || len(ch) != 1 || ch[0].Action != "unchanged" {
 				t.Errorf("second merge: %v %+v\n%s", err, ch, again)
 			}
@@ -170,7 +132,7 @@ func TestMCPMergeKeepsEverythingElse(t *testing.T) {
 
 func TestMCPMergeReplacesOursRefusesOthers(t *testing.T) {
 	old := "{\n  \"mcpServers\": {\n    \"git-lossless\": {\n      \"command\": \"/old/bin/git-lossless\",\n      \"args\": [\"mcp\", \"--no-mask\"]\n    },\n    \"z\": {\"command\": \"z\"}\n  }\n}\n"
-	out, ch, err := settings.MergeMCPServer("f.json", []byte(old), mcpBin)
+	out, ch, err := settings.MergeMCPServer("f.json", []byte(old), claudecode.MCPServerEntry(mcpBin))
 	if err != nil || len(ch) != 1 || ch[0].Action != "replaced" {
 		t.Fatalf("replace: %v %+v", err, ch)
 	}
@@ -184,7 +146,7 @@ func TestMCPMergeReplacesOursRefusesOthers(t *testing.T) {
 		}
 	}
 	foreign := `{"mcpServers": {"git-lossless": {"type": "http", "url": "https://example.invalid/mcp"}, "other": {"command": "git-lossless", "args": ["mcp"]}}}`
-	if _, _, err := settings.MergeMCPServer("f.json", []byte(foreign), mcpBin); err == nil || !strings.Contains(err.Error(), "not git-lossless's server") {
+	if _, _, err := settings.MergeMCPServer("f.json", []byte(foreign), claudecode.MCPServerEntry(mcpBin)); err == nil || !strings.Contains(err.Error(), "not git-lossless's server") {
 		t.Errorf("foreign entry: %v", err)
 	}
 	if out, ch, err := settings.RemoveMCPServer("f.json", []byte(foreign), mcpBin); err != nil || len(ch) != 0 || string(out) != foreign {
@@ -197,7 +159,10 @@ func TestMCPMergeReplacesOursRefusesOthers(t *testing.T) {
 		`{"mcpServers": {}, "mcpServers": {}}`: `duplicate key "mcpServers"`,
 		`{"mcpServers": {"git-lossless": {}, "git-lossless": {}}}`: "duplicate key mcpServers.git-lossless",
 	} {
-		for _, f := range []func(string, []byte, string) ([]byte, []settings.Change, error){settings.MergeMCPServer, settings.RemoveMCPServer} {
+		merge := func(path string, doc []byte, bin string) ([]byte, []settings.Change, error) {
+			return settings.MergeMCPServer(path, doc, claudecode.MCPServerEntry(bin))
+		}
+		for _, f := range []func(string, []byte, string) ([]byte, []settings.Change, error){merge, settings.RemoveMCPServer} {
 			_, _, err := f("f.json", []byte(in), mcpBin)
 			var se *settings.Error
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), msg) {
@@ -212,7 +177,7 @@ func TestMCPMergeReplacesOursRefusesOthers(t *testing.T) {
 func TestMCPPlanApply(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "proj", ".mcp.json")
-	p, err := settings.PlanMCPInstall(path, mcpBin)
+	p, err := settings.PlanMCPInstall(path, claudecode.MCPServerEntry(mcpBin))
 	if err != nil || p.Exists || !p.Changed() || !strings.HasPrefix(p.Diff(), "--- /dev/null\n+++ "+path+" (new)\n") {
 		t.Fatalf("plan: %v %+v\n%s", err, p, p.Diff())
 	}
@@ -238,7 +203,7 @@ func TestMCPPlanApply(t *testing.T) {
 	}
 	// A file with other content keeps it; its backup holds the old bytes.
 	mcpWrite(t, path, `{"keep": 1}`)
-	p, _ = settings.PlanMCPInstall(path, mcpBin)
+	p, _ = settings.PlanMCPInstall(path, claudecode.MCPServerEntry(mcpBin))
 	if backup, err = p.Apply(time.Now()); err != nil || string(mcpRead(t, backup)) != `{"keep": 1}` {
 		t.Fatalf("backup %q %v", backup, err)
 	}
@@ -251,7 +216,7 @@ func TestMCPPlanApply(t *testing.T) {
 	}
 	// Malformed: refused, untouched.
 	mcpWrite(t, path, `{bad`)
-	if _, err := settings.PlanMCPInstall(path, mcpBin); err == nil {
+	if _, err := settings.PlanMCPInstall(path, claudecode.MCPServerEntry(mcpBin)); err == nil {
 		t.Error("malformed config accepted")
 	}
 	if string(mcpRead(t, path)) != `{bad` {

@@ -51,9 +51,12 @@ func (p *Plan) Changed() bool {
 	return !bytes.Equal(p.Before, p.After)
 }
 
-// PlanInstall reads path and computes the settings with our hooks.
-func PlanInstall(path, bin string) (*Plan, error) {
-	return planFile(path, bin, MergeHooks)
+// PlanInstall reads path and computes the settings with our hooks
+// (specs, run by bin).
+func PlanInstall(path, bin string, specs []HookSpec) (*Plan, error) {
+	return planFile(path, bin, func(path string, doc []byte, bin string) ([]byte, []Change, error) {
+		return MergeHooks(path, doc, bin, specs)
+	})
 }
 
 // PlanUninstall reads path and computes the settings without our hooks.
@@ -107,7 +110,7 @@ func resolvePath(path string) (string, error) {
 // Apply writes the plan: first a backup of the current file next to it
 // (settings.json.bak-YYYYMMDD-HHMMSS, 0600), then the new settings through
 // a temporary file renamed into place (0600; missing directories created
-// 0700), so Claude Code never reads half a file. It refuses when the file
+// 0700), so the harness never reads half a file. It refuses when the file
 // changed since the plan read it, rather than overwrite someone's edit.
 // A RemoveFile plan deletes the file after the backup. It returns the
 // backup's path ("" when there was no file to back up).

@@ -1,37 +1,23 @@
-// Package transcript reads Claude Code's transcript format: the JSON
-// lines Claude Code appends to ~/.claude/projects/<dir>/<session>.jsonl
-// while a session runs. It owns the items a line yields, the parser that
-// reads them from an offset (and pairs each tool result with its call,
-// across reads), the edit replay that turns a Read, Write or Edit result
-// into the file version that entered the context, and the span documents
-// archived for them. It imports only the standard library and
-// internal/jsonscan: the hooks (sweep, guard, restore), recall and the MCP
-// server use it, not the other way round.
+// Package transcript is the harness-neutral item model of a conversation
+// transcript: what a line of any agent harness's transcript yields once
+// its adapter has read it. It owns the items (Item: TextSpan, ToolUse,
+// ToolResult, FileSeen, CompactBoundary, CompactSummary, each with the
+// LineMeta of its line), a read's result (Line, Stats), the tool calls
+// still waiting for their results across reads (PendingToolUse), and the
+// span documents archived for them (SpanJSON, SpanKind, ContentText).
 //
-// A transcript is JSON lines, appended while we read it, with lines from a
-// few bytes to tens of megabytes and a set of line types that grows release
-// by release. The parser reads complete lines only (a trailing line without
-// its '\n' is left for the next read), holds one line at a time, and looks
-// at a line's fields with jsonscan instead of decoding it: most bytes of a
-// real transcript are in lines it skips (api-request-shape,
-// api-request-blob, prompt_snapshot attachments...), which it recognises
-// from their first fields without scanning the rest. Values it keeps (tool
-// inputs, results, texts) are copied out of the line as raw JSON and
-// decoded only when needed.
+// Each harness's adapter reads its own format into these items (Claude
+// Code's JSON lines: package hooks/claudecode/cctranscript); the runtime
+// in package hooks sweeps them into the archive without knowing the
+// format, and recall renders the span documents without knowing the
+// harness. So the span document is one shape for every harness:
 //
-// What a line yields:
+//	{"kind":"user"|"assistant"|"thinking","role":...,"text":...}
+//	{"kind":"tool_use","role":"assistant","id":...,"tool":...,"input":{...}}
+//	{"kind":"tool_result","role":"user","tool_use_id":...,"tool":...,"is_error":true,"content":...}
+//	{"kind":"compact_summary","role":"user","text":...}
 //
-//   - assistant: a TextSpan per text block (kind "assistant") and per
-//     thinking block with text (kind "thinking"), a ToolUse per tool_use.
-//   - user: a CompactSummary when isCompactSummary; else a TextSpan per
-//     text (kind "user"), and per tool_result a ToolResult plus, for file
-//     tools, the FileSeen evidence derived from it (see deriveFileSeen).
-//   - attachment of type "file" (re-attached after a compaction): a
-//     FileSeen with op "attach"; every other attachment is skipped.
-//   - system with subtype "compact_boundary": a CompactBoundary.
-//   - anything else (api-request*, prompt_snapshot, queue-operation,
-//     unknown types): skipped. Image and document blocks yield nothing.
-//
-// A tool_result is paired with its tool_use by id, also across parses:
-// calls still waiting for a result are kept (Pending/SetPending).
+// It imports only the standard library and internal/jsonscan: the hooks
+// (sweep, guard, restore, facts), the adapters, recall and the MCP server
+// use it, not the other way round.
 package transcript

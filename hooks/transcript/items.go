@@ -5,13 +5,15 @@ import (
 	"time"
 )
 
-// LineMeta is what every item knows about the transcript line it came from.
+// LineMeta is what every item knows about the transcript line it came
+// from. The adapter fills it from its format (Claude Code: uuid,
+// timestamp, sessionId, agentId, isSidechain, cwd).
 type LineMeta struct {
-	UUID      string    // the line's uuid
+	UUID      string    // the line's (or message's) id: dedupe keys are made of it
 	TS        time.Time // the line's timestamp (zero when it has none)
-	SessionID string    // sessionId (a subagent's lines carry the parent's)
-	Agent     string    // agentId: the subagent; "" in a main transcript
-	Sidechain bool      // isSidechain
+	SessionID string    // the session (a subagent's lines carry the parent's)
+	Agent     string    // the subagent; "" in a main context
+	Sidechain bool      // the line is a subagent's
 	Cwd       string
 }
 
@@ -26,7 +28,7 @@ type TextSpan struct {
 	LineMeta
 	Kind     string          // "user", "assistant" or "thinking"
 	Role     string          // "user" or "assistant"
-	Block    int             // index in message.content (0 for string content)
+	Block    int             // index of the block in its message (0 for a message of one text)
 	Key      string          // dedupe key: span:<uuid> or span:<uuid>:<block>
 	TextJSON json.RawMessage // the text, as a JSON string
 }
@@ -40,22 +42,23 @@ type ToolUse struct {
 	ID    string
 	Name  string
 	Input json.RawMessage // the input object, raw
-	// Path is the file a file tool (Read, Write, Edit, MultiEdit,
-	// NotebookEdit) names, made absolute against the line's cwd.
+	// Path is the file a file tool names (Claude Code: Read, Write, Edit,
+	// MultiEdit, NotebookEdit), made absolute against the line's cwd.
 	Path    string
 	Block   int
 	SpanKey string
 }
 
-// ToolResult is a tool_result block of a user message.
+// ToolResult is the result of a tool call, as the model received it.
 type ToolResult struct {
 	LineMeta
 	ToolUseID   string
 	IsError     bool
 	ContentJSON json.RawMessage // the content: a JSON string or an array of blocks
-	// ToolUseResult is the line's toolUseResult (an object or a string),
-	// raw; nil when the line has none (subagent transcripts) or when the
-	// line holds several results (it would be ambiguous).
+	// ToolUseResult is the harness's structured record of the result
+	// beside what the model read (Claude Code: the line's toolUseResult,
+	// an object or a string), raw; nil when there is none or when it
+	// would be ambiguous (a line holding several results).
 	ToolUseResult json.RawMessage
 	Tool          string // the matching tool use's name, when known
 	Path          string // the matching tool use's file, when known
@@ -76,15 +79,15 @@ type FileSeen struct {
 	HasContent bool
 	View       string // "full" or "lines:A-B"
 	Op         string // read, write, edit, attach
-	Tool       string // Read, Write, Edit, MultiEdit, NotebookEdit; "" for attach
-	Key        string // tool_use_id, or attach:<uuid>
+	Tool       string // the tool as the harness names it (Claude Code's Read, Edit...); "" for attach
+	Key        string // the tool call's id, or attach:<uuid>
 }
 
 // CompactBoundary is a compaction of the line's context.
 type CompactBoundary struct {
 	LineMeta
 	Trigger string // manual, auto
-	Key     string // compact:<uuid>
+	Key     string // compact:<uuid>: the guard's boundary key
 }
 
 // CompactSummary is the summary a compaction left in the context.
@@ -133,13 +136,8 @@ type PendingToolUse struct {
 	Name  string          `json:"name"`
 	Path  string          `json:"path,omitempty"`
 	Input json.RawMessage `json:"input,omitempty"` // file tools only
-	seq   int64
 }
 
 // MaxPendingToolUses bounds the calls a parser remembers (a call whose
 // result never comes, e.g. an interrupted one, is forgotten eventually).
 const MaxPendingToolUses = 4096
-
-// readDefaultLimit is how many lines Claude Code's Read shows when no
-// limit is given: a result of this many lines may be a truncated view.
-const readDefaultLimit = 2000

@@ -25,7 +25,7 @@ func SpanJSON(it Item) []byte {
 		b = append(b, ',')
 		b = append(b, jsonscan.Quote(k)...)
 		b = append(b, ':')
-		b = append(b, safeJSON(v)...)
+		b = append(b, SafeJSON(v)...)
 	}
 	head := func(kind, role string) {
 		b = append(b, `{"kind":`...)
@@ -106,49 +106,18 @@ func ContentText(raw []byte) string {
 	return strings.Join(parts, "\n")
 }
 
-func emptyString(raw []byte) bool { return len(raw) == 2 && raw[0] == '"' }
-
 // stringValue decodes raw when it is a string ("" otherwise).
 func stringValue(raw []byte) string {
 	s, _ := jsonscan.String(raw)
 	return s
 }
 
-// firstType returns the string value of an object's first member when
-// that member is "type" ("" otherwise), without scanning the rest.
-func firstType(v []byte) string {
-	i := jsonscan.WS(v, 0)
-	if i >= len(v) || v[i] != '{' {
-		return ""
-	}
-	i = jsonscan.WS(v, i+1)
-	if !bytes.HasPrefix(v[i:], []byte(`"type"`)) {
-		return ""
-	}
-	i = jsonscan.WS(v, i+len(`"type"`))
-	if i >= len(v) || v[i] != ':' {
-		return ""
-	}
-	i = jsonscan.WS(v, i+1)
-	if i >= len(v) || v[i] != '"' {
-		return ""
-	}
-	e, ok := jsonscan.Skip(v, i, jsonscan.Escapes)
-	if !ok {
-		return ""
-	}
-	s, _ := jsonscan.String(v[i:e])
-	return s
-}
-
-func clone(b []byte) json.RawMessage { return append(json.RawMessage(nil), b...) }
-
-// safeJSON returns raw (a value the scanner accepted) as valid JSON: as it
+// SafeJSON returns raw (a value the scanner accepted) as valid JSON: as it
 // is when it holds no control bytes and is valid UTF-8; compacted when
 // that makes it so (white space between tokens); else re-encoded (a string
 // with its bytes coerced to UTF-8, anything else as a JSON string of its
 // bytes).
-func safeJSON(raw []byte) []byte {
+func SafeJSON(raw []byte) []byte {
 	clean := true
 	for _, c := range raw {
 		if c < 0x20 {

@@ -15,11 +15,19 @@
 //     under github.com/go-git/), in its code or its tests: the git object
 //     layer has one door.
 //   - The hook program (cmd/git-lossless-hook), started afresh on every
-//     tool call Claude Code hooks, links none of HookProgramBanned: what
+//     tool call a harness hooks, links none of HookProgramBanned: what
 //     the other commands need (the proxy, the MCP server, receipts,
 //     recall, the doctor, SSH keys, and the libraries under them, net and
 //     cgo among them) costs every process its package initialisation,
-//     page faults and, with cgo, the dynamic loader.
+//     page faults and, with cgo, the dynamic loader. It links every
+//     harness's adapter (through hooks/harnesses), so this holds for each
+//     adapter too.
+//   - The runtime knows no harness: an adapter (a package under hooks/
+//     that is not one of NeutralHooks, such as hooks/claudecode, and the
+//     packages under it) is imported, outside tests, only by the list of
+//     harnesses (Registry), by its own sub-packages, by hooks/doctor, by
+//     the commands and by fixtures. Package hooks, the neutral packages
+//     beside it, and gitstore, guard, recall, mcp and the rest never are.
 //   - No production file is longer than MaxLines lines (fixtures under
 //     internal/testkit and tests excepted): a file that grows past it
 //     holds more than one concept and is split by concept.
@@ -80,6 +88,54 @@ func HookProgramLinks(deps []string) []string {
 			}
 		}
 	}
+	return bad
+}
+
+// Hooks is the tree of the hook runtime and the harnesses' adapters.
+const Hooks = Module + "/hooks"
+
+// Registry is the one list of harnesses, which may import every adapter.
+const Registry = Hooks + "/harnesses"
+
+// NeutralHooks are the packages under hooks/ that belong to no harness:
+// the runtime's item model, the settings editor, the recogniser of shell
+// reads, the registry and the doctor (which checks what each harness
+// installed). Every other package under hooks/ is (part of) an adapter.
+var NeutralHooks = []string{Hooks + "/transcript", Hooks + "/settings", Hooks + "/shellread", Registry, Hooks + "/doctor"}
+
+// adapterOf returns the adapter package p is (or is under), "" when p is
+// no adapter: hooks/<name> for any hooks/<name>/... not in NeutralHooks.
+func adapterOf(p string) string {
+	rest, ok := strings.CutPrefix(p, Hooks+"/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	a := Hooks + "/" + name
+	if slices.Contains(NeutralHooks, a) {
+		return ""
+	}
+	return a
+}
+
+// mayImportAdapters reports whether package p may import adapter a: the
+// registry, a's own tree, the doctor, the commands and fixtures.
+func mayImportAdapters(p, a string) bool {
+	return p == Registry || under(p, a) || p == Hooks+"/doctor" || under(p, Module+"/cmd") || under(p, Testkit)
+}
+
+// AdapterImports returns one message per non-test import of an adapter
+// by a package that may not import it (see the rules), sorted.
+func AdapterImports(pkgs []Package) []string {
+	var bad []string
+	for _, p := range pkgs {
+		for _, imp := range p.Imports {
+			if a := adapterOf(imp); a != "" && !mayImportAdapters(p.ImportPath, a) {
+				bad = append(bad, fmt.Sprintf("%s imports the adapter %s; only %s, the adapter's own packages, the doctor, the commands and fixtures may", p.ImportPath, imp, Registry))
+			}
+		}
+	}
+	slices.Sort(bad)
 	return bad
 }
 

@@ -203,6 +203,28 @@ const fakeList = `{
 }
 `
 
+// TestRuntimeImportsNoAdapter: on every platform, no package but the
+// registry, the adapters' own, the doctor, the commands and fixtures
+// imports an adapter, and the listing shows the imports that are allowed
+// (so the rule can fail).
+func TestRuntimeImportsNoAdapter(t *testing.T) {
+	for _, goos := range platforms {
+		t.Run(goos, func(t *testing.T) {
+			pkgs := goList(t.Context(), t, goos)
+			reg, ok := find(pkgs, Registry)
+			if !ok {
+				t.Fatalf("go list did not list %s", Registry)
+			}
+			if !slices.ContainsFunc(reg.Imports, func(p string) bool { return adapterOf(p) != "" }) {
+				t.Fatalf("%s imports no adapter: the listing shows no adapter imports, so the check would test nothing", Registry)
+			}
+			for _, msg := range AdapterImports(pkgs) {
+				t.Error(msg)
+			}
+		})
+	}
+}
+
 // TestHookProgramStaysSmall lists what the hook program links, on every
 // platform, and fails on anything HookProgramBanned names.
 func TestHookProgramStaysSmall(t *testing.T) {
@@ -260,6 +282,30 @@ func TestChecksCanFail(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("HookProgramLinks:\ngot  %q\nwant %q", got, want)
+	}
+
+	// An adapter imported by the runtime or a neutral package is caught;
+	// by the registry, its own sub-packages, the doctor, the commands, a
+	// fixture or a test it is not, nor are the neutral packages under
+	// hooks/ adapters.
+	got = AdapterImports([]Package{
+		{ImportPath: Hooks, Imports: []string{Hooks + "/claudecode", Hooks + "/transcript"}},
+		{ImportPath: Module + "/mcp", Imports: []string{Hooks + "/codex/rollout", Hooks + "/settings", Hooks + "/shellread"}},
+		{ImportPath: Hooks + "/claudecode", Imports: []string{Hooks + "/gemini"}},
+		{ImportPath: Registry, Imports: []string{Hooks + "/claudecode", Hooks + "/codex"}},
+		{ImportPath: Hooks + "/claudecode/replay", Imports: []string{Hooks + "/claudecode", Hooks + "/claudecode/cctranscript"}},
+		{ImportPath: Hooks + "/doctor", Imports: []string{Hooks + "/claudecode"}},
+		{ImportPath: Command, Imports: []string{Hooks + "/claudecode"}},
+		{ImportPath: Testkit + "/receiptfixture", Imports: []string{Hooks + "/claudecode"}},
+		{ImportPath: Module + "/recall", TestImports: []string{Hooks + "/claudecode"}},
+	})
+	want = []string{
+		Hooks + " imports the adapter " + Hooks + "/claudecode; only " + Registry + ", the adapter's own packages, the doctor, the commands and fixtures may",
+		Hooks + "/claudecode imports the adapter " + Hooks + "/gemini; only " + Registry + ", the adapter's own packages, the doctor, the commands and fixtures may",
+		Module + "/mcp imports the adapter " + Hooks + "/codex/rollout; only " + Registry + ", the adapter's own packages, the doctor, the commands and fixtures may",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("AdapterImports:\ngot  %q\nwant %q", got, want)
 	}
 
 	// go-git anywhere but internal/gitobj, tests included, is caught;

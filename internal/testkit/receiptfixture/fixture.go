@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 )
 
@@ -163,7 +164,7 @@ func (f Fixture) Build(ctx context.Context, dir string) (Built, error) {
 		if last == 0 {
 			parentState = append([]int(nil), version...)
 		}
-		writer := fmt.Sprintf("cc-bench-%03d", s)
+		writer := fmt.Sprintf("%sbench-%03d", claudecode.Prefix, s)
 		session := fmt.Sprintf("bench-session-%03d", s)
 		recs := make([]gitstore.Record, 0, f.PerSession)
 		for e := range f.PerSession {

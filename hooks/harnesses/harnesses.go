@@ -1,0 +1,46 @@
+// Package harnesses is the list of agent harnesses git-lossless knows:
+// the one place an adapter is registered. cmd/git-lossless and
+// cmd/git-lossless-hook import it; nothing else does, so the runtime
+// (package hooks) and the adapters never depend on the list. The list is
+// built by a function, not filled by init() side effects: there is no
+// global mutable state, and the order is the code's.
+//
+// Adding a harness is one new package beside hooks/claudecode that
+// implements hooks.Harness, and one line in All.
+package harnesses
+
+import (
+	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/claudecode"
+)
+
+// All returns every harness, the default first: the harness of a hook
+// command line that names none (`git lossless hook EVENT`, as Claude Code
+// settings written by every version say), of `git lossless mcp` and of
+// `import` and `restore` when nothing says otherwise.
+func All() []hooks.Harness {
+	return []hooks.Harness{
+		claudecode.New(),
+	}
+}
+
+// Default is the default harness: All()[0].
+func Default() hooks.Harness { return All()[0] }
+
+// ByName returns the harness named name.
+func ByName(name string) (hooks.Harness, bool) { return hooks.Find(All(), name) }
+
+// Names lists the harnesses' names, in All's order.
+func Names() []string {
+	hs := All()
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.Name()
+	}
+	return out
+}
+
+// OfWriter returns the harness whose sessions' writers carry the prefix
+// writer starts with (cc-<session>: Claude Code); false for writers of no
+// harness (proxy-, cli-, mcp-).
+func OfWriter(writer string) (hooks.Harness, bool) { return hooks.OfWriter(All(), writer) }

@@ -1,7 +1,0 @@
-//go:build !unix
-
-package hooks
-
-import "time"
-
-func swCPUTime() time.Duration { return 0 }
