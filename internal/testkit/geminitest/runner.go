@@ -289,10 +289,24 @@ func (r *Runner) ChatPath(sessionID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(matches) != 1 {
-		return "", fmt.Errorf("geminitest: %d chat files for session %s under %s", len(matches), sessionID, r.GeminiDir())
+	if len(matches) == 0 {
+		return "", fmt.Errorf("geminitest: no chat file for session %s under %s", sessionID, r.GeminiDir())
 	}
-	return matches[0], nil
+	// A session resumed in a later minute than it started gets a second
+	// file, named by the resume's minute (seen when a test's two runs
+	// straddled a minute boundary): the resumed run writes, and $sets its
+	// compressed history, in the file it writes last.
+	best, bestTime := "", time.Time{}
+	for _, m := range matches {
+		fi, err := os.Stat(m)
+		if err != nil {
+			return "", err
+		}
+		if best == "" || fi.ModTime().After(bestTime) || (fi.ModTime().Equal(bestTime) && m > best) {
+			best, bestTime = m, fi.ModTime()
+		}
+	}
+	return best, nil
 }
 
 // ChatLine is one line of a chat file: a header ({sessionId,
