@@ -100,6 +100,22 @@
 //	                        a tool result, a compaction summary
 //	                        (extra "kind")
 //
+// A shell call (Call.Shell) is a read when package hooks/shellread
+// recognises its command as printing one named file (its doc,
+// hooks/shellread/doc.go, lists the forms: cat, sed -n, nl -ba, head,
+// tail, under bash -lc or after one cd DIR &&) and the output the model
+// received (Shell.Shown says how the harness altered it) is exactly what
+// that command prints of the file on disk when the hook runs: op read,
+// view full or lines:A-B, key the call id, extra "via":"shell" (and
+// "trimmed": blank edge lines dropped by the harness), resolved against
+// Shell.Dir (else the payload's cwd). A deny-listed file named by such a
+// command is recorded as accessed without content and never read; the
+// adapter's transcript reader names the file on the call's spans so that
+// the deny list withholds them too. Anything else (pipes, globs, several
+// files, output that does not match) records nothing: the call is only a
+// span. Only the hook records shell reads; a sweep or an import has no
+// disk to prove them against.
+//
 // A read the harness answered without content because the earlier read
 // stands (FileOp.Unchanged) is recorded by neither the hook nor the
 // sweep, so the earlier read's hash stays the latest evidence and drift is
