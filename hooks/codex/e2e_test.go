@@ -1,0 +1,235 @@
+package codex
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/testkit/codextest"
+)
+
+// buildPrograms builds git-lossless and, beside it, git-lossless-hook (as
+// `go install ./cmd/...` lays them out): install writes the hook program
+// into hooks.json.
+func buildPrograms(t *testing.T) (bin, hook string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin, hook = filepath.Join(dir, "git-lossless"), filepath.Join(dir, "git-lossless-hook")
+	for out, pkg := range map[string]string{bin: "cmd/git-lossless", hook: "cmd/git-lossless-hook"} {
+		cmd := exec.Command("go", "build", "-o", out, "github.com/git-lossless/git-lossless/"+pkg)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	return bin, hook
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func fileIs(t *testing.T, path, want string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != want {
+		t.Errorf("%s = %q (%v), want %q", filepath.Base(path), b, err, want)
+	}
+}
+
+// plantedKey is a secret in .env: it must reach no object of the archive.
+const plantedKey = "sk-proj-PLANTEDcodexKEY0123456789abcdefXYZ"
+
+// TestCodexEndToEnd drives the real Codex CLI 0.169.0 against a scripted
+// model, with the hooks installed by `git lossless install codex --apply`
+// into an isolated HOME and CODEX_HOME and trusted by that install alone
+// (no --dangerously-bypass-hook-trust). The model reads hello.txt with
+// cat, patches it (allowed; the content after the patch is archived),
+// patches other.txt it never read (denied: unchanged, and the next
+// request carries our reason), cats .env (access recorded, no content),
+// and is compacted: the next request carries the working set handed back
+// by SessionStart(compact); a patch of hello.txt from memory is denied,
+// after a cat it is allowed. Then git fsck --strict, git lossless verify
+// --all, the planted key in no object after git gc, events that name
+// their harness in the stored lines, and the writer codex-<session>.
+func TestCodexEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real Codex CLI")
+	}
+	const sc = "SCENARIO:codex-e2e"
+	codexBin := codextest.EnsureCodex(t)
+	bin, hookProg := buildPrograms(t)
+	ctx := context.Background()
+
+	dir := t.TempDir()
+	dir, _ = filepath.EvalSymlinks(dir)
+	git(t, dir, "init", "-q")
+	for name, body := range map[string]string{"hello.txt": "hello world\n", "other.txt": "other content\n", ".env": "OPENAI_API_KEY=" + plantedKey + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := codextest.NewModel(t, codextest.Script{sc: {
+		codextest.Shell("cat hello.txt"), // 0
+		codextest.Patch(codextest.UpdateFile("hello.txt", "hello world", "hello codex")),    // 1: allowed
+		codextest.Patch(codextest.UpdateFile("other.txt", "other content", "other EDITED")), // 2: denied
+		codextest.Shell("cat .env"), // 3: compaction after its answer
+		codextest.Patch(codextest.UpdateFile("hello.txt", "hello codex", "hello memory")), // 4: denied (seen before the compaction only)
+		codextest.Shell("cat hello.txt"), // 5
+		codextest.Patch(codextest.UpdateFile("hello.txt", "hello codex", "hello again")), // 6: allowed
+		codextest.Say("DONE e2e"),
+	}})
+	m.SetInputTokens(func(q codextest.Request) int {
+		if len(q.ToolOutputs()) == 3 && !strings.Contains(q.MessageText(), "codextest summary") {
+			return 5000
+		}
+		return 100
+	})
+	r := codextest.NewRunner(t, codexBin, m)
+	r.BypassHookTrust = false
+	r.Config = []string{"model_auto_compact_token_limit=1000"}
+	r.Env = append(r.Env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+
+	inst := exec.Command(bin, "install", "codex", "--scope", "user", "--apply", "--command", bin)
+	inst.Dir = dir
+	inst.Env = append(os.Environ(), "CODEX_HOME="+r.CodexHome, "HOME="+r.Home)
+	if out, err := inst.CombinedOutput(); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	hj, err := os.ReadFile(r.HooksPath())
+	if err != nil || !bytes.Contains(hj, []byte(hookProg+" hook codex pre-tool-use")) {
+		t.Fatalf("hooks.json after install: %s %v", hj, err)
+	}
+	// Codex itself says the hooks are trusted.
+	listed, _, err := r.ListHooks(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != len(HookSpecs()) {
+		t.Errorf("codex app-server lists %d hooks, want %d", len(listed), len(HookSpecs()))
+	}
+	for _, h := range listed {
+		if h.TrustStatus != "trusted" {
+			t.Errorf("hook %s: trust %s", h.Key, h.TrustStatus)
+		}
+	}
+
+	res, err := r.Run(ctx, dir, sc+" please work")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, m.Log())
+	}
+	if res.LastMessage != "DONE e2e" {
+		t.Errorf("last message %q\n%s", res.LastMessage, m.Log())
+	}
+	session := res.ThreadID
+	fileIs(t, filepath.Join(dir, "hello.txt"), "hello again\n")
+	fileIs(t, filepath.Join(dir, "other.txt"), "other content\n")
+
+	outputs := map[string]string{}
+	for _, o := range m.ToolOutputs(sc) {
+		outputs[o.CallID] = o.Text
+	}
+	for _, n := range []int{2, 4} {
+		if o := outputs[codextest.CallID(sc, n)]; !strings.Contains(o, "git-lossless guard") || !strings.Contains(o, "cat FILE") {
+			t.Errorf("step %d: the model got %q, want our deny reason", n, o)
+		}
+	}
+	// The request after the compaction carries the working set.
+	var compacted bool
+	var after []codextest.Request
+	for _, q := range m.Requests() {
+		switch {
+		case q.Kind == "compact":
+			compacted = true
+		case compacted:
+			after = append(after, q)
+		}
+	}
+	if !compacted || len(after) == 0 {
+		t.Fatalf("no compaction\n%s", m.Log())
+	}
+	t.Logf("denied patch output: %.400s", outputs[codextest.CallID(sc, 4)])
+	if txt := after[0].MessageText(); !strings.Contains(txt, "git-lossless: this session") || !strings.Contains(txt, "hello.txt") {
+		t.Errorf("the request after the compaction lacks the working set:\n%.3000s", txt)
+	}
+
+	st, err := gitstore.OpenDir(dir, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.Events(ctx, gitstore.Query{Session: session})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	var have []string
+	for _, e := range evs {
+		if e.Harness != Name || e.Writer != Prefix+session {
+			t.Errorf("event %s %s: harness %q writer %q", e.Op, e.Path, e.Harness, e.Writer)
+		}
+		if e.Op != "span" {
+			have = append(have, e.Op+" "+e.Path+" "+e.Key)
+		}
+		count[e.Op]++
+		switch {
+		case e.Op == "read" && e.Path == ".env":
+			if !e.Excluded || e.Blob != "" {
+				t.Errorf(".env read archived content: %+v", e)
+			}
+		case e.Op == "read" && e.Key == codextest.CallID(sc, 0):
+			if e.Path != "hello.txt" || e.Blob != gitstore.BlobID([]byte("hello world\n")) || string(e.Extra["via"]) != `"shell"` {
+				t.Errorf("first read %+v", e)
+			}
+		case e.Op == "edit" && e.Key == codextest.CallID(sc, 1):
+			if e.Path != "hello.txt" || e.Blob != gitstore.BlobID([]byte("hello codex\n")) {
+				t.Errorf("edit %+v", e)
+			}
+		case e.Op == "edit" && e.Key == codextest.CallID(sc, 6):
+			if e.Blob != gitstore.BlobID([]byte("hello again\n")) {
+				t.Errorf("edit after the compaction %+v", e)
+			}
+		}
+	}
+	for _, w := range []string{"read hello.txt " + codextest.CallID(sc, 0), "edit hello.txt " + codextest.CallID(sc, 1), "read .env " + codextest.CallID(sc, 3),
+		"read hello.txt " + codextest.CallID(sc, 5), "edit hello.txt " + codextest.CallID(sc, 6)} {
+		if !strings.Contains(strings.Join(have, "\n"), w) {
+			t.Errorf("no event %q among\n%s", w, strings.Join(have, "\n"))
+		}
+	}
+	t.Logf("events (no spans):\n%s\ncounts %v", strings.Join(have, "\n"), count)
+	if count["deny"] != 2 || count["compact"] < 1 || count["span"] == 0 || count["precompact"] != 1 {
+		t.Errorf("event counts %v", count)
+	}
+
+	ref := "refs/lossless/" + Prefix + session
+	if got := git(t, dir, "cat-file", "-p", ref+":events.jsonl"); !strings.Contains(got, `"harness":"codex"`) {
+		t.Errorf("git cat-file -p %s:events.jsonl does not name the harness", ref)
+	}
+	git(t, dir, "fsck", "--strict")
+	verify := exec.Command(bin, "verify", "--all")
+	verify.Dir = dir
+	verify.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+r.Home)
+	if out, err := verify.CombinedOutput(); err != nil {
+		t.Errorf("git lossless verify --all: %v\n%s", err, out)
+	}
+	git(t, dir, "gc", "-q", "--prune=now")
+	all := exec.Command("git", "-C", dir, "cat-file", "--batch-all-objects", "--batch")
+	out, err := all.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte(plantedKey)) || bytes.Contains(out, []byte("PLANTEDcodexKEY")) {
+		t.Error("the planted key is in an object of the repository")
+	}
+}
