@@ -379,3 +379,25 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string { return e.Err.Error() }
 func (e *RefusedError) Unwrap() error { return e.Err }
+
+// DoctorChecker is an optional interface of a Harness: the checks `git
+// lossless doctor` runs of the harness's installation (its hooks, what
+// the harness needs besides them to run them, its MCP registration).
+// A harness with nothing installed and no trace of the harness returns
+// none.
+type DoctorChecker interface {
+	DoctorChecks(ctx context.Context, opt DoctorOptions) []DoctorCheck
+}
+
+// DoctorOptions are what the doctor hands a harness's checks.
+type DoctorOptions struct {
+	Dir    string // the directory checked (its repository for project scope)
+	Getenv func(string) string
+}
+
+// DoctorCheck is one line of the doctor's report (see package
+// hooks/doctor: Status is "OK", "WARN" or "FAIL"; Fix is for a WARN or
+// FAIL).
+type DoctorCheck struct {
+	Check, Status, Detail, Fix string
+}

@@ -295,7 +295,7 @@ a FAIL, as everywhere.`,
 				if getenv == nil {
 					getenv = os.Getenv
 				}
-				checks := doctor.Run(ctx, doctor.Options{Dir: e.dir, Getenv: getenv, Version: version})
+				checks := doctor.Run(ctx, doctor.Options{Dir: e.dir, Getenv: getenv, Version: version, Harnesses: harnesses.All()})
 				if err := ctx.Err(); err != nil {
 					return err
 				}

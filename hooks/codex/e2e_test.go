@@ -3,6 +3,7 @@ package codex
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,6 +124,27 @@ func TestCodexEndToEnd(t *testing.T) {
 		if h.TrustStatus != "trusted" {
 			t.Errorf("hook %s: trust %s", h.Key, h.TrustStatus)
 		}
+	}
+
+	doc := exec.Command(bin, "doctor", "--json")
+	doc.Dir = dir
+	doc.Env = append(os.Environ(), "CODEX_HOME="+r.CodexHome, "HOME="+r.Home)
+	dout, _ := doc.Output() // exit 1 when an unrelated check fails
+	var checks []struct{ Check, Status, Detail string }
+	if err := json.Unmarshal(dout, &checks); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, dout)
+	}
+	codexChecks := 0
+	for _, c := range checks {
+		if strings.HasPrefix(c.Check, "codex") {
+			codexChecks++
+			if c.Status != "OK" {
+				t.Errorf("doctor: %s %s: %s", c.Check, c.Status, c.Detail)
+			}
+		}
+	}
+	if codexChecks != 3 {
+		t.Errorf("doctor has %d codex checks, want hooks, trust and mcp: %s", codexChecks, dout)
 	}
 
 	res, err := r.Run(ctx, dir, sc+" please work")

@@ -136,3 +136,40 @@ func TestInstallRefusesUnsureTOML(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorTrust: after install the doctor's Codex checks are OK; a
+// changed trust hash, or a hook command edited after install (Codex
+// calls it modified and skips it), is a FAIL that says so; without
+// Codex's home and hooks there is nothing to say.
+func TestDoctorTrust(t *testing.T) {
+	home := t.TempDir()
+	getenv := func(k string) string { return map[string]string{"CODEX_HOME": home}[k] }
+	dopt := hooks.DoctorOptions{Dir: home, Getenv: getenv}
+	status := func() map[string]string {
+		m := map[string]string{}
+		for _, c := range New().DoctorChecks(context.Background(), dopt) {
+			if m[c.Check] != "FAIL" {
+				m[c.Check] = c.Status
+			}
+		}
+		return m
+	}
+	if got := status(); len(got) != 1 || got["codex hooks"] != "WARN" {
+		t.Fatalf("before install: %v", got)
+	}
+	if got := New().DoctorChecks(context.Background(), hooks.DoctorOptions{Dir: home, Getenv: func(k string) string {
+		return map[string]string{"CODEX_HOME": filepath.Join(home, "none")}[k]
+	}}); len(got) != 0 {
+		t.Fatalf("no codex home: %v", got)
+	}
+	runInstall(t, hooks.InstallOptions{Scope: "user", Dir: home, Getenv: getenv, Bin: settings.HookBinary{Path: "/opt/bin/git-lossless", Hook: "/opt/bin/git-lossless"}})
+	if got := status(); got["codex hooks"] != "OK" || got["codex hook trust"] != "OK" || got["codex mcp"] != "OK" {
+		t.Fatalf("after install: %v", got)
+	}
+	hj := filepath.Join(home, "hooks.json")
+	b, _ := os.ReadFile(hj)
+	os.WriteFile(hj, []byte(strings.Replace(string(b), `"timeout": 10`, `"timeout": 11`, 1)), 0o600)
+	if got := status(); got["codex hook trust"] != "FAIL" {
+		t.Fatalf("after a hook changed: %v", got)
+	}
+}
