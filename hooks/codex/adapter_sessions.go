@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/git-lossless/git-lossless/hooks"
-	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/hooks/shellread"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 )
@@ -276,13 +275,16 @@ func (Harness) ContextUsage(path string) (hooks.ContextUsage, error) {
 	return u, sc.Err()
 }
 
-// MCPToolPrefix is how Codex names an MCP server's tools to the model:
-// mcp__<server>__<tool>.
-const MCPToolPrefix = "mcp__"
+// MCPNamespace is the namespace under which Codex 0.169.0 offers our MCP
+// server's tools to the model: "mcp__" and the server's name with "-"
+// turned into "_" (mcp__git_lossless), a deferred namespace the model
+// finds with tool_search and calls as namespace + tool name (seen
+// driving the real CLI: TestCodexMCPReadCountsAsSeen).
+const MCPNamespace = "mcp__git_lossless"
 
 // MCPTools implements hooks.Harness: Codex starts the MCP servers of its
 // user config.toml ([mcp_servers.<name>]) for every session; when ours is
-// registered there, its tools are mcp__git-lossless__<tool>.
+// registered there, its tools are named mcp__git_lossless.<tool>.
 func (Harness) MCPTools(dir string, getenv func(string) string) (func(string) string, error) {
 	home, err := Home(getenvOr(getenv))
 	if err != nil {
@@ -295,5 +297,5 @@ func (Harness) MCPTools(dir string, getenv func(string) string) (func(string) st
 	if !tomlHasTable(b, mcpTableHeader) {
 		return nil, nil
 	}
-	return func(tool string) string { return MCPToolPrefix + settings.MCPServerName + "__" + tool }, nil
+	return func(tool string) string { return MCPNamespace + "." + tool }, nil
 }

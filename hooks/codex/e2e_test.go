@@ -255,3 +255,63 @@ func TestCodexEndToEnd(t *testing.T) {
 		t.Error("the planted key is in an object of the repository")
 	}
 }
+
+// TestCodexMCPReadCountsAsSeen: install registers `git lossless mcp
+// --harness codex` in config.toml; the real Codex starts it and offers
+// its tools in the namespace mcp__git_lossless; a read_file call through
+// it is recorded as a read of the Codex session (writer codex-<session>,
+// source mcp), which lets a patch of the file through that would be
+// denied without it.
+func TestCodexMCPReadCountsAsSeen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real Codex CLI")
+	}
+	const sc = "SCENARIO:codex-mcp"
+	codexBin := codextest.EnsureCodex(t)
+	bin, _ := buildPrograms(t)
+	dir := t.TempDir()
+	dir, _ = filepath.EvalSymlinks(dir)
+	git(t, dir, "init", "-q")
+	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello world\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := codextest.NewModel(t, codextest.Script{sc: {
+		{Tool: "read_file", Namespace: MCPNamespace, Args: map[string]any{"path": "hello.txt"}},
+		codextest.Patch(codextest.UpdateFile("hello.txt", "hello world", "hello mcp")),
+		codextest.Say("DONE mcp"),
+	}})
+	r := codextest.NewRunner(t, codexBin, m)
+	r.BypassHookTrust = false
+	r.Env = append(r.Env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	inst := exec.Command(bin, "install", "codex", "--apply", "--command", bin)
+	inst.Dir = dir
+	inst.Env = append(os.Environ(), "CODEX_HOME="+r.CodexHome, "HOME="+r.Home)
+	if out, err := inst.CombinedOutput(); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	res, err := r.Run(context.Background(), dir, sc+" read through mcp")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, m.Log())
+	}
+	var out string
+	for _, o := range m.ToolOutputs(sc) {
+		if o.CallID == codextest.CallID(sc, 0) {
+			out = o.Text
+		}
+	}
+	if !strings.Contains(out, "recorded as seen by session "+res.ThreadID) {
+		t.Fatalf("read_file through Codex answered %q", out)
+	}
+	fileIs(t, filepath.Join(dir, "hello.txt"), "hello mcp\n")
+	st, err := gitstore.OpenDir(dir, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.Events(context.Background(), gitstore.Query{Session: res.ThreadID, Op: "read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Source != "mcp" || evs[0].Harness != Name || evs[0].Writer != Prefix+res.ThreadID {
+		t.Fatalf("reads %+v", evs)
+	}
+}

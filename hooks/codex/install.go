@@ -171,7 +171,7 @@ func (Harness) Install(ctx context.Context, opt hooks.InstallOptions) (hooks.Ins
 	if !opt.Uninstall {
 		inst.Done = append(inst.Done, "the hooks are trusted (config.toml [hooks.state] tables) and apply to Codex sessions started from now on; `git lossless doctor` checks them")
 		if !opt.NoMCP {
-			inst.Done = append(inst.Done, fmt.Sprintf("the MCP server %q (tools %s%s__...) starts with Codex sessions started from now on", settings.MCPServerName, MCPToolPrefix, settings.MCPServerName))
+			inst.Done = append(inst.Done, fmt.Sprintf("the MCP server %q (tools %s.*, found with tool_search) starts with Codex sessions started from now on", settings.MCPServerName, MCPNamespace))
 		}
 	}
 	inst.Done = append(inst.Done, notes...)
@@ -394,7 +394,7 @@ func planConfig(path string, e configEdit) (*settings.Plan, []string, error) {
 		add = append(add, fmt.Sprintf("%s\n%s\ntrusted_hash = %s\n", trustHeader(t.Key), tomlMarker, tomlString(t.Hash)))
 	}
 	if mcpWanted {
-		add = append(add, fmt.Sprintf("%s\n%s\ncommand = %s\nargs = [\"mcp\"]\n", mcpTableHeader, tomlMarker, tomlString(e.bin.Path)))
+		add = append(add, fmt.Sprintf("%s\n%s\ncommand = %s\nargs = [\"mcp\", \"--harness\", \"codex\"]\n", mcpTableHeader, tomlMarker, tomlString(e.bin.Path)))
 	}
 	if projectHeader != "" && !projectEntry && !e.uninstall && !hasOursProject(tables, projectHeader) {
 		add = append(add, fmt.Sprintf("%s\n%s\ntrust_level = \"trusted\"\n", projectHeader, tomlMarker))

@@ -84,10 +84,10 @@ func TestInstallTrustRoundTrip(t *testing.T) {
 			t.Errorf("no trust table for %s %s in\n%s", e.Key, e.Hash, got)
 		}
 	}
-	if !strings.Contains(string(got), "[mcp_servers.git-lossless]\n"+tomlMarker+"\ncommand = \"/opt/bin/git-lossless\"\nargs = [\"mcp\"]\n") {
+	if !strings.Contains(string(got), "[mcp_servers.git-lossless]\n"+tomlMarker+"\ncommand = \"/opt/bin/git-lossless\"\nargs = [\"mcp\", \"--harness\", \"codex\"]\n") {
 		t.Errorf("no MCP table in\n%s", got)
 	}
-	if f, _ := New().MCPTools(home, getenv); f == nil || f("read_file") != "mcp__git-lossless__read_file" {
+	if f, _ := New().MCPTools(home, getenv); f == nil || f("read_file") != "mcp__git_lossless.read_file" {
 		t.Error("MCPTools does not see the registration")
 	}
 	again, err := New().Install(context.Background(), opt)
