@@ -211,3 +211,22 @@ func TestDecodeEvents(t *testing.T) {
 		t.Fatalf("subagent call %+v shell %+v", c, c.Shell)
 	}
 }
+
+// TestSamplePayload: the bench's payloads run through the hooks as a
+// real call would: the PostToolUse cat records a read via shell, the
+// PreToolUse patch of the file is then allowed.
+func TestSamplePayload(t *testing.T) {
+	r := newRig(t)
+	f := r.write("bench.txt", "line one\nline two\n")
+	for _, ev := range []hooks.HookEvent{hooks.PostToolUse, hooks.PreToolUse} {
+		name, stdin := New().SamplePayload(ev, r.session, r.dir, r.rollout, f, []byte("line one\nline two\n"))
+		var out, errb bytes.Buffer
+		hooks.Run(context.Background(), New(), name, hooks.Env{Stdin: bytes.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+		if out.Len() > 0 || errb.Len() > 0 {
+			t.Fatalf("%s: stdout %q stderr %q", ev, out.String(), errb.String())
+		}
+	}
+	if evs := r.events(); len(evs) != 1 || evs[0].Op != "read" || string(evs[0].Extra["via"]) != `"shell"` {
+		t.Fatalf("events %+v", evs)
+	}
+}
