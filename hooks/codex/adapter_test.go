@@ -230,3 +230,34 @@ func TestSamplePayload(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 }
+
+// TestShellReadWorkdir: the hook payload of a shell call names no
+// workdir; the rollout's exec_command call does, and a relative `cat` is
+// resolved against it, not against the session's cwd (where a file of
+// the same name and content would otherwise be vouched for).
+func TestShellReadWorkdir(t *testing.T) {
+	r := newRig(t)
+	if err := os.MkdirAll(filepath.Join(r.dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.write("a.txt", "same\n")
+	r.write("sub/a.txt", "same\n")
+	if err := os.MkdirAll(filepath.Dir(r.rollout), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"timestamp":"2026-12-05T15:15:11.779Z","ordinal":9,"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\": \"cat a.txt\", \"workdir\": \"sub\"}","call_id":"call_w"}}` + "\n"
+	if err := os.WriteFile(r.rollout, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.bash("call_w", "cat a.txt", "same\n")
+	evs := r.events()
+	var reads []string
+	for _, e := range evs {
+		if e.Op == "read" {
+			reads = append(reads, e.Path)
+		}
+	}
+	if len(reads) != 1 || reads[0] != "sub/a.txt" {
+		t.Fatalf("reads %v, want sub/a.txt", reads)
+	}
+}

@@ -139,7 +139,15 @@ func (Harness) Decode(ev hooks.HookEvent, stdin io.Reader) (hooks.Call, error) {
 	if ev == hooks.PostToolUse && p.ToolName == HookToolBash {
 		cmd, _ := p.Command()
 		sh := &hooks.Shell{Command: cmd, Shown: shellread.Verbatim}
-		if wd := inputString(p.ToolInput, "workdir"); wd != "" {
+		wd := inputString(p.ToolInput, "workdir")
+		if wd == "" {
+			// The payload has no workdir: the rollout's call has (its
+			// line is written before the tool runs). Not found there (no
+			// rollout yet), the call ran where exec_command runs by
+			// default: the session's cwd.
+			wd, _ = callWorkdir(p.ContextTranscript(), p.ToolUseID, cmd)
+		}
+		if wd != "" {
 			sh.Dir = ResolvePath(p.Cwd, wd)
 		}
 		if out, err := p.ResponseText(); err == nil {
