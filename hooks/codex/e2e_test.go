@@ -315,3 +315,91 @@ func TestCodexMCPReadCountsAsSeen(t *testing.T) {
 		t.Fatalf("reads %+v", evs)
 	}
 }
+
+// TestCodexSubagentIsItsOwnContext: a subagent spawned by the real Codex
+// reads hello.txt and patches it (allowed: its own read); the parent,
+// which never read it, is denied the same patch (a read by another agent
+// does not count). The subagent's events carry its agent id and go to
+// the session's writer; SubagentStop sweeps its own rollout.
+func TestCodexSubagentIsItsOwnContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real Codex CLI")
+	}
+	const sc, sub = "SCENARIO:codex-parent", "SUBTASK:codex-child"
+	codexBin := codextest.EnsureCodex(t)
+	bin, _ := buildPrograms(t)
+	dir := t.TempDir()
+	dir, _ = filepath.EvalSymlinks(dir)
+	git(t, dir, "init", "-q")
+	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello world\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := codextest.NewModel(t, codextest.Script{
+		sc: {codextest.Spawn(sub + " change hello.txt"), codextest.WaitAgent(),
+			codextest.Patch(codextest.UpdateFile("hello.txt", "hello child", "hello parent")), codextest.Say("DONE parent")},
+		sub: {codextest.Shell("cat hello.txt"), codextest.Patch(codextest.UpdateFile("hello.txt", "hello world", "hello child")), codextest.Say("child done")},
+	})
+	r := codextest.NewRunner(t, codexBin, m)
+	r.BypassHookTrust = false
+	r.Env = append(r.Env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	inst := exec.Command(bin, "install", "codex", "--apply", "--command", bin)
+	inst.Dir = dir
+	inst.Env = append(os.Environ(), "CODEX_HOME="+r.CodexHome, "HOME="+r.Home)
+	if out, err := inst.CombinedOutput(); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	res, err := r.Run(context.Background(), dir, sc+" delegate")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, m.Log())
+	}
+	fileIs(t, filepath.Join(dir, "hello.txt"), "hello child\n")
+	var denied string
+	for _, o := range m.ToolOutputs(sc) {
+		if o.CallID == codextest.CallID(sc, 2) {
+			denied = o.Text
+		}
+	}
+	if !strings.Contains(denied, "git-lossless guard") {
+		t.Errorf("the parent's patch got %q, want our deny", denied)
+	}
+	st, err := gitstore.OpenDir(dir, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.Events(context.Background(), gitstore.Query{Session: res.ThreadID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agent string
+	ops := map[string]bool{}
+	for _, e := range evs {
+		if e.Writer != Prefix+res.ThreadID || e.Harness != Name {
+			t.Errorf("event %s: writer %s harness %s", e.Op, e.Writer, e.Harness)
+		}
+		switch {
+		case e.Op == "read" || e.Op == "edit":
+			if e.Agent == "" || !e.Sidechain {
+				t.Errorf("the child's %s is not its own context: %+v", e.Op, e)
+			}
+			agent = e.Agent
+			ops[e.Op] = true
+		case e.Op == "deny":
+			if e.Agent != "" {
+				t.Errorf("the parent's deny carries agent %q", e.Agent)
+			}
+			ops["deny"] = true
+		}
+	}
+	if !ops["read"] || !ops["edit"] || !ops["deny"] {
+		t.Fatalf("ops %v", ops)
+	}
+	spans := 0
+	for _, e := range evs {
+		if e.Op == "span" && e.Agent == agent {
+			spans++
+		}
+	}
+	if spans == 0 {
+		t.Error("no span of the subagent's rollout archived")
+	}
+}
