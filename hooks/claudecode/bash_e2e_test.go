@@ -34,7 +34,9 @@ func TestClaudeCodeBashCatEndToEnd(t *testing.T) {
 	writeFile(t, hello, "hello world\n\n")
 	writeFile(t, a, "a\n")
 	writeFile(t, b, "b\n")
-	writeFile(t, env, "API_KEY="+secret+"\n")
+	// A value no secret scanner recognises: only the deny list keeps it out.
+	const plain = "zebra-lantern-4471-quietly"
+	writeFile(t, env, "API_KEY="+secret+"\nMOTTO="+plain+"\n")
 	const sc = "SCENARIO:bash"
 	m := claudetest.NewModel(t, claudetest.Script{sc: {
 		claudetest.Call("Bash", map[string]any{"command": "cat hello.txt", "description": "show hello"}),
@@ -93,7 +95,9 @@ func TestClaudeCodeBashCatEndToEnd(t *testing.T) {
 	if strings.Join(got, " ") != "hello.txt .env" {
 		t.Errorf("reads %v, want hello.txt .env", got)
 	}
-	if secretIn(t, dir, secret) {
-		t.Error("the planted secret is in an object")
+	for _, s := range []string{secret, plain} {
+		if secretIn(t, dir, s) {
+			t.Errorf("%s from .env is in an object", s)
+		}
 	}
 }

@@ -52,6 +52,10 @@ func fileIs(t *testing.T, path, want string) {
 // plantedKey is a secret in .env: it must reach no object of the archive.
 const plantedKey = "sk-proj-PLANTEDcodexKEY0123456789abcdefXYZ"
 
+// plainValue is in .env too, a value no secret scanner recognises: only
+// the deny list keeps it out of the archive (evidence and spans).
+const plainValue = "zebra-lantern-4471-quietly"
+
 // TestCodexEndToEnd drives the real Codex CLI 0.169.0 against a scripted
 // model, with the hooks installed by `git lossless install codex --apply`
 // into an isolated HOME and CODEX_HOME and trusted by that install alone
@@ -76,7 +80,7 @@ func TestCodexEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	dir, _ = filepath.EvalSymlinks(dir)
 	git(t, dir, "init", "-q")
-	for name, body := range map[string]string{"hello.txt": "hello world\n", "other.txt": "other content\n", ".env": "OPENAI_API_KEY=" + plantedKey + "\n"} {
+	for name, body := range map[string]string{"hello.txt": "hello world\n", "other.txt": "other content\n", ".env": "OPENAI_API_KEY=" + plantedKey + "\nMOTTO=" + plainValue + "\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -251,8 +255,10 @@ func TestCodexEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(out, []byte(plantedKey)) || bytes.Contains(out, []byte("PLANTEDcodexKEY")) {
-		t.Error("the planted key is in an object of the repository")
+	for _, s := range []string{plantedKey, "PLANTEDcodexKEY", plainValue} {
+		if bytes.Contains(out, []byte(s)) {
+			t.Errorf("%s from .env is in an object of the repository", s)
+		}
 	}
 }
 
