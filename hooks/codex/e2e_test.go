@@ -409,3 +409,84 @@ func TestCodexSubagentIsItsOwnContext(t *testing.T) {
 		t.Error("no span of the subagent's rollout archived")
 	}
 }
+
+// TestCodexProjectScope: `install codex --scope project --apply` writes
+// <repo>/.codex/hooks.json, trusts the project and its hooks in the user
+// config.toml; Codex (no bypass flag) lists them trusted and runs them:
+// the read is recorded and the patch of an unread file denied. Uninstall
+// takes all of it back out.
+func TestCodexProjectScope(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real Codex CLI")
+	}
+	const sc = "SCENARIO:codex-project"
+	codexBin := codextest.EnsureCodex(t)
+	bin, _ := buildPrograms(t)
+	dir := t.TempDir()
+	dir, _ = filepath.EvalSymlinks(dir)
+	git(t, dir, "init", "-q")
+	for name, body := range map[string]string{"hello.txt": "hello world\n", "other.txt": "other content\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := codextest.NewModel(t, codextest.Script{sc: {
+		codextest.Shell("cat hello.txt"),
+		codextest.Patch(codextest.UpdateFile("other.txt", "other content", "other EDITED")),
+		codextest.Say("DONE project"),
+	}})
+	r := codextest.NewRunner(t, codexBin, m)
+	r.BypassHookTrust = false
+	r.Env = append(r.Env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	cfgBefore, err := os.ReadFile(r.ConfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossless := func(args ...string) {
+		t.Helper()
+		c := exec.Command(bin, args...)
+		c.Dir = dir
+		c.Env = append(os.Environ(), "CODEX_HOME="+r.CodexHome, "HOME="+r.Home)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git lossless %v: %v\n%s", args, err, out)
+		}
+	}
+	lossless("install", "codex", "--scope", "project", "--no-mcp", "--apply", "--command", bin)
+	listed, _, err := r.ListHooks(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := 0
+	for _, h := range listed {
+		if strings.HasPrefix(h.Key, filepath.Join(dir, ".codex", "hooks.json")+":") && h.TrustStatus == "trusted" {
+			trusted++
+		}
+	}
+	if trusted != len(HookSpecs()) {
+		t.Errorf("codex app-server lists %d trusted project hooks, want %d: %+v", trusted, len(HookSpecs()), listed)
+	}
+	res, err := r.Run(context.Background(), dir, sc+" go")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, m.Log())
+	}
+	fileIs(t, filepath.Join(dir, "other.txt"), "other content\n")
+	st, err := gitstore.OpenDir(dir, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.Events(context.Background(), gitstore.Query{Session: res.ThreadID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]int{}
+	for _, e := range evs {
+		ops[e.Op]++
+	}
+	if ops["read"] != 1 || ops["deny"] != 1 {
+		t.Errorf("ops %v, want one read and one deny", ops)
+	}
+	lossless("uninstall", "codex", "--scope", "project", "--no-mcp", "--apply")
+	if cfg, _ := os.ReadFile(r.ConfigPath()); string(cfg) != string(cfgBefore) {
+		t.Errorf("config.toml after uninstall:\n%s\nwant\n%s", cfg, cfgBefore)
+	}
+}
