@@ -45,6 +45,8 @@
 //     Install (its hook and MCP registration files, as settings.Plan
 //     targets). Test it against the real CLI driven by a scripted model,
 //     as hooks/claudecode does.
+//     Optionally it implements DoctorChecker (its lines in `git lossless
+//     doctor`: hooks/codex checks that Codex trusts its hooks).
 //  2. Add its constructor to the list in hooks/harnesses (All). Nothing
 //     registers itself: no init(), no global state.
 //

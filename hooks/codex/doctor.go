@@ -60,7 +60,7 @@ func (Harness) DoctorChecks(ctx context.Context, opt hooks.DoctorOptions) []hook
 			out = append(out, hooks.DoctorCheck{Check: "codex hooks", Status: "WARN", Detail: fmt.Sprintf("%s (%s): missing %s, outdated %s", path, sc, strings.Join(ins.Missing, ","), strings.Join(ins.Outdated, ",")), Fix: fix})
 		}
 		doc, _ := os.ReadFile(path)
-		want, err := OurTrust(trustKeyPath(path), doc, "")
+		want, err := OurTrust(TrustKeyPath(sc, path, getenv, false), doc, "")
 		if err != nil || cfgErr != nil || tErr != nil {
 			why := "cannot read the trust in " + cfgPath
 			if cfgErr != nil {

@@ -83,10 +83,19 @@ func projectTop(dir string) (string, error) {
 	return filepath.Abs(top)
 }
 
-// trustKeyPath is the hooks file as Codex names it in a trust key: the
-// absolute path, its directory's symlinks resolved (Codex canonicalizes
-// an explicit CODEX_HOME and a project root).
-func trustKeyPath(path string) string {
+// TrustKeyPath is the hooks file at path as Codex names it in a trust
+// key: an explicitly set CODEX_HOME and a project root are canonicalized
+// (their symlinks resolved), the default ~/.codex is not; the file's own
+// name is kept (a symlinked hooks.json is keyed by the link, which is
+// what Codex reads). explicit is a file named on the command line: its
+// absolute path.
+func TrustKeyPath(scope settings.Scope, path string, getenv func(string) string, explicit bool) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if explicit || (scope == settings.ScopeUser && getenvOr(getenv)("CODEX_HOME") == "") {
+		return path
+	}
 	if d, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
 		return filepath.Join(d, filepath.Base(path))
 	}
@@ -152,7 +161,7 @@ func (Harness) Install(ctx context.Context, opt hooks.InstallOptions) (hooks.Ins
 		}
 	}
 	cplan, notes, err := planConfig(cfgPath, configEdit{
-		hooksPath: trustKeyPath(plan.Path), before: plan.Before, after: after, bin: opt.Bin,
+		hooksPath: TrustKeyPath(sc, path, opt.Getenv, opt.HooksFile != ""), before: plan.Before, after: after, bin: opt.Bin,
 		uninstall: opt.Uninstall, mcp: !opt.NoMCP, project: project,
 	})
 	if err != nil {
@@ -311,23 +320,23 @@ func trustHeader(key string) string { return "[hooks.state." + tomlString(key) +
 
 // planConfig computes config.toml with our tables (or without them).
 func planConfig(path string, e configEdit) (*settings.Plan, []string, error) {
-	real := path
+	file := path
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		if real, err = filepath.EvalSymlinks(path); err != nil {
+		if file, err = filepath.EvalSymlinks(path); err != nil {
 			return nil, nil, fmt.Errorf("resolve %s: %w", path, err)
 		}
 	}
-	p := &settings.Plan{Path: real}
-	doc, err := os.ReadFile(real)
+	p := &settings.Plan{Path: file}
+	doc, err := os.ReadFile(file)
 	switch {
 	case err == nil:
 		p.Exists, p.Before = true, doc
 	case errors.Is(err, fs.ErrNotExist):
 	default:
-		return nil, nil, fmt.Errorf("read %s: %w", real, err)
+		return nil, nil, fmt.Errorf("read %s: %w", file, err)
 	}
 	step := func(why string) error {
-		return &hooks.RefusedError{Err: fmt.Errorf("%s: %s", real, why),
+		return &hooks.RefusedError{Err: fmt.Errorf("%s: %s", file, why),
 			Hint: "nothing was written; fix the file by hand (or move it aside) and run again, or pass --no-mcp if only the MCP table is in the way"}
 	}
 	tables, err := tomlTables(doc)
@@ -368,7 +377,7 @@ func planConfig(path string, e configEdit) (*settings.Plan, []string, error) {
 		case projectHeader != "" && h == projectHeader && !t.Ours:
 			projectEntry = true
 			if !bytes.Contains(doc[t.Start:t.End], []byte(`trust_level = "trusted"`)) && !e.uninstall {
-				notes = append(notes, fmt.Sprintf("Codex reads %s/.codex/hooks.json only in a trusted project, and config.toml says otherwise for it: run `codex exec --trust` there, or set trust_level = \"trusted\" under %s in %s", e.project, projectHeader, real))
+				notes = append(notes, fmt.Sprintf("Codex reads %s/.codex/hooks.json only in a trusted project, and config.toml says otherwise for it: run `codex exec --trust` there, or set trust_level = \"trusted\" under %s in %s", e.project, projectHeader, file))
 			}
 		}
 	}
