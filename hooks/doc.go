@@ -75,12 +75,15 @@
 //	read        hook/sweep  the text the model was shown (raw, no  <call id>
 //	                        line numbers); view full or lines:A-B
 //	write       hook/sweep  the content written                   <call id>
-//	edit        hook        the file's content from disk after    <call id>
+//	edit        hook        the file's content from disk after    <call id>[:<n>]
 //	                        the edit (what the model's edit
 //	                        produced)
 //	edit        sweep       the file as the edit left it, when    <call id>
 //	                        the transcript holds it; no content
 //	                        else
+//	delete      hook        none: the call removed the file (a    <call id>[:<n>]
+//	                        Codex patch's Delete or a Move's
+//	                        source); not evidence of anything
 //	attach      sweep       a file the harness re-attached after  attach:<line id>
 //	                        a compaction (a result, written by
 //	                        the harness: it counts as seen)

@@ -78,3 +78,34 @@ func TestImportSampleRollouts(t *testing.T) {
 		t.Fatalf("second import added %d events: %+v", second.Events, second)
 	}
 }
+
+// BenchmarkImport imports a 32 MiB rollout made of the sample lines (with
+// a 64 KiB shell read each round) into a fresh repository, fsync on, as
+// `git lossless import --harness codex` does: the target is at least
+// 100 MB/s of rollout (issue 20).
+func BenchmarkImport(b *testing.B) {
+	data := cxBigRollout(b, 32<<20, true)
+	home := b.TempDir()
+	day := filepath.Join(home, "sessions", "2026", "12", "05")
+	if err := os.MkdirAll(day, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(day, "rollout-2026-12-05T15-15-10-01a246c5-fd28-7dc3-8b0d-fc6cd99122b1.jsonl"), data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	repo := filepath.Join(b.TempDir(), "repo")
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		b.StopTimer()
+		os.RemoveAll(repo)
+		if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+			b.Fatalf("%v %s", err, out)
+		}
+		b.StartTimer()
+		s, err := hooks.Import(context.Background(), New(), []string{filepath.Join(home, "sessions")},
+			hooks.ImportOptions{Open: func(string) (*gitstore.Store, error) { return gitstore.OpenDir(repo, gitstore.Options{}) }})
+		if err != nil || s.Sessions != 1 || s.Events == 0 {
+			b.Fatalf("%+v %v", s, err)
+		}
+	}
+}
