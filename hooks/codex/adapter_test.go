@@ -261,3 +261,37 @@ func TestShellReadWorkdir(t *testing.T) {
 		t.Fatalf("reads %v, want sub/a.txt", reads)
 	}
 }
+
+// TestPatchSeveralFiles: a patch that updates one file and moves another
+// is guarded on both, and recorded as an edit of each file it left
+// written and a delete of the move's source, each under its own key.
+func TestPatchSeveralFiles(t *testing.T) {
+	r := newRig(t)
+	r.write("a.txt", "a\n")
+	r.write("b.txt", "b\n")
+	p := "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Update File: b.txt\n*** Move to: c.txt\n@@\n-b\n+B\n*** End Patch\n"
+	if reason := r.patch("call_p", p); !strings.Contains(reason, "a.txt") {
+		t.Fatalf("patch of two unread files: %q", reason)
+	}
+	r.bash("call_ra", "cat a.txt", "a\n")
+	if reason := r.patch("call_p", p); !strings.Contains(reason, "b.txt") {
+		t.Fatalf("patch with b.txt unread: %q", reason)
+	}
+	r.bash("call_rb", "cat b.txt", "b\n")
+	if reason := r.patch("call_p", p); reason != "" {
+		t.Fatalf("patch after both reads denied: %s", reason)
+	}
+	r.write("a.txt", "A\n")
+	r.write("c.txt", "B\n")
+	os.Remove(filepath.Join(r.dir, "b.txt"))
+	r.applied("call_p", p, "M a.txt\nM c.txt\n")
+	var got []string
+	for _, e := range r.events() {
+		if e.Op == "edit" || e.Op == "delete" {
+			got = append(got, e.Op+" "+e.Path+" "+e.Key)
+		}
+	}
+	if want := "edit a.txt call_p:0|edit c.txt call_p:1|delete b.txt call_p:2"; strings.Join(got, "|") != want {
+		t.Fatalf("got %v, want %s", got, want)
+	}
+}
