@@ -45,6 +45,8 @@
 //     Install (its hook and MCP registration files, as settings.Plan
 //     targets). Test it against the real CLI driven by a scripted model,
 //     as hooks/claudecode does.
+//     Optionally it implements DoctorChecker (its lines in `git lossless
+//     doctor`: hooks/codex checks that Codex trusts its hooks).
 //  2. Add its constructor to the list in hooks/harnesses (All). Nothing
 //     registers itself: no init(), no global state.
 //
@@ -73,12 +75,15 @@
 //	read        hook/sweep  the text the model was shown (raw, no  <call id>
 //	                        line numbers); view full or lines:A-B
 //	write       hook/sweep  the content written                   <call id>
-//	edit        hook        the file's content from disk after    <call id>
+//	edit        hook        the file's content from disk after    <call id>[:<n>]
 //	                        the edit (what the model's edit
 //	                        produced)
 //	edit        sweep       the file as the edit left it, when    <call id>
 //	                        the transcript holds it; no content
 //	                        else
+//	delete      hook        none: the call removed the file (a    <call id>[:<n>]
+//	                        Codex patch's Delete or a Move's
+//	                        source); not evidence of anything
 //	attach      sweep       a file the harness re-attached after  attach:<line id>
 //	                        a compaction (a result, written by
 //	                        the harness: it counts as seen)
@@ -99,6 +104,22 @@
 //	                        user or assistant text, a tool call,
 //	                        a tool result, a compaction summary
 //	                        (extra "kind")
+//
+// A shell call (Call.Shell) is a read when package hooks/shellread
+// recognises its command as printing one named file (its doc,
+// hooks/shellread/doc.go, lists the forms: cat, sed -n, nl -ba, head,
+// tail, under bash -lc or after one cd DIR &&) and the output the model
+// received (Shell.Shown says how the harness altered it) is exactly what
+// that command prints of the file on disk when the hook runs: op read,
+// view full or lines:A-B, key the call id, extra "via":"shell" (and
+// "trimmed": blank edge lines dropped by the harness), resolved against
+// Shell.Dir (else the payload's cwd). A deny-listed file named by such a
+// command is recorded as accessed without content and never read; the
+// adapter's transcript reader names the file on the call's spans so that
+// the deny list withholds them too. Anything else (pipes, globs, several
+// files, output that does not match) records nothing: the call is only a
+// span. Only the hook records shell reads; a sweep or an import has no
+// disk to prove them against.
 //
 // A read the harness answered without content because the earlier read
 // stands (FileOp.Unchanged) is recorded by neither the hook nor the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks/settings"
+	"github.com/git-lossless/git-lossless/hooks/shellread"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 )
 
@@ -111,6 +112,17 @@ const (
 	SessionEnd HookEvent = "session-end"
 )
 
+// Events some harnesses have besides (added for Codex CLI). Stop and
+// PostCompact sweep the session (a turn's spans, a compaction's boundary,
+// archived while the session goes on: Codex clamps SessionEnd's hook to
+// 3 s); UserPromptSubmit and SubagentStart do nothing yet.
+const (
+	UserPromptSubmit HookEvent = "user-prompt-submit"
+	PostCompact      HookEvent = "post-compact"
+	SubagentStart    HookEvent = "subagent-start"
+	Stop             HookEvent = "stop"
+)
+
 // HookEvents lists the runtime's events in the order a session meets them.
 func HookEvents() []HookEvent {
 	return []HookEvent{SessionStart, PreToolUse, PostToolUse, PreCompact, SubagentStop, SessionEnd}
@@ -158,7 +170,8 @@ type Call struct {
 
 // FileOp is one file a tool call reads or changes.
 type FileOp struct {
-	// Op is read, write or edit.
+	// Op is read, write, edit or delete (the call removed the file: no
+	// content, and no evidence of anything).
 	Op string
 	// Path is the file, absolute and clean.
 	Path string
@@ -180,15 +193,26 @@ type FileOp struct {
 	// evidence: recording it would hide the earlier read's hash from the
 	// drift check. Only its access of a denied file is recorded.
 	Unchanged bool
+	// Key is the record's dedupe key when not the call id: a call that
+	// changes several files (a patch) records each under its own key.
+	Key string
 }
 
 // Shell is a shell tool's call.
 type Shell struct {
 	Command string
 	// Output is what the model received (PostToolUse), HasOutput whether
-	// the payload holds it.
+	// the payload holds it. An adapter leaves HasOutput false for a
+	// result that is not the command's whole output (interrupted, sent to
+	// the background): such a call is never evidence.
 	Output    string
 	HasOutput bool
+	// Dir is the directory the command ran in (absolute; "" = Call.Cwd):
+	// a recognised read's relative file is resolved against it.
+	Dir string
+	// Shown says how the harness altered the output before the model
+	// received it (shellread.Verbatim: not at all), for shellread.Match.
+	Shown shellread.Shown
 }
 
 // Reply is the runtime's answer to a call, for Harness.Reply to render.
@@ -355,3 +379,25 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string { return e.Err.Error() }
 func (e *RefusedError) Unwrap() error { return e.Err }
+
+// DoctorChecker is an optional interface of a Harness: the checks `git
+// lossless doctor` runs of the harness's installation (its hooks, what
+// the harness needs besides them to run them, its MCP registration).
+// A harness with nothing installed and no trace of the harness returns
+// none.
+type DoctorChecker interface {
+	DoctorChecks(ctx context.Context, opt DoctorOptions) []DoctorCheck
+}
+
+// DoctorOptions are what the doctor hands a harness's checks.
+type DoctorOptions struct {
+	Dir    string // the directory checked (its repository for project scope)
+	Getenv func(string) string
+}
+
+// DoctorCheck is one line of the doctor's report (see package
+// hooks/doctor: Status is "OK", "WARN" or "FAIL"; Fix is for a WARN or
+// FAIL).
+type DoctorCheck struct {
+	Check, Status, Detail, Fix string
+}

@@ -191,6 +191,12 @@ func (h *handler) run(ctx context.Context, name HookEvent) error {
 	case SessionEnd:
 		_, err := SweepSession(ctx, h.st, h.h, c.Transcript, SweepOptions{})
 		return err
+	case Stop, PostCompact:
+		if c.Transcript == "" {
+			return nil
+		}
+		_, err := SweepSession(ctx, h.st, h.h, c.Transcript, SweepOptions{})
+		return err
 	}
 	return nil
 }
@@ -250,6 +256,11 @@ func (h *handler) postToolUse(ctx context.Context) error {
 			recs = append(recs, rec)
 		}
 	}
+	if len(h.c.Files) == 0 {
+		if rec, ok := h.shellRecord(ctx); ok {
+			recs = append(recs, rec)
+		}
+	}
 	if len(recs) == 0 {
 		return nil
 	}
@@ -260,12 +271,22 @@ func (h *handler) postToolUse(ctx context.Context) error {
 // is false for results that are not evidence.
 func (h *handler) resultRecord(f FileOp) (rec gitstore.Record, ok bool, err error) {
 	switch f.Op {
-	case "read", "write", "edit":
+	case "read", "write", "edit", "delete":
 	default:
 		return rec, false, nil
 	}
 	abs := f.Path
 	rec = gitstore.Record{Event: h.baseEvent(f.Op), File: abs}
+	if f.Key != "" {
+		rec.Key = f.Key
+	}
+	if f.Op == "delete" {
+		// The file is gone: recorded as removed, no content, no real path
+		// (nothing to resolve), and no evidence (not a seen op).
+		rec.View = ""
+		rec.SetPath(h.st.RelPath(abs))
+		return rec, true, nil
+	}
 	rec.SetPath(h.st.RelPath(abs))
 	// After the tool ran the file exists (for a write through a dangling
 	// symlink: its target), so its resolution names what the model saw.

@@ -42,7 +42,8 @@ the new file replaces it atomically (mode 0600).
 
 Hooks: SessionStart (compact|resume) runs ` + "`git-lossless hook session-start`" + `,
 PreToolUse (Edit|Write|MultiEdit|NotebookEdit) the edit guard, PostToolUse
-(Read|Edit|Write|MultiEdit|NotebookEdit) the recorder, PreCompact,
+(Read|Edit|Write|MultiEdit|NotebookEdit|Bash: a Bash cat of a file is a
+read) the recorder, PreCompact,
 SubagentStop and SessionEnd the transcript sweeps; 10 s timeouts for the
 per-tool hooks, 30 s for the sweeps.
 
@@ -295,7 +296,7 @@ a FAIL, as everywhere.`,
 				if getenv == nil {
 					getenv = os.Getenv
 				}
-				checks := doctor.Run(ctx, doctor.Options{Dir: e.dir, Getenv: getenv, Version: version})
+				checks := doctor.Run(ctx, doctor.Options{Dir: e.dir, Getenv: getenv, Version: version, Harnesses: harnesses.All()})
 				if err := ctx.Err(); err != nil {
 					return err
 				}

@@ -8,6 +8,7 @@ import (
 	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/claudecode/cctranscript"
 	"github.com/git-lossless/git-lossless/hooks/settings"
+	"github.com/git-lossless/git-lossless/hooks/shellread"
 )
 
 // Name is Claude Code's harness name: Event.Harness of everything
@@ -141,12 +142,20 @@ func (p *Payload) shell() *hooks.Shell {
 		Command string `json:"command"`
 	}
 	var out struct {
-		Stdout *string `json:"stdout"`
+		Stdout           *string         `json:"stdout"`
+		Interrupted      bool            `json:"interrupted"`
+		BackgroundTaskID json.RawMessage `json:"backgroundTaskId"`
 	}
 	_ = json.Unmarshal(p.ToolInput, &in)
 	_ = json.Unmarshal(p.ToolResponse, &out)
-	sh := &hooks.Shell{Command: in.Command}
-	if out.Stdout != nil {
+	// Bash runs in the session's current directory, which the payload's
+	// cwd follows; its stdout reaches the model with blank edge lines
+	// dropped (see hooks/shellread).
+	sh := &hooks.Shell{Command: in.Command, Dir: p.Cwd, Shown: shellread.BlankEdgesTrimmed}
+	// An interrupted command's or a background task's stdout is not the
+	// command's whole output: never evidence.
+	background := len(out.BackgroundTaskID) > 0 && string(out.BackgroundTaskID) != "null"
+	if out.Stdout != nil && !out.Interrupted && !background {
 		sh.Output, sh.HasOutput = *out.Stdout, true
 	}
 	return sh

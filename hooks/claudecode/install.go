@@ -14,14 +14,16 @@ import (
 // settings.json, in the order new event keys are added. Timeouts are short
 // because Claude Code waits for a hook before the tool runs, and a
 // timed-out hook fails open: the per-tool hooks get 10 s, the transcript
-// sweeps 30 s. The commands name no harness (`hook EVENT`): Claude Code is
+// sweeps 30 s. PostToolUse takes Bash too: a Bash `cat` (or sed -n, head,
+// tail, nl -ba) whose stdout is the file is a read (see hooks/shellread).
+// The commands name no harness (`hook EVENT`): Claude Code is
 // the hook command's default harness, so settings written by earlier
 // versions stay current.
 func HookSpecs() []settings.HookSpec {
 	return []settings.HookSpec{
 		{Event: "SessionStart", Matcher: "compact|resume", Arg: "session-start", Timeout: 10},
 		{Event: "PreToolUse", Matcher: "Edit|Write|MultiEdit|NotebookEdit", Arg: "pre-tool-use", Timeout: 10},
-		{Event: "PostToolUse", Matcher: "Read|Edit|Write|MultiEdit|NotebookEdit", Arg: "post-tool-use", Timeout: 10},
+		{Event: "PostToolUse", Matcher: "Read|Edit|Write|MultiEdit|NotebookEdit|Bash", Arg: "post-tool-use", Timeout: 10},
 		{Event: "PreCompact", Arg: "pre-compact", Timeout: 30},
 		{Event: "SubagentStop", Arg: "subagent-stop", Timeout: 30},
 		{Event: "SessionEnd", Arg: "session-end", Timeout: 30},

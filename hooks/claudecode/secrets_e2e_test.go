@@ -44,16 +44,20 @@ func TestClaudeCodeSecretsNeverArchived(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "README.md"), "a project\n")
 	idFile := filepath.Join(t.TempDir(), "cfg", "identity.age")
 
+	// `cat -n`, not `cat`: a plain `cat .env` is a shell read of a
+	// deny-listed file, whose spans are withheld whole (bash_e2e_test.go);
+	// this test is about the redaction of secrets in the spans that are
+	// archived.
 	const sc, enc = "SCENARIO:secrets", "SCENARIO:encrypted"
 	m := claudetest.NewModel(t, claudetest.Script{
 		sc: {
-			claudetest.Call("Bash", map[string]any{"command": "cat .env", "description": "show the env file"}),
+			claudetest.Call("Bash", map[string]any{"command": "cat -n .env", "description": "show the env file"}),
 			claudetest.Call("Bash", map[string]any{"command": "env", "description": "show the environment"}),
 			claudetest.Call("Grep", map[string]any{"pattern": "TOKEN", "path": filepath.Join(dir, ".env"), "output_mode": "content"}),
 			claudetest.Say("DONE secrets"),
 		},
 		enc: {
-			claudetest.Call("Bash", map[string]any{"command": "cat .env", "description": "again"}),
+			claudetest.Call("Bash", map[string]any{"command": "cat -n .env", "description": "again"}),
 			claudetest.Say("DONE encrypted"),
 		},
 	})
@@ -134,7 +138,7 @@ func TestClaudeCodeSecretsNeverArchived(t *testing.T) {
 
 	// After gc: no planted value in any loose or packed object.
 	gitOut(t, dir, "gc", "-q", "--prune=now")
-	if !secretIn(t, dir, "cat .env") {
+	if !secretIn(t, dir, "cat -n .env") {
 		t.Fatal("the Bash call is in no object: the search proves nothing")
 	}
 	for kind, v := range sec {

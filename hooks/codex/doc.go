@@ -3,9 +3,15 @@
 // decodes the JSON Codex writes on a hook's stdin and renders what a hook
 // prints back, parses and applies apply_patch input exactly as Codex does,
 // reads rollout files into the harness-neutral items of hooks/transcript,
-// and finds the rollouts of past sessions for import. It imports the
-// standard library, internal/jsonscan and hooks/transcript only; the
+// and finds the rollouts of past sessions for import. The parsers import
+// the standard library, internal/jsonscan and hooks/transcript only; the
 // runtime in package hooks decides what to record, guard and restore.
+//
+// Harness (harness.go, adapter_sessions.go, install.go, toml.go,
+// doctor.go) is the adapter the runtime drives (hooks.Harness): name
+// "codex", writers codex-<session_id>. What it records, guards and hands
+// back, and how install trusts the hooks in config.toml, is
+// docs/harnesses/codex.md.
 //
 // # What Codex gives
 //

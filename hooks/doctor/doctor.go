@@ -28,6 +28,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 )
@@ -73,6 +74,9 @@ type Options struct {
 	// MCPTimeout bounds starting the registered MCP server and listing
 	// its tools (default 10 s).
 	MCPTimeout time.Duration
+	// Harnesses are asked for their own checks, last (those implementing
+	// hooks.DoctorChecker; the CLI passes harnesses.All()).
+	Harnesses []hooks.Harness
 }
 
 // CountChecks tallies a report.
@@ -124,6 +128,13 @@ func Run(ctx context.Context, opt Options) []Check {
 	}
 	out = append(out, checkMCPServer(ctx, opt, doctorInspected))
 	out = append(out, checkGuard(opt, doctorInspected))
+	for _, h := range opt.Harnesses {
+		if dc, ok := h.(hooks.DoctorChecker); ok {
+			for _, c := range dc.DoctorChecks(ctx, hooks.DoctorOptions{Dir: opt.Dir, Getenv: opt.Getenv}) {
+				out = append(out, Check{Check: c.Check, Status: c.Status, Detail: c.Detail, Fix: c.Fix})
+			}
+		}
+	}
 	return out
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/git-lossless/git-lossless/hooks/shellread"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
@@ -387,6 +388,14 @@ func (p *Parser) parseAssistant(tl *transcript.Line, env *envelope) {
 					tu.Path = inputPath(tu.Input, tl.Cwd)
 					pt.Path = tu.Path
 					pt.Input = transcript.SafeJSON(tu.Input)
+				} else if name == "Bash" {
+					// A shell read of one file names it on the call's and
+					// the result's spans, so that the deny list withholds
+					// a denied file's content (`cat .env`) from them as
+					// from the evidence. It is no evidence here: only the
+					// hook proves the output against the disk.
+					tu.Path = shellReadPath(tu.Input, tl.Cwd)
+					pt.Path = tu.Path
 				}
 				p.remember(pt)
 				tl.Items = append(tl.Items, tu)
@@ -394,6 +403,27 @@ func (p *Parser) parseAssistant(tl *transcript.Line, env *envelope) {
 		})
 	}
 	spanKeys(tl.UUID, tl.Items)
+}
+
+// shellReadPath is the file a Bash command reads when hooks/shellread
+// recognises it as a read of one file, absolute against cwd ("" else).
+func shellReadPath(input []byte, cwd string) string {
+	var cmd string
+	jsonscan.Members(input, func(k, v []byte) bool {
+		if string(k) == "command" {
+			cmd, _ = jsonscan.String(v)
+		}
+		return true
+	})
+	r, err := shellread.Parse(cmd)
+	if err != nil || cwd == "" || !filepath.IsAbs(cwd) {
+		return ""
+	}
+	name := r.Resolve(cwd)
+	if !filepath.IsAbs(name) {
+		return ""
+	}
+	return filepath.Clean(name)
 }
 
 func isFileTool(name string) bool {
