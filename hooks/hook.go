@@ -178,7 +178,13 @@ func (h *handler) run(ctx context.Context, name HookEvent) error {
 	}
 	switch name {
 	case PostToolUse:
-		return h.postToolUse(ctx)
+		err := h.postToolUse(ctx)
+		if c.HandBack {
+			err = errors.Join(err, h.handBack(ctx, false))
+		}
+		return err
+	case BeforeAgent:
+		return h.handBack(ctx, true)
 	case PreToolUse:
 		return h.preToolUse(ctx)
 	case SessionStart:
@@ -704,6 +710,72 @@ func (h *handler) sessionStart(ctx context.Context) error {
 		h.warn("%v", err)
 	}
 	text, err := ManifestWith(ctx, h.st, ManifestOptions{Harness: h.h, Session: h.c.Session, Source: h.c.Source, Budget: ManifestBudget,
+		MCPTool: tools, Warn: func(msg string) { h.warn("%s", msg) }})
+	if err != nil || text == "" {
+		return err
+	}
+	_, err = h.e.Stdout.Write(h.h.Reply(h.c, Reply{Context: text}))
+	return err
+}
+
+// handBack is for harnesses that fire no hook after a compaction (see
+// Call.HandBack): it sweeps the context's transcript (the whole session
+// at BeforeAgent) and, when the cursor shows a compaction boundary of the
+// context, hands the working set back (ManifestWith, as SessionStart does
+// after a compaction) — once per boundary. Once is the store's dedupe: a
+// "handback" event keyed handback:<boundary key> is appended first, and
+// only the hook whose append stored it prints the text, so two hooks
+// racing on one boundary, a later prompt or a resumed session never hand
+// the same boundary back again. A boundary found only by a later import
+// is handed back at the session's next prompt.
+func (h *handler) handBack(ctx context.Context, session bool) error {
+	tp := h.c.ContextTranscript
+	if session && h.c.Transcript != "" {
+		tp = h.c.Transcript
+	}
+	if tp == "" || !h.c.HandBack {
+		return nil
+	}
+	var err error
+	if session {
+		_, err = SweepSession(ctx, h.st, h.h, tp, SweepOptions{})
+	} else {
+		_, err = SweepTranscript(ctx, h.st, h.h, tp, SweepOptions{})
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		h.warn("sweep: %v", err)
+	}
+	if session {
+		tp = h.c.ContextTranscript
+	}
+	cur := ReadCursor(h.st, h.h, tp)
+	if cur == nil {
+		return nil
+	}
+	ep, ok := cur.Epochs[h.c.Agent]
+	if !ok || ep.Key == "" {
+		return nil
+	}
+	rec := gitstore.Record{Event: h.baseEvent("handback")}
+	rec.Tool, rec.View = "", ""
+	rec.Key = "handback:" + ep.Key
+	setExtra(&rec, "boundary", jsonStr(ep.Key))
+	res, err := h.st.Append(ctx, h.writer(), []gitstore.Record{rec})
+	if err != nil {
+		return fmt.Errorf("record the hand-back after compaction %s: %w", ep.Key, err)
+	}
+	if len(res.Events) == 0 {
+		return nil // handed back already
+	}
+	dir := h.c.Cwd
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	tools, terr := h.h.MCPTools(dir, h.e.Getenv)
+	if terr != nil {
+		h.warn("%v", terr)
+	}
+	text, err := ManifestWith(ctx, h.st, ManifestOptions{Harness: h.h, Session: h.c.Session, Agent: h.c.Agent, Source: "compact", Budget: ManifestBudget,
 		MCPTool: tools, Warn: func(msg string) { h.warn("%s", msg) }})
 	if err != nil || text == "" {
 		return err
