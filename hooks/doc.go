@@ -92,6 +92,9 @@
 //	precompact  hook        none: a compaction was asked for      precompact:<unix ns>
 //	                        (extra "trigger"); for the record
 //	                        only, a compaction can still fail
+//	handback    hook        none: the working set was handed      handback:<boundary
+//	                        back after a compaction no hook saw   key>
+//	                        (Call.HandBack; extra "boundary")
 //	deny        hook        none: the guard denied an edit        none (extra
 //	                        (extra "reason_kind")                 "tool_use_id")
 //	span        sweep       one conversation span as JSON (the    span:<line id>[:<n>]
