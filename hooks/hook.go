@@ -3,12 +3,15 @@ package hooks
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -756,13 +759,23 @@ func (h *handler) handBack(ctx context.Context, session bool) error {
 	if !ok || ep.Key == "" {
 		return nil
 	}
+	key := "handback:" + ep.Key
+	mark := handBackMark(h.st, h.writer(), h.c.Agent)
+	if b, err := os.ReadFile(mark); err == nil && string(b) == key {
+		return nil // handed back already (the store's dedupe below is the authority; this spares it)
+	}
 	rec := gitstore.Record{Event: h.baseEvent("handback")}
 	rec.Tool, rec.View = "", ""
-	rec.Key = "handback:" + ep.Key
+	rec.Key = key
 	setExtra(&rec, "boundary", jsonStr(ep.Key))
 	res, err := h.st.Append(ctx, h.writer(), []gitstore.Record{rec})
 	if err != nil {
 		return fmt.Errorf("record the hand-back after compaction %s: %w", ep.Key, err)
+	}
+	if mark != "" {
+		if err := os.WriteFile(mark, []byte(key), 0o600); err != nil {
+			h.warn("hand-back mark: %v", err)
+		}
 	}
 	if len(res.Events) == 0 {
 		return nil // handed back already
@@ -782,4 +795,17 @@ func (h *handler) handBack(ctx context.Context, session bool) error {
 	}
 	_, err = h.e.Stdout.Write(h.h.Reply(h.c, Reply{Context: text}))
 	return err
+}
+
+// handBackMark is the file that remembers the last boundary handed back
+// to a context (writer and agent), so that the hooks after it do not ask
+// the store again: <state dir>/handback/<sha256 of writer NUL agent, 16
+// bytes hex>. "" when the state directory cannot be had.
+func handBackMark(st *gitstore.Store, writer, agent string) string {
+	dir, err := st.StateDir("handback")
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(writer + "\x00" + agent))
+	return filepath.Join(dir, hex.EncodeToString(sum[:16]))
 }
