@@ -344,6 +344,28 @@ func TestGeminiEndToEnd(t *testing.T) {
 		t.Fatalf("boundaries %d, hand-backs %+v", len(bounds), hb)
 	}
 
+	// The hooks swept the chat a few lines at a time, each read going on
+	// from the state the last left in the cursor: a sweep of the whole
+	// chat from scratch (cursors gone) finds every record stored already.
+	// (A resume in a later minute may start a new chat file of the
+	// session, listing its messages again: each is swept.)
+	chats, _ := filepath.Glob(filepath.Join(r.GeminiDir(), "tmp", "*", "chats", "session-*-"+session[:8]+".jsonl"))
+	if len(chats) == 0 {
+		t.Fatal("no chat file")
+	}
+	before := len(events(gitstore.Query{}))
+	if err := os.RemoveAll(filepath.Join(dir, ".git", "lossless", "gemini-cursors")); err != nil {
+		t.Fatal(err)
+	}
+	sw := exec.Command(bin, append([]string{"sweep", "--harness", "gemini"}, chats...)...)
+	sw.Dir = dir
+	if out, err := sw.CombinedOutput(); err != nil {
+		t.Fatalf("sweep: %v\n%s", err, out)
+	}
+	if after := len(events(gitstore.Query{})); after != before {
+		t.Fatalf("a sweep from scratch added %d events to the incremental sweeps' %d", after-before, before)
+	}
+
 	// The secret is in no object, even after gc; git agrees with everything.
 	gitOut(t, dir, "gc", "-q")
 	if secretIn(t, dir, secret) {
