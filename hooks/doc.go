@@ -119,9 +119,9 @@
 //
 // Who sweeps: post-tool-use sweeps the context's own transcript in the
 // same store call as its record (one append, one dedupe pass), keeping
-// the unswept part short; pre-compact, session-start (compact, resume)
-// and session-end sweep the session (main and subagent transcripts),
-// subagent-stop the subagent's. pre-tool-use, the guard, writes nothing
+// the unswept part short; pre-compact, session-start (compact, resume),
+// before-agent and session-end sweep the session (main and subagent
+// transcripts), subagent-stop the subagent's. pre-tool-use, the guard, writes nothing
 // but the denial: it reads the unswept part of its context's transcript
 // for boundaries and re-attached files (see contextEvidence).
 //

@@ -110,9 +110,10 @@ func eventName(ev hooks.HookEvent) string {
 // every hook call is the main context's; the chats tell them apart in the
 // sweep. AfterTool and BeforeAgent ask for the working set to be handed
 // back after a compression (Call.HandBack): Gemini CLI fires no hook after
-// one. SessionStart carries its source for the record only: a headless
-// SessionStart context is prepended to the prompt, and a resumed session
-// drops it, so nothing is handed back there.
+// one. SessionStart is decoded but does nothing (Gemini CLI's sources are
+// startup, resume and clear, never compact; a headless SessionStart
+// context is prepended to the prompt and a resumed session drops it, so
+// nothing is handed back there) and is not installed.
 func (Harness) Decode(ev hooks.HookEvent, stdin io.Reader) (hooks.Call, error) {
 	p, err := DecodePayload(stdin, DecodeOptions{Event: eventName(ev)})
 	if err != nil {
