@@ -3,6 +3,7 @@ package gemini_test
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/git-lossless/git-lossless/hooks"
@@ -30,5 +31,21 @@ func TestSamplePayload(t *testing.T) {
 	}
 	if ev, _ := h.SamplePayload(hooks.SessionEnd, "s", dir, "", file, nil); ev != "" {
 		t.Fatalf("session-end sample %q", ev)
+	}
+}
+
+// TestFailOpen: a payload that cannot be used is one stderr line (Gemini
+// CLI shows it to the user when stdout is empty), exit 0 and nothing on
+// stdout: the edit goes ahead, never blocked by our failure.
+func TestFailOpen(t *testing.T) {
+	repo := newRepo(t)
+	for name, payload := range map[string]any{
+		"no session": map[string]any{"cwd": repo, "hook_event_name": "BeforeTool", "tool_name": "replace", "tool_input": map[string]any{"file_path": "a"}},
+		"bad input":  map[string]any{"session_id": "s", "cwd": repo, "hook_event_name": "BeforeTool", "tool_name": "replace", "tool_input": map[string]any{"file_path": 7}},
+	} {
+		out, errs := runHook(t, "BeforeTool", payload, t.TempDir())
+		if out != "" || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "git-lossless: hook pre-tool-use") {
+			t.Errorf("%s: stdout %q stderr %q", name, out, errs)
+		}
 	}
 }
