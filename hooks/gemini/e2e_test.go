@@ -131,41 +131,7 @@ func TestGeminiEndToEnd(t *testing.T) {
 	r := geminitest.NewRunner(t, gem, m)
 	r.Env = append(r.Env, "XDG_DATA_HOME="+filepath.Join(r.Home, "data"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
 
-	// Install with the real command into the isolated HOME, over the
-	// settings the runner needs (kept, as any foreign setting is).
-	settingsPath := r.SettingsPath()
-	if err := os.MkdirAll(filepath.Dir(settingsPath), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	pre, _ := json.MarshalIndent(r.Settings, "", "  ")
-	writeFile(t, settingsPath, string(pre)+"\n")
-	installEnv := append(os.Environ(), "HOME="+r.Home, "GEMINI_CLI_HOME=")
-	inst := exec.Command(bin, "install", "gemini", "--scope", "user", "--apply", "--command", bin)
-	inst.Env = installEnv
-	if out, err := inst.CombinedOutput(); err != nil {
-		t.Fatalf("install: %v\n%s", err, out)
-	}
-	raw, err := os.ReadFile(settingsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{bin + " hook gemini pre-tool-use", bin + " hook gemini post-tool-use", bin + " hook gemini before-agent", `"mcpServers"`, `"--harness"`, `"timeout": 10000`, `"selectedType"`} {
-		if !bytes.Contains(raw, []byte(want)) {
-			t.Fatalf("settings after install lack %s:\n%s", want, raw)
-		}
-	}
-	again := exec.Command(bin, "install", "gemini", "--scope", "user", "--apply", "--command", bin)
-	again.Env = installEnv
-	if out, err := again.CombinedOutput(); err != nil || !strings.Contains(string(out), "nothing to change") {
-		t.Fatalf("second install: %v\n%s", err, out)
-	}
-	if raw2, _ := os.ReadFile(settingsPath); !bytes.Equal(raw, raw2) {
-		t.Fatalf("second install changed the settings:\n%s", raw2)
-	}
-	r.Settings = map[string]any{}
-	if err := json.Unmarshal(raw, &r.Settings); err != nil {
-		t.Fatal(err)
-	}
+	installGemini(t, bin, r)
 
 	// Run 1: read, replace, blind replace, .env.
 	res1, err := r.Run(ctx, dir, sc1+" read hello.txt, change it, change other.txt, read .env")
@@ -376,5 +342,119 @@ func TestGeminiEndToEnd(t *testing.T) {
 	vf.Dir = dir
 	if out, err := vf.CombinedOutput(); err != nil {
 		t.Fatalf("verify --all: %v\n%s", err, out)
+	}
+}
+
+// installGemini runs `git lossless install gemini --apply` (twice: the
+// second changes nothing) into the runner's isolated HOME, over the
+// settings the runner needs (kept, as any foreign setting is), and takes
+// the result as the runner's settings.
+func installGemini(t *testing.T, bin string, r *geminitest.Runner) {
+	t.Helper()
+	settingsPath := r.SettingsPath()
+	if err := os.MkdirAll(filepath.Dir(settingsPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pre, _ := json.MarshalIndent(r.Settings, "", "  ")
+	writeFile(t, settingsPath, string(pre)+"\n")
+	installEnv := append(os.Environ(), "HOME="+r.Home, "GEMINI_CLI_HOME=")
+	inst := exec.Command(bin, "install", "gemini", "--scope", "user", "--apply", "--command", bin)
+	inst.Env = installEnv
+	if out, err := inst.CombinedOutput(); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(settingsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{bin + " hook gemini pre-tool-use", bin + " hook gemini post-tool-use", bin + " hook gemini before-agent", `"mcpServers"`, `"--harness"`, `"timeout": 10000`, `"selectedType"`} {
+		if !bytes.Contains(raw, []byte(want)) {
+			t.Fatalf("settings after install lack %s:\n%s", want, raw)
+		}
+	}
+	again := exec.Command(bin, "install", "gemini", "--scope", "user", "--apply", "--command", bin)
+	again.Env = installEnv
+	if out, err := again.CombinedOutput(); err != nil || !strings.Contains(string(out), "nothing to change") {
+		t.Fatalf("second install: %v\n%s", err, out)
+	}
+	if raw2, _ := os.ReadFile(settingsPath); !bytes.Equal(raw, raw2) {
+		t.Fatalf("second install changed the settings:\n%s", raw2)
+	}
+	r.Settings = map[string]any{}
+	if err := json.Unmarshal(raw, &r.Settings); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGeminiSubagent: a subagent (invoke_agent) runs under the parent's
+// session id; its own chat (chats/<session>/<agent>.jsonl) is swept as its
+// own context (agent = its id, sidechain) when the session ends. Its
+// hooks cannot be told from the parent's, so its read vouches for the
+// parent's edit (the documented limit, pinned here).
+func TestGeminiSubagent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives the real Gemini CLI")
+	}
+	gem := geminitest.EnsureGemini(t)
+	bin := buildBinary(t)
+	ctx := context.Background()
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	gitOut(t, dir, "init", "-q")
+	shared := filepath.Join(dir, "shared.txt")
+	writeFile(t, shared, "seen by the child\n")
+	const sc, sub = "SCENARIO:gemini-e2e-parent", "SUBTASK:gemini-e2e-child"
+	m := geminitest.NewModel(t, geminitest.Script{
+		sc: {
+			geminitest.InvokeAgent("codebase_investigator", sub+" read shared.txt and report"),
+			geminitest.Replace(shared, "the child", "the parent too"),
+			geminitest.Say("DONE parent"),
+		},
+		sub: {
+			geminitest.ReadFile(shared),
+			geminitest.Call("complete_task", map[string]any{"report": map[string]any{
+				"SummaryOfFindings": "child done", "ExplorationTrace": []any{}, "RelevantLocations": []any{}}}),
+		},
+	})
+	r := geminitest.NewRunner(t, gem, m)
+	r.Env = append(r.Env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	installGemini(t, bin, r)
+	res, err := r.Run(ctx, dir, sc+" delegate")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, m.Log())
+	}
+	chat, err := r.ChatPath(res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids, _ := filepath.Glob(filepath.Join(filepath.Dir(chat), res.SessionID, "*.jsonl"))
+	if len(kids) != 1 {
+		t.Fatalf("subagent chats %v", kids)
+	}
+	child := strings.TrimSuffix(filepath.Base(kids[0]), ".jsonl")
+	fileIs(t, shared, "seen by the parent too\n")
+	st, err := gitstore.OpenDir(dir, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.Events(ctx, gitstore.Query{Session: res.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var childRead, childSpans, hookRead bool
+	for _, e := range evs {
+		if e.Harness != "gemini" {
+			t.Fatalf("event of harness %q: %s", e.Harness, e.Raw)
+		}
+		switch {
+		case e.Agent == child && e.Sidechain && e.Op == "read" && e.Path == "shared.txt" && e.Source == "sweep":
+			childRead = true
+		case e.Agent == child && e.Op == "span":
+			childSpans = true
+		case e.Agent == "" && e.Op == "read" && e.Path == "shared.txt" && e.Source == "hook":
+			hookRead = true
+		}
+	}
+	if !childRead || !childSpans || !hookRead {
+		t.Fatalf("child %s: swept read %v, spans %v; hook read (main context) %v", child, childRead, childSpans, hookRead)
 	}
 }
