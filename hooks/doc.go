@@ -97,6 +97,9 @@
 //	precompact  hook        none: a compaction was asked for      precompact:<unix ns>
 //	                        (extra "trigger"); for the record
 //	                        only, a compaction can still fail
+//	handback    hook        none: the working set was handed      handback:<boundary
+//	                        back after a compaction no hook saw   key>
+//	                        (Call.HandBack; extra "boundary")
 //	deny        hook        none: the guard denied an edit        none (extra
 //	                        (extra "reason_kind")                 "tool_use_id")
 //	span        sweep       one conversation span as JSON (the    span:<line id>[:<n>]
@@ -137,9 +140,9 @@
 //
 // Who sweeps: post-tool-use sweeps the context's own transcript in the
 // same store call as its record (one append, one dedupe pass), keeping
-// the unswept part short; pre-compact, session-start (compact, resume)
-// and session-end sweep the session (main and subagent transcripts),
-// subagent-stop the subagent's. pre-tool-use, the guard, writes nothing
+// the unswept part short; pre-compact, session-start (compact, resume),
+// before-agent and session-end sweep the session (main and subagent
+// transcripts), subagent-stop the subagent's. pre-tool-use, the guard, writes nothing
 // but the denial: it reads the unswept part of its context's transcript
 // for boundaries and re-attached files (see contextEvidence).
 //

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -110,6 +111,12 @@ const (
 	SubagentStop HookEvent = "subagent-stop"
 	// SessionEnd: the session ended; it is swept.
 	SessionEnd HookEvent = "session-end"
+	// BeforeAgent: the user sent a prompt, before the model sees it. The
+	// session is swept and, when its transcript shows a compaction of the
+	// context that no hook has handed back yet, the working set is
+	// handed back (Reply.Context; see Call.HandBack). For harnesses with
+	// no hook after a compaction (Gemini CLI's BeforeAgent).
+	BeforeAgent HookEvent = "before-agent"
 )
 
 // Events some harnesses have besides (added for Codex CLI). Stop and
@@ -125,7 +132,7 @@ const (
 
 // HookEvents lists the runtime's events in the order a session meets them.
 func HookEvents() []HookEvent {
-	return []HookEvent{SessionStart, PreToolUse, PostToolUse, PreCompact, SubagentStop, SessionEnd}
+	return []HookEvent{SessionStart, BeforeAgent, PreToolUse, PostToolUse, PreCompact, SubagentStop, SessionEnd}
 }
 
 // Call is one hook call, as the adapter decoded it from the harness's
@@ -166,6 +173,12 @@ type Call struct {
 	Source string
 	// Trigger is what asked for a compaction: "manual" or "auto".
 	Trigger string
+	// HandBack asks the runtime, at PostToolUse and BeforeAgent, to hand
+	// the working set back (Reply.Context, once per compaction boundary)
+	// when the context's transcript shows a compaction no hook has handed
+	// back yet: for a harness that fires no hook after a compaction and
+	// takes added context on these events (Gemini CLI). See handBack.
+	HandBack bool
 }
 
 // FileOp is one file a tool call reads or changes.
@@ -253,6 +266,23 @@ type TranscriptPos struct {
 	// Pending are the tool calls an earlier read left waiting for their
 	// results.
 	Pending []transcript.PendingToolUse
+	// Path is the transcript's absolute path ("" when the reader reads
+	// no file): for a harness whose lines do not say all a reader needs
+	// (the session and subagent of a Gemini CLI chat are in its path).
+	Path string
+	// State is what an earlier reader left at Offset (its
+	// TranscriptStater.State, kept in the cursor); nil at the start or
+	// when none was kept.
+	State json.RawMessage
+}
+
+// TranscriptStater is a TranscriptReader that needs more than Pending to
+// read on from an offset (Gemini CLI's chat reader: which messages and
+// results it already yielded). The sweep keeps State in the transcript's
+// cursor, opaque, and hands it back in TranscriptPos.State.
+type TranscriptStater interface {
+	// State is what the reader knows at Offset (nil: nothing).
+	State() json.RawMessage
 }
 
 // TranscriptReader reads a transcript's items, one complete line at a

@@ -178,7 +178,13 @@ func (h *handler) run(ctx context.Context, name HookEvent) error {
 	}
 	switch name {
 	case PostToolUse:
-		return h.postToolUse(ctx)
+		err := h.postToolUse(ctx)
+		if c.HandBack {
+			err = errors.Join(err, h.handBack(ctx, false))
+		}
+		return err
+	case BeforeAgent:
+		return h.handBack(ctx, true)
 	case PreToolUse:
 		return h.preToolUse(ctx)
 	case SessionStart:

@@ -145,6 +145,9 @@ type Cursor struct {
 	// The guard reads a context's current boundary from here and from the
 	// lines past Offset, instead of searching the archive for it.
 	Epochs map[string]CursorEpoch `json:"epochs,omitempty"`
+	// State is the harness's reader's own state at Offset
+	// (TranscriptStater), opaque to the sweep.
+	State json.RawMessage `json:"state,omitempty"`
 }
 
 // CursorEpoch is a compaction boundary as a cursor keeps it.
@@ -351,7 +354,8 @@ func (t *transcriptAt) reader() (TranscriptReader, error) {
 	if _, err := t.f.Seek(t.cur.Offset, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", t.abs, err)
 	}
-	return t.h.ReadTranscript(t.f, TranscriptPos{Offset: t.cur.Offset, Left: t.fi.Size() - t.cur.Offset + 1, Pending: t.cur.Pending}), nil
+	return t.h.ReadTranscript(t.f, TranscriptPos{Offset: t.cur.Offset, Left: t.fi.Size() - t.cur.Offset + 1, Pending: t.cur.Pending,
+		Path: t.abs, State: t.cur.State}), nil
 }
 
 // tailItem is one item of a transcript's unswept tail, with the context's
@@ -478,6 +482,10 @@ func sweepFileTo(ctx context.Context, st *gitstore.Store, h Harness, path string
 		cur.Offset, cur.Size = off, nfi.Size()
 		cur.Session = b.lastSession
 		cur.Pending = p.Pending()
+		cur.State = nil
+		if sp, ok := p.(TranscriptStater); ok {
+			cur.State = sp.State()
+		}
 		cur.Epochs = nil
 		if len(b.epochs) > 0 {
 			cur.Epochs = maps.Clone(b.epochs)

@@ -135,6 +135,7 @@ func Run(ctx context.Context, opt Options) []Check {
 			}
 		}
 	}
+	out = append(out, checkGemini(opt)...)
 	return out
 }
 

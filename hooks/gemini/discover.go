@@ -257,3 +257,69 @@ func readHeader(path string) (header, error) {
 	h.kind, _ = jsonscan.String(f2["kind"])
 	return h, nil
 }
+
+// ChatFileOf describes the one chat file at path as FindChats would:
+// <dir>/tmp/<project>/chats/<main>.jsonl or
+// <dir>/tmp/<project>/chats/<session id>/<subagent>.jsonl, with its
+// session, agent and project directory. ok is false for a path of any
+// other shape; a file whose header cannot be read keeps what its path
+// says (a subagent's session and id; nothing for a main chat).
+func ChatFileOf(path string) (cf ChatFile, ok bool) {
+	if !strings.HasSuffix(path, ".jsonl") {
+		return cf, false
+	}
+	dir := filepath.Dir(path)
+	parent := ""
+	if filepath.Base(dir) != "chats" {
+		parent = filepath.Base(dir)
+		dir = filepath.Dir(dir)
+		if filepath.Base(dir) != "chats" || !validID(parent) {
+			return cf, false
+		}
+	}
+	pdir := filepath.Dir(dir)
+	if filepath.Base(filepath.Dir(pdir)) != "tmp" {
+		return cf, false
+	}
+	cf = ChatFile{Path: path, Project: filepath.Base(pdir)}
+	h, _ := readHeader(path)
+	if parent != "" {
+		cf.SessionID = parent
+		cf.Agent = strings.TrimSuffix(filepath.Base(path), ".jsonl")
+		if h.sessionID != "" && h.kind == "subagent" {
+			cf.Agent = h.sessionID
+		}
+	} else {
+		cf.SessionID = h.sessionID
+	}
+	cf.ProjectDir = projectDirOf(filepath.Dir(filepath.Dir(pdir)), pdir, h.projectHash)
+	return cf, true
+}
+
+// projectDirOf is the directory a project's chats ran in, as FindChats
+// finds it: the projects.json entry (or .project_root marker) whose
+// sha256 is the chat's projectHash, else the one the project's short
+// name maps to, else the marker. "" when nothing says.
+func projectDirOf(geminiDir, pdir, hash string) string {
+	projects, _ := Projects(geminiDir)
+	marker := ""
+	if b, err := os.ReadFile(filepath.Join(pdir, ".project_root")); err == nil {
+		if m := strings.TrimSpace(string(b)); filepath.IsAbs(m) {
+			marker = filepath.Clean(m)
+		}
+	}
+	if hash != "" {
+		for _, d := range projects {
+			if projectHash(d) == hash {
+				return d
+			}
+		}
+		if marker != "" && projectHash(marker) == hash {
+			return marker
+		}
+	}
+	if d := projects[filepath.Base(pdir)]; d != "" {
+		return d
+	}
+	return marker
+}

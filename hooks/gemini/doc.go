@@ -1,12 +1,34 @@
-// Package gemini reads what Gemini CLI gives a recorder: its hook
-// payloads, the results of its file tools, and its chat files. It turns
-// them into the harness-neutral items of hooks/transcript (spans, file
-// evidence, compaction boundaries), so that the hook runtime, the guard
-// and the import treat a Gemini session like any other. It imports only
-// the standard library, internal/jsonscan and hooks/transcript; it
-// decides nothing (the guard does) and stores nothing (the runtime does).
-// Everything below was checked against Gemini CLI 0.61.0, its bundled
-// source and real runs against a scripted model (testdata/gemini-cli-0.61.0).
+// Package gemini is Gemini CLI's adapter to the hook runtime (Harness,
+// registered in hooks/harnesses; name "gemini", writers gemini-<session>),
+// and the readers it is made of: Gemini CLI's hook payloads, the results
+// of its file tools, and its chat files, turned into the harness-neutral
+// items of hooks/transcript (spans, file evidence, compaction
+// boundaries), so that the hook runtime, the guard and the import treat
+// a Gemini session like any other. The readers import only the standard
+// library, internal/jsonscan and hooks/transcript; the adapter
+// (harness.go, install.go, sample.go) adds hooks, hooks/settings and
+// gitstore (to find a repository's top). It decides nothing (the guard
+// does) and stores nothing (the runtime does). Everything below was
+// checked against Gemini CLI 0.61.0, its bundled source and real runs
+// against a scripted model (testdata/gemini-cli-0.61.0; TestGeminiEndToEnd
+// drives the real CLI with the hooks `git lossless install gemini` writes).
+//
+// # The adapter
+//
+// Install (HookSpecs) writes into settings.json (user ~/.gemini, or the
+// repository's .gemini) BeforeTool (write_file|replace: the guard),
+// AfterTool (every tool: the record, and a sweep of the chat), BeforeAgent
+// (a sweep of the session) and SessionEnd (a sweep), each `<bin> hook
+// gemini <runtime event>` with a name and a timeout in ms, and our MCP
+// server under mcpServers (`<bin> mcp --harness gemini`: its tools are
+// mcp_git-lossless_<tool>, MCPToolName, and what they show counts as seen
+// for the session's context). The sweep keeps the ChatReader's ChatState
+// in the transcript's cursor (hooks.TranscriptStater): each sweep reads
+// only the lines added since. A compression is known only from the chat:
+// AfterTool and BeforeAgent ask the runtime (Call.HandBack) to hand the
+// working set back, once per boundary, as a short notice (file names and
+// states, the MCP tools, `git lossless restore`): additionalContext is
+// HTML-escaped by the CLI, so contents are never handed back that way.
 //
 // # Hooks
 //
@@ -194,7 +216,14 @@
 //     so it is not the files' bytes.
 //   - A hook cannot tell a subagent's tool call from the parent's.
 //   - A hook's record and the chat's record of one result have different
-//     keys (no call id in the payload): both are stored.
+//     keys (no call id in the payload; at AfterTool the chat holds the
+//     model's message but not yet the call's id, which the CLI writes
+//     with the result): both are stored. The content is one blob; the
+//     cost is one event line per result.
+//   - The guard takes every hook call as the main context's (a subagent's
+//     calls carry the parent's session and chat): a subagent's read
+//     vouches for the parent's edit and the other way round until the
+//     sweep files the subagent's evidence under its own context.
 //   - Reads in @-mentions (trimmed text) and reads the CLI shortened are
 //     no evidence; a rewind drops all earlier evidence.
 //   - Plan mode (write_file into the plans directory) is not modelled:

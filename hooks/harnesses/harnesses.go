@@ -13,6 +13,7 @@ import (
 	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/hooks/codex"
+	"github.com/git-lossless/git-lossless/hooks/gemini"
 )
 
 // All returns every harness, the default first: the harness of a hook
@@ -23,6 +24,7 @@ func All() []hooks.Harness {
 	return []hooks.Harness{
 		claudecode.New(),
 		codex.New(),
+		gemini.New(),
 	}
 }
 

@@ -20,6 +20,9 @@ type HookSpec struct {
 	Matcher string // "" = no matcher key: every occurrence of the event
 	Arg     string // the `git-lossless hook` arguments ("pre-tool-use", or "HARNESS EVENT")
 	Timeout int    // in the harness's unit (Claude Code: seconds); a hook past it is abandoned
+	// Name, when set, is written as the hook entry's "name" (Gemini CLI
+	// shows it, and its hooks.disabled list names hooks by it).
+	Name string
 }
 
 // HookCommand is the command line of one hook: the program, shell-quoted

@@ -175,12 +175,13 @@ type groupOut struct {
 
 type hookOut struct {
 	Type    string `json:"type"`
+	Name    string `json:"name,omitempty"`
 	Command string `json:"command"`
 	Timeout int    `json:"timeout"`
 }
 
 func canonicalGroup(spec HookSpec, bin string) []byte {
-	return marshal(groupOut{Matcher: spec.Matcher, Hooks: []hookOut{{Type: "command", Command: HookCommand(bin, spec.Arg), Timeout: spec.Timeout}}})
+	return marshal(groupOut{Matcher: spec.Matcher, Hooks: []hookOut{{Type: "command", Name: spec.Name, Command: HookCommand(bin, spec.Arg), Timeout: spec.Timeout}}})
 }
 
 // groupWithoutOurs returns a group's text with our hooks taken out of its
