@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
+)
+
+// harnessWriters are the writers of harnessArchive: one per harness (as
+// their adapters name them), a proxy's, and a Claude Code session written
+// before events carried the harness field.
+const (
+	hwOld      = "cc-0ld5e55" // claude-code, no harness field (told by its prefix)
+	hwClaude   = "cc-c1a0de"  // claude-code, the field set
+	hwCodex    = "codex-c0dex"
+	hwGemini   = "gemini-6e1"
+	hwOpencode = "oc-0pen"
+)
+
+// harnessArchive is a small repository whose archive holds events of
+// several harnesses' writers, written through gitstore as the hooks and
+// the proxy write them: the codex, gemini and opencode events carry the
+// field (their adapters always write it), the oldest Claude Code session
+// and the proxy do not. Each context reads notes.md and its own file, and
+// says a word of its own in a span ("<harness>word").
+func harnessArchive(t *testing.T, sb *sandbox) harnessFixture {
+	t.Helper()
+	repo := sb.initRepo("proj")
+	if d, err := filepath.EvalSymlinks(repo); err == nil {
+		repo = d
+	}
+	off := false
+	st, err := gitstore.OpenDir(repo, gitstore.Options{Fsync: &off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := st.OwnWriterName(gitstore.FamilyProxy, "localhost_8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	n := 0
+	add := func(writer, harness, session, op, path, content string) {
+		t.Helper()
+		n++
+		r := gitstore.Record{Event: gitstore.Event{TS: at.Add(time.Duration(n) * time.Second), Session: session,
+			Source: "hook", Op: op, Harness: harness}}
+		r.Content, r.HasContent = []byte(content), true
+		switch op {
+		case "span":
+			r.Source = "sweep"
+			if strings.HasPrefix(writer, "proxy-") {
+				r.Source, r.Session = "proxy", ""
+				r.Extra = map[string]json.RawMessage{"span": json.RawMessage(`"sp-0123456789abcdef"`)}
+			} else {
+				r.Extra = map[string]json.RawMessage{"kind": json.RawMessage(`"user"`)}
+			}
+		default:
+			r.SetPath(path)
+			r.View, r.Tool, r.Key = "full", "Read", writer+"-"+path
+		}
+		if _, err := st.Append(context.Background(), writer, []gitstore.Record{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range []struct{ writer, harness, session, word string }{
+		{hwOld, "", "0ld5e55", "claudeoldword"},
+		{hwClaude, "claude-code", "c1a0de", "claudeword"},
+		{hwCodex, "codex", "c0dex", "codexword"},
+		{hwGemini, "gemini", "6e1", "geminiword"},
+		{hwOpencode, "opencode", "0pen", "opencodeword"},
+	} {
+		add(w.writer, w.harness, w.session, "read", "notes.md", "# notes\nshared by every harness\n")
+		add(w.writer, w.harness, w.session, "read", w.word+".go", "package p // "+w.word+"\n")
+		add(w.writer, w.harness, w.session, "span", "", `{"role":"user","text":"please look at `+w.word+` and sharedword"}`)
+	}
+	add(proxy, "", "", "span", "", `{"summary":"proxyword sharedword"}`)
+	return harnessFixture{repo: repo, proxy: proxy, harness: map[string]string{
+		hwOld: "claude-code", hwClaude: "claude-code", hwCodex: "codex", hwGemini: "gemini", hwOpencode: "opencode", proxy: "",
+	}}
+}
+
+// harnessFixture is harnessArchive's repository, its proxy's writer, and
+// the harness every command must show for each writer.
+type harnessFixture struct {
+	repo, proxy string
+	harness     map[string]string
+}
+
+// harnessWriters are the writers of each harness in harnessArchive.
+var harnessWriters = map[string][]string{
+	"claude-code": {hwOld, hwClaude}, "codex": {hwCodex}, "gemini": {hwGemini}, "opencode": {hwOpencode},
+}
+
+// registered says whether the harness name is registered in this build
+// (codex, gemini and opencode register as their adapters land): a filter
+// by an unregistered name is a usage error.
+func registered(name string) bool {
+	_, ok := harnesses.ByName(name)
+	return ok
+}
+
+// TestLogHarness: log shows each event's harness (the field, else the
+// writer's prefix, else none) in the table and in --json, and --harness
+// keeps one harness's events, old ones without the field included; an
+// unknown harness is a usage error.
+func TestLogHarness(t *testing.T) {
+	sb := newSandbox(t)
+	f := harnessArchive(t, sb)
+	repo, harnessOfWriter := f.repo, f.harness
+
+	r := sb.ok(repo, "log", "--json")
+	seen := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var ev struct {
+			Writer  string `json:"writer"`
+			Harness string `json:"harness"`
+		}
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("log --json line %q: %v", l, err)
+		}
+		want, ok := harnessOfWriter[ev.Writer]
+		if !ok || ev.Harness != want {
+			t.Errorf("log --json: writer %s harness %q, want %q (%s)", ev.Writer, ev.Harness, want, l)
+		}
+		if strings.Count(l, `"harness":`) > 1 {
+			t.Errorf("log --json: harness twice: %s", l)
+		}
+		seen[ev.Writer]++
+	}
+	if len(seen) != len(harnessOfWriter) {
+		t.Errorf("log --json writers %v", seen)
+	}
+
+	table := sb.ok(repo, "log").stdout
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if !strings.Contains(lines[0], "HARNESS") {
+		t.Fatalf("log table header %q", lines[0])
+	}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		w, _, _ := strings.Cut(f[2], "#")
+		want := harnessOfWriter[w]
+		if want == "" {
+			want = "-"
+		}
+		if f[3] != want {
+			t.Errorf("log row %q: harness %q, want %q", l, f[3], want)
+		}
+	}
+
+	for name, writers := range harnessWriters {
+		if !registered(name) {
+			if r := sb.run(repo, "log", "--harness", name); r.code != exitUsage {
+				t.Errorf("log --harness %s (not registered): exit %d", name, r.code)
+			}
+			continue
+		}
+		_, evs := sb.log(repo, "--harness", name)
+		got := map[string]bool{}
+		for _, ev := range evs {
+			got[ev.Writer] = true
+		}
+		if len(evs) != 3*len(writers) || len(got) != len(writers) {
+			t.Errorf("log --harness %s: %d events of %v, want 3 each of %v", name, len(evs), got, writers)
+		}
+		for _, w := range writers {
+			if !got[w] {
+				t.Errorf("log --harness %s lacks %s", name, w)
+			}
+		}
+	}
+	if _, evs := sb.log(repo, "--harness", "claude-code", "--limit", "1"); len(evs) != 1 || evs[0].Writer != hwClaude || evs[0].Op != "span" {
+		t.Errorf("log --harness claude-code --limit 1: %+v", evs)
+	}
+	if r := sb.run(repo, "log", "--harness", "no-such"); r.code != exitUsage || !strings.Contains(r.stderr, "claude-code") {
+		t.Errorf("log --harness no-such: exit %d %q", r.code, r.stderr)
+	}
+}
