@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -81,15 +82,20 @@ func harnessArchive(t *testing.T, sb *sandbox) harnessFixture {
 		add(w.writer, w.harness, w.session, "span", "", `{"role":"user","text":"please look at `+w.word+` and sharedword"}`)
 	}
 	add(proxy, "", "", "span", "", `{"summary":"proxyword sharedword"}`)
-	return harnessFixture{repo: repo, proxy: proxy, harness: map[string]string{
-		hwOld: "claude-code", hwClaude: "claude-code", hwCodex: "codex", hwGemini: "gemini", hwOpencode: "opencode", proxy: "",
+	mcp, err := st.OwnWriterName(gitstore.FamilyMCP, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(mcp, "", "", "read", "notes.md", "# notes\nshared by every harness\n") // the MCP server's read outside a session
+	return harnessFixture{repo: repo, proxy: proxy, mcp: mcp, harness: map[string]string{
+		hwOld: "claude-code", hwClaude: "claude-code", hwCodex: "codex", hwGemini: "gemini", hwOpencode: "opencode", proxy: "", mcp: "",
 	}}
 }
 
 // harnessFixture is harnessArchive's repository, its proxy's writer, and
 // the harness every command must show for each writer.
 type harnessFixture struct {
-	repo, proxy string
+	repo, proxy, mcp string
 	harness     map[string]string
 }
 
@@ -145,6 +151,9 @@ func TestLogHarness(t *testing.T) {
 	}
 	for _, l := range lines[1:] {
 		f := strings.Fields(l)
+		if len(f) < 4 {
+			t.Fatalf("log row %q", l)
+		}
 		w, _, _ := strings.Cut(f[2], "#")
 		want := harnessOfWriter[w]
 		if want == "" {
@@ -181,5 +190,141 @@ func TestLogHarness(t *testing.T) {
 	}
 	if r := sb.run(repo, "log", "--harness", "no-such"); r.code != exitUsage || !strings.Contains(r.stderr, "claude-code") {
 		t.Errorf("log --harness no-such: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// meterJSONRows is what the tests read of `meter --json`.
+type meterJSONRows struct {
+	Harness  string `json:"harness"`
+	Contexts int    `json:"contexts"`
+	Totals   struct {
+		Reads int `json:"reads"`
+	} `json:"totals"`
+	Rows []struct {
+		Key     string `json:"key"`
+		Harness string `json:"harness"`
+		Reads   int    `json:"reads"`
+	} `json:"rows"`
+}
+
+// TestMeterPackHarness: meter groups by harness (contexts of no harness
+// as "-"), names each session's and context's harness (table and
+// --json), and --harness meters one harness, old events without the
+// field included; pack lists the harnesses that read each file and
+// --harness counts one harness's reads.
+func TestMeterPackHarness(t *testing.T) {
+	sb := newSandbox(t)
+	f := harnessArchive(t, sb)
+	meterJSON := func(args ...string) meterJSONRows {
+		t.Helper()
+		r := sb.ok(f.repo, append([]string{"meter", "--json"}, args...)...)
+		var m meterJSONRows
+		if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+			t.Fatalf("meter --json %v: %v\n%s", args, err, r.stdout)
+		}
+		return m
+	}
+	m := meterJSON("--by", "harness")
+	got := map[string]int{}
+	for _, r := range m.Rows {
+		got[r.Key] = r.Reads
+	}
+	want := map[string]int{"claude-code": 4, "codex": 2, "gemini": 2, "opencode": 2, "-": 1}
+	if len(got) != len(want) || m.Totals.Reads != 11 || m.Contexts != 6 {
+		t.Errorf("meter --by harness: %v (%d reads, %d contexts), want %v", got, m.Totals.Reads, m.Contexts, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("meter --by harness: %s has %d reads, want %d", k, got[k], n)
+		}
+	}
+	sessions := map[string]string{"0ld5e55": "claude-code", "c1a0de": "claude-code", "c0dex": "codex", "6e1": "gemini", "0pen": "opencode", "writer:" + f.mcp: ""}
+	for _, by := range []string{"session", "agent"} {
+		m := meterJSON("--by", by)
+		if len(m.Rows) != len(sessions) {
+			t.Errorf("meter --by %s: %d rows, want %d", by, len(m.Rows), len(sessions))
+		}
+		for _, r := range m.Rows {
+			s, _, _ := strings.Cut(r.Key, " ")
+			if h, ok := sessions[s]; !ok || r.Harness != h {
+				t.Errorf("meter --by %s: row %q harness %q, want %q", by, r.Key, r.Harness, h)
+			}
+		}
+		table := sb.ok(f.repo, "meter", "--by", by).stdout
+		if !strings.Contains(table, "HARNESS") {
+			t.Errorf("meter --by %s: no HARNESS column\n%s", by, table)
+		}
+		for s, h := range sessions {
+			if h == "" {
+				h = "-"
+			}
+			if !regexp.MustCompile(`(?m)\s` + regexp.QuoteMeta(h) + `\s+` + regexp.QuoteMeta(s) + `( main)?$`).MatchString(table) {
+				t.Errorf("meter --by %s: no row of %s with harness %s\n%s", by, s, h, table)
+			}
+		}
+	}
+	for name, writers := range harnessWriters {
+		if !registered(name) {
+			if r := sb.run(f.repo, "meter", "--harness", name); r.code != exitUsage {
+				t.Errorf("meter --harness %s (not registered): exit %d", name, r.code)
+			}
+			continue
+		}
+		m := meterJSON("--harness", name, "--by", "harness")
+		if m.Harness != name || m.Totals.Reads != 2*len(writers) || m.Contexts != len(writers) || len(m.Rows) != 1 || m.Rows[0].Key != name {
+			t.Errorf("meter --harness %s: %+v, want %d reads of %d contexts", name, m, 2*len(writers), len(writers))
+		}
+		if table := sb.ok(f.repo, "meter", "--harness", name).stdout; !strings.Contains(table, " of harness "+name+", ") {
+			t.Errorf("meter --harness %s: the heading does not say it\n%s", name, table)
+		}
+	}
+
+	type packJSON struct {
+		Harness string `json:"harness"`
+		Files   []struct {
+			Path      string   `json:"path"`
+			Reads     int      `json:"reads"`
+			Harnesses []string `json:"harnesses"`
+		} `json:"files"`
+	}
+	pack := func(args ...string) packJSON {
+		t.Helper()
+		r := sb.ok(f.repo, append([]string{"pack", "--json"}, args...)...)
+		var p packJSON
+		if err := json.Unmarshal([]byte(r.stdout), &p); err != nil {
+			t.Fatalf("pack --json %v: %v\n%s", args, err, r.stdout)
+		}
+		return p
+	}
+	p := pack()
+	if len(p.Files) == 0 || p.Files[0].Path != "notes.md" || p.Files[0].Reads != 6 ||
+		strings.Join(p.Files[0].Harnesses, ",") != "-,claude-code,codex,gemini,opencode" {
+		t.Errorf("pack --json: first file %+v", p.Files)
+	}
+	readBy := map[string]string{"claudeoldword.go": "claude-code", "claudeword.go": "claude-code", "codexword.go": "codex", "geminiword.go": "gemini", "opencodeword.go": "opencode"}
+	if len(p.Files) != 1+len(readBy) {
+		t.Errorf("pack --json: %d files, want %d", len(p.Files), 1+len(readBy))
+	}
+	for _, fl := range p.Files[1:] {
+		if h := readBy[fl.Path]; len(fl.Harnesses) != 1 || fl.Harnesses[0] != h {
+			t.Errorf("pack --json: %s read by %v, want %s", fl.Path, fl.Harnesses, h)
+		}
+	}
+	if !registered("claude-code") {
+		t.Fatal("claude-code is not registered")
+	}
+	p = pack("--harness", "claude-code")
+	paths := map[string]int{}
+	for _, fl := range p.Files {
+		paths[fl.Path] = fl.Reads
+		if strings.Join(fl.Harnesses, ",") != "claude-code" {
+			t.Errorf("pack --harness claude-code: %s read by %v", fl.Path, fl.Harnesses)
+		}
+	}
+	if p.Harness != "claude-code" || len(paths) != 3 || paths["notes.md"] != 2 || paths["claudeoldword.go"] != 1 || paths["claudeword.go"] != 1 {
+		t.Errorf("pack --harness claude-code: %v", paths)
+	}
+	if r := sb.run(f.repo, "pack", "--harness", "no-such"); r.code != exitUsage {
+		t.Errorf("pack --harness no-such: exit %d", r.code)
 	}
 }
