@@ -96,7 +96,7 @@ func harnessArchive(t *testing.T, sb *sandbox) harnessFixture {
 // the harness every command must show for each writer.
 type harnessFixture struct {
 	repo, proxy, mcp string
-	harness     map[string]string
+	harness          map[string]string
 }
 
 // harnessWriters are the writers of each harness in harnessArchive.
@@ -326,5 +326,100 @@ func TestMeterPackHarness(t *testing.T) {
 	}
 	if r := sb.run(f.repo, "pack", "--harness", "no-such"); r.code != exitUsage {
 		t.Errorf("pack --harness no-such: exit %d", r.code)
+	}
+}
+
+// TestRecallHarness: recall's search hits, digests and file versions name
+// their harness (the field, else the writer's prefix; none for the proxy
+// and the MCP server's read), in --json and in the text, and --harness
+// keeps one harness's.
+func TestRecallHarness(t *testing.T) {
+	sb := newSandbox(t)
+	f := harnessArchive(t, sb)
+	type hit struct {
+		Writer  string `json:"writer"`
+		Harness string `json:"harness"`
+		Kind    string `json:"kind"`
+	}
+	search := func(args ...string) []hit {
+		t.Helper()
+		r := sb.ok(f.repo, append([]string{"recall", "search", "sharedword", "--limit", "50", "--json"}, args...)...)
+		var res struct {
+			Hits []hit `json:"hits"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatalf("recall search --json %v: %v\n%s", args, err, r.stdout)
+		}
+		return res.Hits
+	}
+	hits := search()
+	if len(hits) != 6 {
+		t.Errorf("recall search: %d hits, want 6 (five contexts and the proxy): %+v", len(hits), hits)
+	}
+	for _, h := range hits {
+		if want, ok := f.harness[h.Writer]; !ok || h.Harness != want {
+			t.Errorf("recall search: hit of %s names harness %q, want %q", h.Writer, h.Harness, want)
+		}
+	}
+	for name, writers := range harnessWriters {
+		if !registered(name) {
+			if r := sb.run(f.repo, "recall", "search", "sharedword", "--harness", name); r.code != exitUsage {
+				t.Errorf("recall search --harness %s (not registered): exit %d", name, r.code)
+			}
+			continue
+		}
+		hits := search("--harness", name)
+		if len(hits) != len(writers) {
+			t.Errorf("recall search --harness %s: %d hits, want %d", name, len(hits), len(writers))
+		}
+		for _, h := range hits {
+			if h.Harness != name {
+				t.Errorf("recall search --harness %s: a hit of %s (%s)", name, h.Writer, h.Harness)
+			}
+		}
+	}
+	text := sb.ok(f.repo, "recall", "search", "claudeoldword").stdout
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(hwOld) + `#\d+\s.*\s0ld5e55  claude-code  user_prompt`).MatchString(text) {
+		t.Errorf("recall search text does not name the harness:\n%s", text)
+	}
+	text = sb.ok(f.repo, "recall", "search", "proxyword").stdout
+	if !regexp.MustCompile(`(?m)\s-  -  proxy`).MatchString(text) {
+		t.Errorf("recall search text of a proxy span:\n%s", text)
+	}
+
+	r := sb.ok(f.repo, "recall", "digests", "--json")
+	var ds []struct {
+		Writer  string `json:"writer"`
+		Harness string `json:"harness"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &ds); err != nil || len(ds) != 6 {
+		t.Fatalf("recall digests --json: %v (%d digests)\n%s", err, len(ds), r.stdout)
+	}
+	for _, d := range ds {
+		if want := f.harness[d.Writer]; d.Harness != want {
+			t.Errorf("recall digests: %s names harness %q, want %q", d.Writer, d.Harness, want)
+		}
+	}
+	r = sb.ok(f.repo, "recall", "digests", "--harness", "claude-code")
+	if n := strings.Count(r.stdout, "  harness claude-code  "); n != 2 || strings.Contains(r.stdout, f.proxy) {
+		t.Errorf("recall digests --harness claude-code: %d digests of claude-code\n%s", n, r.stdout)
+	}
+
+	r = sb.ok(f.repo, "recall", "file", "notes.md", "--json")
+	var vs []struct {
+		Writer  string `json:"writer"`
+		Harness string `json:"harness"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &vs); err != nil || len(vs) != 6 {
+		t.Fatalf("recall file --json: %v (%d versions)\n%s", err, len(vs), r.stdout)
+	}
+	for _, v := range vs {
+		if want := f.harness[v.Writer]; v.Harness != want {
+			t.Errorf("recall file: %s names harness %q, want %q", v.Writer, v.Harness, want)
+		}
+	}
+	r = sb.ok(f.repo, "recall", "file", "notes.md", "--harness", "claude-code")
+	if n := strings.Count(r.stdout, "  harness claude-code  "); n != 2 || strings.Count(r.stdout, "\n") != 2 {
+		t.Errorf("recall file --harness claude-code:\n%s", r.stdout)
 	}
 }
