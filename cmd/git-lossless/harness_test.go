@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -422,4 +423,89 @@ func TestRecallHarness(t *testing.T) {
 	if n := strings.Count(r.stdout, "  harness claude-code  "); n != 2 || strings.Count(r.stdout, "\n") != 2 {
 		t.Errorf("recall file --harness claude-code:\n%s", r.stdout)
 	}
+}
+
+// TestReceiptHarness: the receipt of a commit whose files contexts of
+// several harnesses touched names each context's harness (text and
+// --json; none for the MCP server's read outside a session), the signed
+// note carries it, and receipt verify checks it and says which harnesses
+// the receipt names.
+func TestReceiptHarness(t *testing.T) {
+	sb := newSandbox(t)
+	f := harnessArchive(t, sb)
+	sb.ok(f.repo, "key", "generate", "--name", "Harness Test")
+	files := []string{"notes.md", "claudeoldword.go", "claudeword.go", "codexword.go", "geminiword.go", "opencodeword.go"}
+	sb.setenv("GIT_COMMITTER_DATE", time.Now().Add(-3*time.Hour).Format(time.RFC3339))
+	if err := os.WriteFile(filepath.Join(f.repo, "README"), []byte("readme\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sb.git(f.repo, "add", "README")
+	sb.git(f.repo, "commit", "-q", "-m", "before the sessions")
+	for _, p := range files {
+		if err := os.WriteFile(filepath.Join(f.repo, p), []byte("package p\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb.setenv("GIT_COMMITTER_DATE", time.Now().Format(time.RFC3339))
+	sb.git(f.repo, "add", ".")
+	sb.git(f.repo, "commit", "-q", "-m", "what the sessions touched")
+
+	r := sb.ok(f.repo, "receipt", "--json")
+	var rc struct {
+		Contexts []struct {
+			Session string   `json:"session"`
+			Harness []string `json:"harness"`
+		} `json:"contexts"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rc); err != nil {
+		t.Fatalf("receipt --json: %v\n%s", err, r.stdout)
+	}
+	want := map[string]string{"0ld5e55": "claude-code", "c1a0de": "claude-code", "c0dex": "codex", "6e1": "gemini", "0pen": "opencode", "": ""}
+	if len(rc.Contexts) != len(want) {
+		t.Errorf("receipt --json: %d contexts, want %d\n%s", len(rc.Contexts), len(want), r.stdout)
+	}
+	for _, c := range rc.Contexts {
+		if h, ok := want[c.Session]; !ok || strings.Join(c.Harness, ",") != h || c.Harness == nil {
+			t.Errorf("receipt --json: context of session %q harness %v, want %q", c.Session, c.Harness, h)
+		}
+	}
+	note := sb.git(f.repo, "notes", "--ref", "lossless/"+strings.TrimPrefix(strings.TrimSpace(sb.git(f.repo, "for-each-ref", "--format=%(refname)", "refs/notes/lossless/")), "refs/notes/lossless/"), "show", "HEAD")
+	for s, h := range want {
+		if h == "" {
+			continue
+		}
+		if !regexp.MustCompile(`(?m)^context c\d+ session ` + s + ` agent main events \d+ first \S+ last \S+ harness ` + h + `$`).MatchString(note) {
+			t.Errorf("the signed note lacks the harness %s of session %s:\n%s", h, s, note)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^context c\d+ session - agent main events \d+ first \S+ last \S+$`).MatchString(note) {
+		t.Errorf("the context of no session names a harness:\n%s", note)
+	}
+
+	text := sb.ok(f.repo, "receipt", "show", "HEAD").stdout
+	if !strings.Contains(text, "HARNESS") {
+		t.Errorf("receipt show: no HARNESS column\n%s", text)
+	}
+	for s, h := range want {
+		if h == "" {
+			s, h = "-", "-"
+		}
+		if !regexp.MustCompile(`(?m)^  c\d+\s+` + regexp.QuoteMeta(s) + `\s+main\s+` + regexp.QuoteMeta(h) + `\s+\d+\s`).MatchString(text) {
+			t.Errorf("receipt show: no context row of %s with harness %s\n%s", s, h, text)
+		}
+	}
+
+	v := sb.ok(f.repo, "receipt", "verify", "HEAD").stdout
+	if !strings.Contains(v, "; harness claude-code, codex, gemini, opencode\n") || !strings.HasPrefix(v, "OK ") {
+		t.Errorf("receipt verify:\n%s", v)
+	}
+	v = sb.ok(f.repo, "receipt", "verify", "HEAD", "--json").stdout
+	var vr struct {
+		OK        bool     `json:"ok"`
+		Harnesses []string `json:"harnesses"`
+	}
+	if err := json.Unmarshal([]byte(v), &vr); err != nil || !vr.OK || strings.Join(vr.Harnesses, ",") != "claude-code,codex,gemini,opencode" {
+		t.Errorf("receipt verify --json: %v %+v\n%s", err, vr, v)
+	}
+	sb.fsck(f.repo)
 }
