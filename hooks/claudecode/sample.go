@@ -3,8 +3,8 @@ package claudecode
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
+	"strconv"
 
 	"github.com/git-lossless/git-lossless/hooks"
 )
@@ -49,5 +49,5 @@ func (Harness) SamplePayload(ev hooks.HookEvent, session, cwd, transcript, file 
 func sampleID(ev hooks.HookEvent, file string) string {
 	h := fnv.New64a()
 	h.Write([]byte(string(ev) + "\x00" + file))
-	return fmt.Sprintf("toolu_bench_%016x", h.Sum64())
+	return "toolu_bench_" + strconv.FormatUint(h.Sum64(), 16)
 }
