@@ -55,6 +55,10 @@ func TestSearchHarness(t *testing.T) {
 	if bad || strings.Contains(out, "codex-c0dex") || !strings.Contains(out, "cc-"+f.session) {
 		t.Errorf("search harness claude-code:\n%s", out)
 	}
+	out, bad = f.call("read_span", map[string]any{"id": "codex-c0dex#1"})
+	if bad || !strings.Contains(out, "harness codex") {
+		t.Errorf("read_span:\n%s", out)
+	}
 	out, bad = f.call("digests", map[string]any{"harness": "codex"})
 	if bad || !strings.Contains(out, "1 digests:") || !strings.Contains(out, "harness codex") {
 		t.Errorf("digests harness codex:\n%s", out)

@@ -162,7 +162,7 @@ func (s *Server) readSpan(ctx context.Context, _ *sdk.CallToolRequest, in readSp
 		return toolError("%v", err), nil, nil
 	}
 	text, next := page(numbered(sp.Lines, from, to), off, in.MaxChars)
-	title := fmt.Sprintf("span %s (%s, %s, %s), lines %d-%d of %d:", in.ID, sp.Kind, sp.Session, sp.TS.UTC().Format(time.RFC3339), from, to, len(sp.Lines))
+	title := fmt.Sprintf("span %s (%s, %s, %s, %s), lines %d-%d of %d:", in.ID, sp.Kind, sp.Session, harnessOrNone(sp.Harness), sp.TS.UTC().Format(time.RFC3339), from, to, len(sp.Lines))
 	return s.data(title, text, next), nil, nil
 }
 

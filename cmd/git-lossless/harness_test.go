@@ -383,6 +383,9 @@ func TestRecallHarness(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(hwOld) + `#\d+\s.*\s0ld5e55  claude-code  user_prompt`).MatchString(text) {
 		t.Errorf("recall search text does not name the harness:\n%s", text)
 	}
+	if text := sb.ok(f.repo, "recall", "open", hwCodex+"#3").stdout; !strings.Contains(text, "  session c0dex  harness codex  lines ") {
+		t.Errorf("recall open does not name the harness:\n%s", text)
+	}
 	text = sb.ok(f.repo, "recall", "search", "proxyword").stdout
 	if !regexp.MustCompile(`(?m)\s-  -  proxy`).MatchString(text) {
 		t.Errorf("recall search text of a proxy span:\n%s", text)

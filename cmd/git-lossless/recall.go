@@ -233,7 +233,7 @@ at any time. --json prints JSON.`,
 						}
 						return printJSON(out, sp)
 					}
-					fmt.Fprintf(out, "# %s  %s  %s  session %s  lines %d-%d of %d\n", sp.ID, sp.Kind, sp.TS.Local().Format("2006-01-02 15:04:05"), orDash(sp.Session), from, to, len(lns))
+					fmt.Fprintf(out, "# %s  %s  %s  session %s  harness %s  lines %d-%d of %d\n", sp.ID, sp.Kind, sp.TS.Local().Format("2006-01-02 15:04:05"), orDash(sp.Session), orDash(sp.Harness), from, to, len(lns))
 					if text != "" {
 						fmt.Fprintln(out, text)
 					}
