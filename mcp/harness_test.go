@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,8 @@ func TestSearchHarness(t *testing.T) {
 	f.cs = cs
 
 	out, bad := f.call("search", map[string]any{"query": "compaction"})
-	if bad || !strings.Contains(out, "harness claude-code  user_prompt") || !strings.Contains(out, "harness codex  user_prompt") {
+	if bad || !regexp.MustCompile(`(?m)^cc-\S+#\d+  \S+ \S+  \S+  user_prompt  harness claude-code$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^codex-c0dex#1  \S+ \S+  c0dex  user_prompt  harness codex$`).MatchString(out) {
 		t.Errorf("search does not name both harnesses:\n%s", out)
 	}
 	out, bad = f.call("search", map[string]any{"query": "compaction", "harness": "codex"})

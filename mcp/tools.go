@@ -129,7 +129,9 @@ func (s *Server) search(ctx context.Context, _ *sdk.CallToolRequest, in searchIn
 		if h.Locked {
 			lock = " [locked: encrypted]"
 		}
-		fmt.Fprintf(&b, "%s  %s  %s  %s  %s%s\n    %s\n", h.ID, h.TS.UTC().Format("2006-01-02 15:04"), orNone(h.Session), harnessOrNone(h.Harness), what, lock, h.Snippet)
+		// The harness goes last: clients read id, time, session and kind by
+		// position.
+		fmt.Fprintf(&b, "%s  %s  %s  %s%s  %s\n    %s\n", h.ID, h.TS.UTC().Format("2006-01-02 15:04"), h.Session, what, lock, harnessOrNone(h.Harness), h.Snippet)
 	}
 	if len(res.Hits) == 0 {
 		b.WriteString("no hits\n")
