@@ -29,6 +29,12 @@ type Query struct {
 	Since  time.Time // inclusive
 	Until  time.Time // exclusive
 	Limit  int       // keep the last Limit events (0: all)
+	// Harness keeps the events of one agent harness ("claude-code"), as
+	// HarnessOf tells it with HarnessOf (the writer-to-harness mapping,
+	// harnesses.WriterHarness: events without the field are told by
+	// their writer's prefix).
+	Harness   string
+	HarnessOf func(writer string) string
 }
 
 // MainAgent selects a main context's events in Query.Agent.
@@ -75,7 +81,7 @@ func (s *Store) Events(ctx context.Context, q Query) ([]Event, error) {
 				s.warn(fmt.Sprintf("writer %s: %v", writer, err))
 				return
 			}
-			if !q.match(&e, isGlob) {
+			if !q.match(&e, isGlob) || q.Harness != "" && HarnessOf(e.Harness, writer, q.HarnessOf) != q.Harness {
 				return
 			}
 			e.Writer = writer

@@ -44,9 +44,11 @@
 //     SessionFile, TranscriptCwd, ImportDirs, Sessions, ContextUsage and
 //     Install (its hook and MCP registration files, as settings.Plan
 //     targets). Test it against the real CLI driven by a scripted model,
-//     as hooks/claudecode does.
-//     Optionally it implements DoctorChecker (its lines in `git lossless
-//     doctor`: hooks/codex checks that Codex trusts its hooks).
+//     as hooks/claudecode does. Implement Sampler too (its payloads of
+//     an edit and of a read), so that `git lossless bench hooks`
+//     measures its hooks beside Claude Code's. Optionally it implements
+//     DoctorChecker (its lines in `git lossless doctor`: hooks/codex
+//     checks that Codex trusts its hooks).
 //  2. Add its constructor to the list in hooks/harnesses (All). Nothing
 //     registers itself: no init(), no global state.
 //
@@ -54,8 +56,9 @@
 // pre-tool-use`, which its install writes into the harness's settings),
 // and so do install, uninstall, import, sweep, restore and mcp
 // (--harness); events carry its name and writers its prefix, so log,
-// recall and the MCP server tell its sessions apart
-// (harnesses.OfWriter).
+// recall, the MCP server, meter, pack and receipts tell its sessions
+// apart and filter by it (gitstore.HarnessOf, with the mapping
+// harnesses.WriterHarness hands them: none of them imports an adapter).
 //
 // # What is recorded, and how it is named
 //

@@ -90,6 +90,21 @@ type Harness interface {
 	Install(ctx context.Context, opt InstallOptions) (Install, error)
 }
 
+// Sampler makes realistic hook payloads of a harness, for `git lossless bench hooks`.
+//
+// It is optional (a harness without it is listed by the bench as "no
+// sampler"): the bench measures each harness's pre-tool and post-tool hook
+// as a whole process, side by side with Claude Code's, on payloads the
+// harness itself would send. For PreToolUse the payload is an edit of
+// file (the guard's case); for PostToolUse a read of file that showed
+// content (the recording's case), in session, run from cwd, with
+// transcript as the session's transcript ("" when the harness has none).
+// event is the event's name as the harness passes it on the hook command
+// line (`git-lossless-hook [HARNESS] EVENT`), stdin the payload.
+type Sampler interface {
+	SamplePayload(ev HookEvent, session, cwd, transcript, file string, content []byte) (event string, stdin []byte)
+}
+
 // HookEvent is an event of the runtime: what a hook call asks it to do,
 // whatever the harness calls the event.
 type HookEvent string

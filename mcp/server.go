@@ -99,6 +99,12 @@ type Config struct {
 	// restore_context record in a session carries its name. Nil: the
 	// tools know no session.
 	Harness hooks.Harness
+	// HarnessOf maps a writer to its agent harness's name, for events
+	// that do not name theirs (gitstore.HarnessOf): search, digests and
+	// file_history name each hit's harness and filter by it. The command
+	// passes harnesses.WriterHarness (this package must not import the
+	// adapters); nil: only the events' own field counts.
+	HarnessOf func(writer string) string
 	// Getenv is the environment the harness's files are found by
 	// (CLAUDE_CONFIG_DIR, HOME...; default os.Getenv).
 	Getenv  func(string) string
@@ -215,7 +221,7 @@ func (s *Server) index(ctx context.Context) (*recall.Index, error) {
 	if s.idx != nil && heads == s.heads {
 		return s.idx, nil
 	}
-	idx, err := recall.Open(ctx, s.cfg.Store, recall.Options{Identities: s.cfg.Identities, Now: s.cfg.Now, Warn: s.cfg.Warn})
+	idx, err := recall.Open(ctx, s.cfg.Store, recall.Options{Identities: s.cfg.Identities, Now: s.cfg.Now, Warn: s.cfg.Warn, HarnessOf: s.cfg.HarnessOf})
 	if err != nil {
 		return nil, fmt.Errorf("recall index: %w", err)
 	}

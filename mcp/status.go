@@ -107,7 +107,7 @@ func (s *Server) receiptSummary(ctx context.Context, rev string) (string, error)
 			if agent == "" {
 				agent = "main"
 			}
-			fmt.Fprintf(&b, "  %s session %s agent %s: %d events, %d spans\n", note.ContextID(i), cx.Session, agent, cx.Events, len(cx.Spans))
+			fmt.Fprintf(&b, "  %s session %s agent %s %s: %d events, %d spans\n", note.ContextID(i), cx.Session, agent, harnessOrNone(cx.Harness), cx.Events, len(cx.Spans))
 		}
 	}
 	return b.String(), nil

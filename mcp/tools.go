@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ type searchIn struct {
 	Query   string `json:"query" jsonschema:"words, a stem, a path fragment"`
 	Limit   int    `json:"limit,omitempty" jsonschema:"hits, default 10"`
 	Session string `json:"session,omitempty"`
+	Harness string `json:"harness,omitempty" jsonschema:"one agent harness's hits: claude-code, codex, gemini, opencode"`
 	Kind    string `json:"kind,omitempty" jsonschema:"user_prompt, assistant_text, tool_use, tool_result, compact_summary, proxy or file"`
 	Cursor  string `json:"cursor,omitempty"`
 }
@@ -37,6 +39,7 @@ type readSpanIn struct {
 
 type digestsIn struct {
 	Session string `json:"session,omitempty"`
+	Harness string `json:"harness,omitempty" jsonschema:"one agent harness's groups: claude-code, codex, gemini, opencode"`
 	Since   string `json:"since,omitempty" jsonschema:"age: 30m, 24h, 7d"`
 	Limit   int    `json:"limit,omitempty"`
 	Cursor  string `json:"cursor,omitempty"`
@@ -59,6 +62,7 @@ type restoreIn struct {
 type fileHistoryIn struct {
 	Path    string `json:"path"`
 	Session string `json:"session,omitempty"`
+	Harness string `json:"harness,omitempty" jsonschema:"one agent harness's versions"`
 	Limit   int    `json:"limit,omitempty"`
 }
 
@@ -108,7 +112,7 @@ func (s *Server) search(ctx context.Context, _ *sdk.CallToolRequest, in searchIn
 	if err != nil {
 		return toolError("%v", err), nil, nil
 	}
-	res, err := idx.Search(ctx, recall.Query{Text: in.Query, Limit: in.Limit, Session: in.Session, Kind: in.Kind, Cursor: in.Cursor})
+	res, err := idx.Search(ctx, recall.Query{Text: in.Query, Limit: in.Limit, Session: in.Session, Harness: in.Harness, Kind: in.Kind, Cursor: in.Cursor})
 	if err != nil {
 		return toolError("%v", err), nil, nil
 	}
@@ -125,7 +129,9 @@ func (s *Server) search(ctx context.Context, _ *sdk.CallToolRequest, in searchIn
 		if h.Locked {
 			lock = " [locked: encrypted]"
 		}
-		fmt.Fprintf(&b, "%s  %s  %s  %s%s\n    %s\n", h.ID, h.TS.UTC().Format("2006-01-02 15:04"), h.Session, what, lock, h.Snippet)
+		// The harness goes last: clients read id, time, session and kind by
+		// position.
+		fmt.Fprintf(&b, "%s  %s  %s  %s%s  %s\n    %s\n", h.ID, h.TS.UTC().Format("2006-01-02 15:04"), h.Session, what, lock, harnessOrNone(h.Harness), h.Snippet)
 	}
 	if len(res.Hits) == 0 {
 		b.WriteString("no hits\n")
@@ -158,7 +164,7 @@ func (s *Server) readSpan(ctx context.Context, _ *sdk.CallToolRequest, in readSp
 		return toolError("%v", err), nil, nil
 	}
 	text, next := page(numbered(sp.Lines, from, to), off, in.MaxChars)
-	title := fmt.Sprintf("span %s (%s, %s, %s), lines %d-%d of %d:", in.ID, sp.Kind, sp.Session, sp.TS.UTC().Format(time.RFC3339), from, to, len(sp.Lines))
+	title := fmt.Sprintf("span %s (%s, %s, %s, %s), lines %d-%d of %d:", in.ID, sp.Kind, sp.Session, harnessOrNone(sp.Harness), sp.TS.UTC().Format(time.RFC3339), from, to, len(sp.Lines))
 	return s.data(title, text, next), nil, nil
 }
 
@@ -182,7 +188,7 @@ func (s *Server) digests(ctx context.Context, _ *sdk.CallToolRequest, in digests
 	if err != nil {
 		return toolError("%v", err), nil, nil
 	}
-	ds, err := idx.Digests(ctx, recall.DigestQuery{Session: in.Session, Since: since})
+	ds, err := idx.Digests(ctx, recall.DigestQuery{Session: in.Session, Since: since, Harness: in.Harness})
 	if err != nil {
 		return toolError("%v", err), nil, nil
 	}
@@ -316,6 +322,9 @@ func (s *Server) fileHistory(ctx context.Context, _ *sdk.CallToolRequest, in fil
 	if err != nil {
 		return toolError("%v", err), nil, nil
 	}
+	if in.Harness != "" {
+		vs = slices.DeleteFunc(vs, func(v recall.FileVersion) bool { return v.Harness != in.Harness })
+	}
 	if in.Limit <= 0 {
 		in.Limit = 30
 	}
@@ -325,8 +334,8 @@ func (s *Server) fileHistory(ctx context.Context, _ *sdk.CallToolRequest, in fil
 		vs = vs[len(vs)-in.Limit:]
 	}
 	for _, v := range vs {
-		fmt.Fprintf(&b, "%s#%d  %s  %s %s  session %s%s  %s  blob %.12s  %s\n", v.Writer, v.Seq, v.TS.UTC().Format("2006-01-02 15:04:05"),
-			v.Op, v.View, orNone(v.Session), agentSuffix(v.Agent), v.Tool, v.Blob, v.State)
+		fmt.Fprintf(&b, "%s#%d  %s  %s %s  session %s%s  %s  %s  blob %.12s  %s\n", v.Writer, v.Seq, v.TS.UTC().Format("2006-01-02 15:04:05"),
+			v.Op, v.View, orNone(v.Session), agentSuffix(v.Agent), harnessOrNone(v.Harness), v.Tool, v.Blob, v.State)
 	}
 	if len(vs) == 0 {
 		b.WriteString("no archived version\n")
@@ -422,9 +431,19 @@ func digestLine(d recall.Digest) string {
 	if d.Locked > 0 {
 		lock = fmt.Sprintf(", %d locked", d.Locked)
 	}
-	return fmt.Sprintf("%s  %s..%s  session %s%s  %s: %d spans (%s), %d bytes%s  %q",
-		d.ID, d.First.UTC().Format("2006-01-02 15:04"), d.Last.UTC().Format("15:04"), orNone(d.Session), agentSuffix(d.Agent), group,
+	return fmt.Sprintf("%s  %s..%s  session %s%s  %s  %s: %d spans (%s), %d bytes%s  %q",
+		d.ID, d.First.UTC().Format("2006-01-02 15:04"), d.Last.UTC().Format("15:04"), orNone(d.Session), agentSuffix(d.Agent), harnessOrNone(d.Harness), group,
 		d.Spans, strings.Join(kinds, ", "), d.Bytes, lock, d.Words)
+}
+
+// harnessOrNone names a hit's, digest's or version's agent harness:
+// "harness claude-code", or "harness none" (a proxy span, an MCP read
+// outside a session).
+func harnessOrNone(h string) string {
+	if h == "" {
+		return "harness none"
+	}
+	return "harness " + h
 }
 
 func agentSuffix(a string) string {

@@ -42,7 +42,8 @@ func isReadOp(op string) bool {
 //
 // A line that does not parse is skipped and counted (skipped), as Events
 // skips it with a warning: one damaged line must not hide the rest.
-func eachEvent(ctx context.Context, st *gitstore.Store, session string, withCompact bool, fn func(e *gitstore.Event)) (skipped int, err error) {
+func eachEvent(ctx context.Context, st *gitstore.Store, f filter, withCompact bool, fn func(e *gitstore.Event)) (skipped int, err error) {
+	session := f.session
 	sel := gitstore.Selection{}
 	var dec decoder
 	opKey := []byte(`"op":"`)
@@ -83,7 +84,8 @@ func eachEvent(ctx context.Context, st *gitstore.Store, session string, withComp
 		}
 		// The needles preselect; the parse decides (a needle's bytes
 		// could sit, escaped differently, in another field).
-		if (isReadOp(e.Op) || (withCompact && e.Op == opCompact)) && (session == "" || e.Session == session) {
+		if (isReadOp(e.Op) || (withCompact && e.Op == opCompact)) && (session == "" || e.Session == session) &&
+			(f.harness == "" || gitstore.HarnessOf(e.Harness, writer, f.harnessOf) == f.harness) {
 			e.Writer = writer
 			fn(e)
 		}
@@ -95,9 +97,16 @@ func eachEvent(ctx context.Context, st *gitstore.Store, session string, withComp
 	return skipped, nil
 }
 
+// filter selects the events eachEvent hands over: of one session, of one
+// harness (as gitstore.HarnessOf tells it with harnessOf), or all.
+type filter struct {
+	session, harness string
+	harnessOf        func(writer string) string
+}
+
 // decoder decodes the fields of a plain event line that the meter and the
-// pack use — agent, blob, excluded, op, path, path64, repo, seq, session,
-// ts and view — without copying the line or decoding the rest
+// pack use — agent, blob, excluded, harness, op, path, path64, repo, seq,
+// session, ts and view — without copying the line or decoding the rest
 // (gitstore.ParseEvent keeps the whole line and every field: twice the
 // time and most of the garbage of a meter over 100,000 events). Values
 // equal to the previous line's session, agent and repo share its string,
@@ -106,8 +115,8 @@ func eachEvent(ctx context.Context, st *gitstore.Store, session string, withComp
 // reads), so a read allocates nothing it need not. A line with an "enc" field (age-encrypted content) is left to
 // ParseEvent, which keeps it in Extra.
 type decoder struct {
-	session, agent, repo string
-	ev                   gitstore.Event // the event decode returns, reused
+	session, agent, repo, harness string
+	ev                            gitstore.Event // the event decode returns, reused
 	// paths and blobs already seen, so that a path or blob read again
 	// (most reads are) costs a lookup, not a new string.
 	strs map[string]string
@@ -131,6 +140,8 @@ func (d *decoder) decode(line []byte) (*gitstore.Event, bool) {
 		case "excluded":
 			e.Excluded = string(val) == "true"
 			return !quoted
+		case "harness":
+			e.Harness = reuse(&d.harness, val)
 		case "op":
 			e.Op = constant(val, "read", "attach", "restore", "compact")
 		case "path":

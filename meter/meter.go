@@ -21,6 +21,14 @@ type Options struct {
 	// Counter counts tokens (nil: receipt.NewTokenCounter(st), whose
 	// cache receipts share).
 	Counter *receipt.TokenCounter
+	// Harness meters one agent harness's contexts only ("" = every
+	// harness's, and the events of none).
+	Harness string
+	// HarnessOf maps a writer to its harness's name for events that do
+	// not name theirs (gitstore.HarnessOf; the commands pass
+	// harnesses.WriterHarness: this package must not import the
+	// adapters). nil: only the events' own field counts.
+	HarnessOf func(writer string) string
 }
 
 // By names a grouping of the figures.
@@ -32,10 +40,11 @@ const (
 	BySession By = "session"
 	ByAgent   By = "agent"
 	ByRepo    By = "repo"
+	ByHarness By = "harness"
 )
 
 // Groupings lists them in the order the help names them.
-var Groupings = []By{ByFile, BySession, ByAgent, ByRepo}
+var Groupings = []By{ByFile, BySession, ByAgent, ByRepo, ByHarness}
 
 // Figures are the meter's counts for a set of reads. JSON names are
 // stable: scripts read them.
@@ -71,12 +80,17 @@ type Figures struct {
 // Row is the figures of one group.
 type Row struct {
 	Key string `json:"key"`
+	// Harness is the agent harness of a session's or a context's row
+	// (--by session, agent), "" for one of no harness (and for the other
+	// groupings).
+	Harness string `json:"harness,omitempty"`
 	Figures
 }
 
 // Report is what Meter found.
 type Report struct {
 	Session  string    `json:"session,omitempty"`
+	Harness  string    `json:"harness,omitempty"` // the harness metered (Options.Harness)
 	Since    time.Time `json:"since,omitzero"`
 	Totals   Figures   `json:"totals"`
 	Contexts int       `json:"contexts"` // contexts with a counted read
@@ -87,6 +101,8 @@ type Report struct {
 	Counts receipt.CountStats `json:"-"`
 
 	groups map[By]map[string]*Figures
+	// harnesses are the harness of each session and agent row.
+	harnesses map[By]map[string]string
 }
 
 // class is what a read was.
@@ -116,7 +132,8 @@ const (
 // 137-147 ms (load average 3: the other CPU is never idle).
 func Meter(ctx context.Context, st *gitstore.Store, opt Options) (*Report, error) {
 	p := newPass(opt.Since)
-	skipped, err := eachEvent(ctx, st, opt.Session, true, p.visit)
+	p.harnessOf = opt.HarnessOf
+	skipped, err := eachEvent(ctx, st, filter{session: opt.Session, harness: opt.Harness, harnessOf: opt.HarnessOf}, true, p.visit)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +147,8 @@ func Meter(ctx context.Context, st *gitstore.Store, opt Options) (*Report, error
 		return nil, err
 	}
 	after := tc.Stats()
-	r := &Report{Session: opt.Session, Since: opt.Since, Skipped: skipped, groups: map[By]map[string]*Figures{}}
+	r := &Report{Session: opt.Session, Harness: opt.Harness, Since: opt.Since, Skipped: skipped, groups: map[By]map[string]*Figures{},
+		harnesses: map[By]map[string]string{BySession: {}, ByAgent: {}}}
 	r.Counts = receipt.CountStats{
 		Events: after.Events - before.Events, Unique: after.Unique - before.Unique,
 		Cached: after.Cached - before.Cached, Counted: after.Counted - before.Counted,
@@ -181,6 +199,16 @@ func Meter(ctx context.Context, st *gitstore.Store, opt Options) (*Report, error
 		r.Contexts++
 		into(ByAgent, c.session+" "+c.agent, &byCtx[i])
 		into(BySession, c.session, &byCtx[i])
+		into(ByHarness, orDash(c.harness), &byCtx[i])
+		for _, b := range []By{ByAgent, BySession} {
+			label := c.session
+			if b == ByAgent {
+				label += " " + c.agent
+			}
+			if r.harnesses[b][label] == "" {
+				r.harnesses[b][label] = c.harness
+			}
+		}
 	}
 	r.Totals.rates()
 	return r, nil
@@ -203,6 +231,7 @@ type (
 	// far, and whether a read of it is counted.
 	cstate struct {
 		session, agent string
+		harness        string // gitstore.HarnessOf of its first event
 		epoch          int32
 		counted        bool
 	}
@@ -210,18 +239,19 @@ type (
 
 // pass classifies the reads in archive order.
 type pass struct {
-	since    time.Time
-	ctxIDs   map[ctxKey]int32
-	contexts []cstate
-	lastKey  ctxKey
-	lastID   int32
-	files    *interner
-	repos    *interner
-	prev     map[readKey]last
-	blobIDs  map[string]int32
-	verIDs   map[string]int32
-	versions []*gitstore.Event // the first event to show each version
-	reads    []read
+	since     time.Time
+	harnessOf func(writer string) string
+	ctxIDs    map[ctxKey]int32
+	contexts  []cstate
+	lastKey   ctxKey
+	lastID    int32
+	files     *interner
+	repos     *interner
+	prev      map[readKey]last
+	blobIDs   map[string]int32
+	verIDs    map[string]int32
+	versions  []*gitstore.Event // the first event to show each version
+	reads     []read
 }
 
 func newPass(since time.Time) *pass {
@@ -240,7 +270,7 @@ func (p *pass) visit(e *gitstore.Event) {
 		if id, ok = p.ctxIDs[k]; !ok {
 			id = int32(len(p.contexts))
 			p.ctxIDs[k] = id
-			p.contexts = append(p.contexts, cstate{session: sessionKey(e), agent: agentKey(e)})
+			p.contexts = append(p.contexts, cstate{session: sessionKey(e), agent: agentKey(e), harness: gitstore.HarnessOf(e.Harness, e.Writer, p.harnessOf)})
 		}
 		p.lastKey, p.lastID = k, id
 	}
@@ -389,11 +419,11 @@ func (f *Figures) rates() {
 func (r *Report) Rows(b By) ([]Row, error) {
 	m, ok := r.groups[b]
 	if !ok {
-		return nil, fmt.Errorf("unknown grouping %q: file, session, agent or repo", b)
+		return nil, fmt.Errorf("unknown grouping %q: file, session, agent, repo or harness", b)
 	}
 	rows := make([]Row, 0, len(m))
 	for k, f := range m {
-		row := Row{Key: k, Figures: *f}
+		row := Row{Key: k, Harness: r.harnesses[b][k], Figures: *f}
 		row.rates()
 		rows = append(rows, row)
 	}
@@ -417,7 +447,7 @@ func ParseBy(s string) (By, error) {
 			return b, nil
 		}
 	}
-	return "", fmt.Errorf("%q: want file, session, agent or repo", s)
+	return "", fmt.Errorf("%q: want file, session, agent, repo or harness", s)
 }
 
 // fileKey is the path as recorded, printable (a path that is not valid

@@ -60,6 +60,11 @@ type PackOptions struct {
 	Now time.Time
 	// Dir is the working tree to read files from ("": the store's).
 	Dir string
+	// Harness counts the reads of one agent harness's contexts only (""
+	// = every harness's, and the events of none); HarnessOf tells the
+	// harness of events that do not name theirs (see Options.HarnessOf).
+	Harness   string
+	HarnessOf func(writer string) string
 }
 
 // PackFile is one file considered, in rank order.
@@ -68,8 +73,11 @@ type PackFile struct {
 	Blob   string `json:"blob,omitempty"` // git blob id of the disk content
 	Tokens int64  `json:"tokens"`         // o200k tokens of its section (0: not counted)
 	Reads  int    `json:"reads"`          // reads in the window
-	In     bool   `json:"in"`
-	Reason string `json:"reason"`
+	// Harnesses are the agent harnesses whose contexts read it in the
+	// window, sorted ("-" for reads of no harness).
+	Harnesses []string `json:"harnesses"`
+	In        bool     `json:"in"`
+	Reason    string   `json:"reason"`
 	// LastRead is the blob of the newest full read of the path (any
 	// session, up to the window's end); Changed is true when the disk
 	// differs from it.
@@ -79,15 +87,17 @@ type PackFile struct {
 
 // Pack is a built pack.
 type Pack struct {
-	Text   []byte     `json:"-"`
-	SHA256 string     `json:"sha256"` // of Text
-	Budget int64      `json:"budget"`
-	Tokens int64      `json:"tokens"` // o200k tokens of Text
-	Window string     `json:"window"` // the window's length, as the header names it
-	From   time.Time  `json:"from,omitzero"`
-	Until  time.Time  `json:"until,omitzero"`
-	Reads  int        `json:"reads"` // reads in the window
-	Files  []PackFile `json:"files"`
+	Text   []byte `json:"-"`
+	SHA256 string `json:"sha256"` // of Text
+	Budget int64  `json:"budget"`
+	// Harness is the harness whose reads were counted (PackOptions.Harness).
+	Harness string     `json:"harness,omitempty"`
+	Tokens  int64      `json:"tokens"` // o200k tokens of Text
+	Window  string     `json:"window"` // the window's length, as the header names it
+	From    time.Time  `json:"from,omitzero"`
+	Until   time.Time  `json:"until,omitzero"`
+	Reads   int        `json:"reads"` // reads in the window
+	Files   []PackFile `json:"files"`
 }
 
 // BuildPack builds the pack of the archive st over the working tree (see
@@ -116,11 +126,12 @@ func BuildPack(ctx context.Context, st *gitstore.Store, opt PackOptions) (*Pack,
 	// What is kept of each read: the path, when, the blob of a full view
 	// (for "changed since the last read"), and its archive position.
 	var evs []packRead
-	if _, err := eachEvent(ctx, st, "", false, func(e *gitstore.Event) {
+	if _, err := eachEvent(ctx, st, filter{harness: opt.Harness, harnessOf: opt.HarnessOf}, false, func(e *gitstore.Event) {
 		if e.Path == "" && e.Path64 == "" {
 			return // names no file
 		}
-		r := packRead{path: packPath(e.RawPath()), ts: e.TS, writer: e.Writer, seq: e.Seq}
+		r := packRead{path: packPath(e.RawPath()), ts: e.TS, writer: e.Writer, seq: e.Seq,
+			harness: orDash(gitstore.HarnessOf(e.Harness, e.Writer, opt.HarnessOf))}
 		if e.Blob != "" && !e.Excluded && (e.View == "" || e.View == "full") {
 			r.blob = e.Blob
 		}
@@ -136,7 +147,7 @@ func BuildPack(ctx context.Context, st *gitstore.Store, opt PackOptions) (*Pack,
 			}
 		}
 	}
-	p := &Pack{Budget: opt.Budget, Window: FormatAge(opt.Since), Files: []PackFile{}}
+	p := &Pack{Budget: opt.Budget, Harness: opt.Harness, Window: FormatAge(opt.Since), Files: []PackFile{}}
 	if !until.IsZero() {
 		p.From, p.Until = until.Add(-opt.Since), until
 	}
@@ -144,6 +155,7 @@ func BuildPack(ctx context.Context, st *gitstore.Store, opt PackOptions) (*Pack,
 	// Reads per path in the window, and the newest full read of each
 	// path up to the window's end (time order; ties writer, seq).
 	reads := map[string]int{}
+	readBy := map[string]map[string]bool{} // path -> harnesses
 	newest := map[string]*packRead{}
 	for i := range evs {
 		e := &evs[i]
@@ -153,6 +165,10 @@ func BuildPack(ctx context.Context, st *gitstore.Store, opt PackOptions) (*Pack,
 		if !e.ts.Before(p.From) {
 			reads[e.path]++
 			p.Reads++
+			if readBy[e.path] == nil {
+				readBy[e.path] = map[string]bool{}
+			}
+			readBy[e.path][e.harness] = true
 		}
 		if e.blob == "" {
 			continue
@@ -162,7 +178,12 @@ func BuildPack(ctx context.Context, st *gitstore.Store, opt PackOptions) (*Pack,
 		}
 	}
 	for k, n := range reads {
-		p.Files = append(p.Files, PackFile{Path: k, Reads: n})
+		hs := make([]string, 0, len(readBy[k]))
+		for h := range readBy[k] {
+			hs = append(hs, h)
+		}
+		sort.Strings(hs)
+		p.Files = append(p.Files, PackFile{Path: k, Reads: n, Harnesses: hs})
 	}
 	sort.Slice(p.Files, func(i, j int) bool {
 		a, b := &p.Files[i], &p.Files[j]
@@ -258,6 +279,8 @@ type packRead struct {
 	ts     time.Time
 	writer string
 	seq    int64
+	// harness is the read's harness ("-" for none).
+	harness string
 }
 
 // later orders reads in time (ties: writer, then seq).

@@ -7,12 +7,15 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // DigestQuery selects digests.
 type DigestQuery struct {
 	Session string    // one session's groups only
 	Since   time.Time // groups with a span at or after Since
+	Harness string    // one agent harness's groups only (gitstore.HarnessOf)
 }
 
 // Digest is one line of an overview: a group of spans of one context. A
@@ -25,7 +28,10 @@ type Digest struct {
 	Writer  string    `json:"writer"`
 	Session string    `json:"session,omitempty"`
 	Agent   string    `json:"agent,omitempty"`
-	Source  string    `json:"source"`
+	// Harness is the context's agent harness (gitstore.HarnessOf of its
+	// first span); "" for proxy spans.
+	Harness string `json:"harness,omitempty"`
+	Source  string `json:"source"`
 	// Group counts the context's compactions before the group (0: from
 	// the start). Proxy spans: 0.
 	Group int `json:"group"`
@@ -61,6 +67,9 @@ func (d Digest) String() string {
 	}
 	if d.Agent != "" {
 		fmt.Fprintf(&b, "  agent %s", d.Agent)
+	}
+	if d.Harness != "" {
+		fmt.Fprintf(&b, "  harness %s", d.Harness)
 	}
 	if d.Group > 0 {
 		fmt.Fprintf(&b, "  after compaction %d", d.Group)
@@ -124,7 +133,7 @@ func (ix *Index) Digests(ctx context.Context, q DigestQuery) ([]Digest, error) {
 				continue
 			}
 			r := s.rec(d)
-			if hasFile && r.Kind == fileIdx || q.Session != "" && r.Session != sess {
+			if hasFile && r.Kind == fileIdx || q.Session != "" && r.Session != sess || q.Harness != "" && ix.harnessOf(s, r) != q.Harness {
 				continue
 			}
 			docs = append(docs, s.meta(d))
@@ -161,7 +170,8 @@ func (ix *Index) Digests(ctx context.Context, q DigestQuery) ([]Digest, error) {
 		ts := time.Unix(0, m.TS).UTC()
 		if g.Spans == 0 {
 			*g = Digest{First: ts, Last: ts, Writer: m.Writer, Session: m.Session, Agent: m.Agent, Source: m.Source,
-				Group: g.Group, Kinds: map[string]int{}, ID: hitID(m)}
+				Harness: gitstore.HarnessOf(m.Harness, m.Writer, ix.opt.HarnessOf),
+				Group:   g.Group, Kinds: map[string]int{}, ID: hitID(m)}
 			if m.Kind == KindCompactSummary || m.Kind == KindProxy {
 				g.Words = m.Head
 			}

@@ -23,11 +23,14 @@ type FileVersion struct {
 	TS      time.Time `json:"ts"`
 	Session string    `json:"session,omitempty"`
 	Agent   string    `json:"agent,omitempty"`
-	Op      string    `json:"op"`
-	Tool    string    `json:"tool,omitempty"`
-	View    string    `json:"view,omitempty"`
-	Blob    string    `json:"blob,omitempty"`
-	Bytes   int64     `json:"bytes"`
+	// Harness is the agent harness of the context (gitstore.HarnessOf);
+	// "" for none.
+	Harness string `json:"harness,omitempty"`
+	Op      string `json:"op"`
+	Tool    string `json:"tool,omitempty"`
+	View    string `json:"view,omitempty"`
+	Blob    string `json:"blob,omitempty"`
+	Bytes   int64  `json:"bytes"`
 	// State compares the version with the file on disk now: "current"
 	// (the same bytes), "changed", "gone" (no such file), "excluded" (the
 	// path is on the deny list: no content was archived), or "unknown"
@@ -54,6 +57,9 @@ func (v FileVersion) String() string {
 	}
 	if v.Agent != "" {
 		who += " agent " + v.Agent
+	}
+	if v.Harness != "" {
+		who += " (" + v.Harness + ")"
 	}
 	view := ""
 	if v.View != "" && v.View != "full" {
@@ -103,7 +109,7 @@ func (ix *Index) FileHistory(ctx context.Context, p string, session string) ([]F
 				continue
 			}
 			out = append(out, FileVersion{Writer: m.Writer, Seq: m.Seq, TS: time.Unix(0, m.TS).UTC(), Session: m.Session,
-				Agent: m.Agent, Op: m.Op, Tool: m.Tool, View: m.View, Blob: blobHex(&m), Bytes: m.Bytes})
+				Agent: m.Agent, Harness: gitstore.HarnessOf(m.Harness, m.Writer, ix.opt.HarnessOf), Op: m.Op, Tool: m.Tool, View: m.View, Blob: blobHex(&m), Bytes: m.Bytes})
 		}
 	}
 	slices.SortFunc(out, func(a, b FileVersion) int {

@@ -38,6 +38,12 @@ type Options struct {
 	// Workers bounds the goroutines that index content (default
 	// GOMAXPROCS).
 	Workers int
+	// HarnessOf maps a writer to its agent harness's name, for events
+	// that do not name theirs (gitstore.HarnessOf: hits, digests and the
+	// Harness filters use it). The commands pass harnesses.WriterHarness;
+	// this package must not import the adapters. nil: only the events'
+	// own field counts.
+	HarnessOf func(writer string) string
 }
 
 // Stats says what an Open found and did.

@@ -17,7 +17,7 @@ type eventFields struct {
 	seq                                                int64
 	ts                                                 time.Time
 	session, agent, source, op, tool, path, view, blob string
-	kind, span, enc                                    string
+	kind, span, enc, harness                           string
 	bytes                                              int64
 	sidechain                                          bool
 }
@@ -27,7 +27,7 @@ func fieldsOf(ev *gitstore.Event) eventFields {
 	return eventFields{
 		seq: ev.Seq, ts: ev.TS, session: ev.Session, agent: ev.Agent, source: ev.Source, op: ev.Op, tool: ev.Tool,
 		path: ev.Path, view: ev.View, blob: ev.Blob, kind: extraString(ev, "kind"), span: extraString(ev, "span"),
-		enc: extraString(ev, "enc"), bytes: ev.Bytes, sidechain: ev.Sidechain,
+		enc: extraString(ev, "enc"), bytes: ev.Bytes, sidechain: ev.Sidechain, harness: ev.Harness,
 	}
 }
 
@@ -138,6 +138,8 @@ func parseLine(b []byte) (f eventFields, ok bool) {
 			f.span, _ = str()
 		case "enc":
 			f.enc, _ = str()
+		case "harness":
+			f.harness, good = str()
 		case "sidechain":
 			f.sidechain = string(v) == "true"
 		}

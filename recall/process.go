@@ -172,7 +172,7 @@ func (p *processor) process(ctx context.Context, in *docInput) {
 func docMetaOf(f *eventFields, writer string) (docMeta, bool) {
 	m := docMeta{
 		Writer: writer, Session: f.session, Agent: f.agent, Source: f.source, Tool: f.tool,
-		Path: f.path, Op: f.op, View: f.view, Seq: f.seq, TS: f.ts.UnixNano(), Bytes: f.bytes,
+		Path: f.path, Op: f.op, View: f.view, Seq: f.seq, TS: f.ts.UnixNano(), Bytes: f.bytes, Harness: f.harness,
 	}
 	if f.sidechain {
 		m.Flags |= flagSidechain

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // Query is a search.
@@ -26,6 +28,9 @@ type Query struct {
 	Limit int
 	// Session keeps the hits of one session.
 	Session string
+	// Harness keeps the hits of one agent harness ("claude-code"), as
+	// gitstore.HarnessOf tells it with Options.HarnessOf.
+	Harness string
 	// Kind keeps the hits of one kind: user_prompt, assistant_text,
 	// thinking, tool_use, tool_result, compact_summary, proxy or file.
 	Kind string
@@ -43,11 +48,15 @@ type Hit struct {
 	TS      time.Time `json:"ts"`
 	Session string    `json:"session,omitempty"`
 	Agent   string    `json:"agent,omitempty"`
-	Source  string    `json:"source"`
-	Kind    string    `json:"kind"`
-	Tool    string    `json:"tool,omitempty"`
-	Path    string    `json:"path,omitempty"`
-	Score   float64   `json:"score"`
+	// Harness is the agent harness the span or file version came from
+	// (gitstore.HarnessOf); "" for none (a proxy span, an MCP read
+	// outside a session).
+	Harness string  `json:"harness,omitempty"`
+	Source  string  `json:"source"`
+	Kind    string  `json:"kind"`
+	Tool    string  `json:"tool,omitempty"`
+	Path    string  `json:"path,omitempty"`
+	Score   float64 `json:"score"`
 	// Snippet is one line of at most 200 characters of the span's text
 	// around its best match, secrets masked (a window could cut a secret
 	// in two, and half a key is still a leak: it is masked before it is
@@ -125,7 +134,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Results, error) {
 		return Results{}, err
 	}
 	plans, matched := ix.resolve(toks)
-	cands := ix.score(ctx, plans, q.Session, q.Kind)
+	cands := ix.score(ctx, plans, q.Session, q.Kind, q.Harness)
 	if err := ctx.Err(); err != nil {
 		return Results{}, err
 	}
@@ -175,7 +184,7 @@ type cand struct {
 
 // score runs the plans over every segment and returns the live documents
 // that match and pass the filters.
-func (ix *Index) score(ctx context.Context, plans []tokenPlan, session, kind string) []cand {
+func (ix *Index) score(ctx context.Context, plans []tokenPlan, session, kind, harness string) []cand {
 	var out []cand
 	avg := ix.avgLen
 	if avg <= 0 {
@@ -240,9 +249,10 @@ func (ix *Index) score(ctx context.Context, plans []tokenPlan, session, kind str
 			if !s.isLive(int(d)) {
 				continue
 			}
-			if session != "" || kind != "" {
+			if session != "" || kind != "" || harness != "" {
 				r := s.rec(int(d))
-				if session != "" && r.Session != sessIdx || kind != "" && r.Kind != kindIdx {
+				if session != "" && r.Session != sessIdx || kind != "" && r.Kind != kindIdx ||
+					harness != "" && ix.harnessOf(s, r) != harness {
 					continue
 				}
 			}
@@ -250,6 +260,11 @@ func (ix *Index) score(ctx context.Context, plans []tokenPlan, session, kind str
 		}
 	}
 	return out
+}
+
+// harnessOf is the harness of a document record of s.
+func (ix *Index) harnessOf(s *segment, r docRec) string {
+	return gitstore.HarnessOf(s.str(r.Harness), s.str(r.Writer), ix.opt.HarnessOf)
 }
 
 // normalizeKind maps a kind filter to the kind stored.
@@ -452,7 +467,7 @@ func (ix *Index) hit(ctx context.Context, s *segment, d int, score float64, matc
 	m := s.meta(d)
 	h := Hit{
 		ID: hitID(&m), Writer: m.Writer, Seq: m.Seq, TS: time.Unix(0, m.TS).UTC(), Session: m.Session,
-		Agent: m.Agent, Source: m.Source, Kind: m.Kind, Tool: m.Tool, Path: m.Path, Score: score, Bytes: m.Bytes,
+		Agent: m.Agent, Harness: gitstore.HarnessOf(m.Harness, m.Writer, ix.opt.HarnessOf), Source: m.Source, Kind: m.Kind, Tool: m.Tool, Path: m.Path, Score: score, Bytes: m.Bytes,
 		Locked: m.Flags&flagEncrypted != 0 && m.Flags&flagDecrypted == 0,
 	}
 	switch {
@@ -597,6 +612,6 @@ func parseCursor(q Query) (int, error) {
 
 func queryHash(q Query) uint64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%q %q %q", q.Text, q.Session, normalizeKind(q.Kind))
+	fmt.Fprintf(h, "%q %q %q %q", q.Text, q.Session, normalizeKind(q.Kind), q.Harness)
 	return h.Sum64()
 }

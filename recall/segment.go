@@ -23,8 +23,8 @@ import (
 const (
 	segMagic    = "RCLSEG01"
 	segEndMagic = "RCLEND01"
-	segVersion  = 1
-	docRecSize  = 100
+	segVersion  = 2
+	docRecSize  = 104
 	dictEntSize = 12
 	triEntSize  = 12
 	writerSize  = 24
@@ -68,6 +68,11 @@ const (
 // version event.
 type docMeta struct {
 	Writer, Session, Agent, Source, Kind, Tool, Path, SpanID, Op, View string
+	// Harness is the event's own "harness" field ("" when it has none:
+	// the harness of such an event is told by its writer at search time,
+	// gitstore.HarnessOf, so the index never depends on the list of
+	// harnesses).
+	Harness string
 	// Head is the first words of a user prompt, compaction summary or
 	// proxy summary (masked; empty for other kinds, and on disk for
 	// encrypted spans).
@@ -146,7 +151,7 @@ func encodeSegmentParts(d *segData) ([][]byte, error) {
 	seen := map[string]uint32{"": 0}
 	for i := range d.docs {
 		m := &d.docs[i]
-		for _, s := range [...]string{m.Writer, m.Session, m.Agent, m.Source, m.Kind, m.Tool, m.Path, m.SpanID, m.Op, m.View, m.Head} {
+		for _, s := range [...]string{m.Writer, m.Session, m.Agent, m.Source, m.Kind, m.Tool, m.Path, m.SpanID, m.Op, m.View, m.Head, m.Harness} {
 			if _, ok := seen[s]; !ok {
 				seen[s] = 0
 				strs = append(strs, s)
@@ -176,7 +181,7 @@ func encodeSegmentParts(d *segData) ([][]byte, error) {
 		docs = le.AppendUint64(docs, uint64(m.Bytes))
 		docs = append(docs, m.Blob[:]...)
 		for _, v := range [...]uint32{seen[m.Writer], m.Epoch, seen[m.Session], seen[m.Agent], seen[m.Source], seen[m.Kind],
-			seen[m.Tool], seen[m.Path], seen[m.SpanID], seen[m.Op], seen[m.View], seen[m.Head], m.Len, m.Flags} {
+			seen[m.Tool], seen[m.Path], seen[m.SpanID], seen[m.Op], seen[m.View], seen[m.Head], m.Len, m.Flags, seen[m.Harness]} {
 			docs = le.AppendUint32(docs, v)
 		}
 		totalLen += uint64(m.Len)

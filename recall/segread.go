@@ -208,6 +208,7 @@ type docRec struct {
 	Blob                                                                            [20]byte
 	Writer, Epoch, Session, Agent, Source, Kind, Tool, Path, SpanID, Op, View, Head uint32
 	Len, Flags                                                                      uint32
+	Harness                                                                         uint32
 }
 
 // docBytes returns document d's record bytes, checked (nil when d is out
@@ -246,6 +247,7 @@ func (s *segment) rec(d int) docRec {
 	r.Head = le.Uint32(b[88:])
 	r.Len = le.Uint32(b[92:])
 	r.Flags = le.Uint32(b[96:])
+	r.Harness = le.Uint32(b[100:])
 	return r
 }
 
@@ -282,7 +284,7 @@ func (s *segment) meta(d int) docMeta {
 	return docMeta{
 		Writer: s.str(r.Writer), Session: s.str(r.Session), Agent: s.str(r.Agent), Source: s.str(r.Source),
 		Kind: s.str(r.Kind), Tool: s.str(r.Tool), Path: s.str(r.Path), SpanID: s.str(r.SpanID),
-		Op: s.str(r.Op), View: s.str(r.View), Head: s.str(r.Head),
+		Op: s.str(r.Op), View: s.str(r.View), Head: s.str(r.Head), Harness: s.str(r.Harness),
 		Seq: r.Seq, TS: r.TS, Bytes: r.Bytes, Blob: r.Blob, Epoch: r.Epoch, Len: r.Len, Flags: r.Flags,
 	}
 }

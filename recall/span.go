@@ -22,12 +22,15 @@ type Span struct {
 	TS      time.Time `json:"ts"`
 	Session string    `json:"session,omitempty"`
 	Agent   string    `json:"agent,omitempty"`
-	Source  string    `json:"source"`
-	Kind    string    `json:"kind"`
-	Tool    string    `json:"tool,omitempty"`
-	Path    string    `json:"path,omitempty"`
-	Bytes   int64     `json:"bytes"`
-	Blob    string    `json:"blob,omitempty"`
+	// Harness is the agent harness the span came from
+	// (gitstore.HarnessOf); "" for none.
+	Harness string `json:"harness,omitempty"`
+	Source  string `json:"source"`
+	Kind    string `json:"kind"`
+	Tool    string `json:"tool,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Bytes   int64  `json:"bytes"`
+	Blob    string `json:"blob,omitempty"`
 	// Locked: the content is encrypted and no identity opened it; Lines
 	// is then empty.
 	Locked bool `json:"locked,omitempty"`
@@ -55,7 +58,7 @@ func (ix *Index) Span(ctx context.Context, id string) (*Span, error) {
 	}
 	sp := &Span{
 		ID: id, Writer: m.Writer, Seq: m.Seq, TS: time.Unix(0, m.TS).UTC(), Session: m.Session, Agent: m.Agent,
-		Source: m.Source, Kind: m.Kind, Tool: m.Tool, Path: m.Path, Bytes: m.Bytes, Blob: blobHex(m),
+		Harness: gitstore.HarnessOf(m.Harness, m.Writer, ix.opt.HarnessOf), Source: m.Source, Kind: m.Kind, Tool: m.Tool, Path: m.Path, Bytes: m.Bytes, Blob: blobHex(m),
 	}
 	if m.Flags&flagBlob == 0 {
 		return sp, fmt.Errorf("recall: %s archived no content (withheld by the deny list)", id)

@@ -22,6 +22,10 @@ type Options struct {
 	// Counter counts the tokens (nil: NewTokenCounter(st), with the
 	// repository's cache). Pass one to read its Stats afterwards.
 	Counter *TokenCounter
+	// HarnessOf maps a writer to its agent harness's name for events
+	// that do not name theirs (note.Input.HarnessOf); nil: only the
+	// events' own field names a context's harness.
+	HarnessOf func(writer string) string
 }
 
 // Build builds the receipt of commit (a 40-hex id) from the repository's
@@ -51,7 +55,7 @@ func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) 
 	if err != nil {
 		return nil, fmt.Errorf("read commit %s: %w", commit, err)
 	}
-	in := note.Input{Commit: c.ID, Tree: c.Tree, Parents: c.Parents, Committed: c.Committed, Issued: now()}
+	in := note.Input{Commit: c.ID, Tree: c.Tree, Parents: c.Parents, Committed: c.Committed, Issued: now(), HarnessOf: opt.HarnessOf}
 	tc := newTreeCache(st)
 	var oldTree string
 	if len(c.Parents) > 0 {

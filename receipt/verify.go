@@ -57,7 +57,12 @@ type Result struct {
 		Writers int `json:"writers"`
 		Blobs   int `json:"blobs"`
 	} `json:"checked"`
-	Receipt *note.Receipt `json:"-"`
+	// Harnesses are the agent harnesses the receipt names for its
+	// contexts, sorted (none for a receipt issued before contexts named
+	// theirs). An event that names its harness is checked against its
+	// context's.
+	Harnesses []string      `json:"harnesses,omitempty"`
+	Receipt   *note.Receipt `json:"-"`
 }
 
 // OK reports whether the receipt verified.
@@ -127,6 +132,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 		return res
 	}
 	res.Receipt = r
+	res.Harnesses = r.Harnesses()
 	if r.Commit != s.Note.Target {
 		res.add(ProblemCommit, "the receipt names commit %s but is attached to %s", r.Commit, s.Note.Target)
 		return res
@@ -301,6 +307,8 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 		}
 		if ctxOf(e) != rd.Context {
 			res.add(ProblemMismatch, "%s: %s#%d is an event of another context", what, e.Writer, e.Seq)
+		} else if msg := harnessMismatch(r.Contexts[rd.Context-1], e); msg != "" {
+			res.add(ProblemMismatch, "%s: %s#%d %s", what, e.Writer, e.Seq, msg)
 		}
 		if rd.Blob != "" {
 			blobs[rd.Blob] = append(blobs[rd.Blob], blobUse{sha256: e.SHA256, what: what})
@@ -315,6 +323,8 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 			res.Checked.Events++
 			if e.Op != "span" || ctxOf(e) != ci+1 {
 				res.add(ProblemMismatch, "span of %s: %s#%d is not a span of that context", note.ContextID(ci), e.Writer, e.Seq)
+			} else if msg := harnessMismatch(c, e); msg != "" {
+				res.add(ProblemMismatch, "span of %s: %s#%d %s", note.ContextID(ci), e.Writer, e.Seq, msg)
 			}
 		}
 	}
@@ -442,6 +452,20 @@ func prunedBlobs(raw []byte) []string {
 		out = append(out, p.Blob)
 	}
 	return out
+}
+
+// harnessMismatch checks the harness a receipt names for a context
+// against one of the context's referenced events: an event that names
+// its harness must name one the context lists. A context that names none
+// (a receipt issued before the field existed, or of events of no
+// harness) and an event that names none (its harness is its writer's,
+// whose name the receipt signs) are not compared, so older receipts
+// verify as they did.
+func harnessMismatch(c note.Context, e *gitstore.Event) string {
+	if c.Harness == "" || e.Harness == "" || note.HasHarness(c.Harness, e.Harness) {
+		return ""
+	}
+	return fmt.Sprintf("came from harness %s, not %s as the receipt says", e.Harness, c.Harness)
 }
 
 // checkReadEvidence checks a read-set row against its event and the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/git-lossless/git-lossless/anchor"
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -181,8 +182,8 @@ func fileRecord(st *gitstore.Store, dir, p string) (gitstore.Record, error) {
 
 // filterFlags are the event filters shared by log and friends.
 type filterFlags struct {
-	session, agent, path, writer, op, source, since, until *string
-	limit                                                  *int
+	session, agent, path, writer, op, source, since, until, harness *string
+	limit                                                           *int
 }
 
 func addFilterFlags(fs *pflag.FlagSet) *filterFlags {
@@ -191,6 +192,7 @@ func addFilterFlags(fs *pflag.FlagSet) *filterFlags {
 		agent:   fs.String("agent", "", "only this subagent id, or 'main' for main contexts"),
 		path:    fs.String("path", "", "only this path (exact, or a glob such as 'src/**/*.go')"),
 		writer:  fs.String("writer", "", "only this writer"),
+		harness: fs.String("harness", "", "only this agent harness's events ("+harnessList()+")"),
 		op:      fs.String("op", "", "only this op (read, edit, write, span, ...)"),
 		source:  fs.String("source", "", "only this source (hook, sweep, proxy, mcp, cli)"),
 		since:   fs.String("since", "", "only events at or after: RFC 3339 time or age such as 30m, 24h, 7d, 2w"),
@@ -204,6 +206,10 @@ func (f *filterFlags) query(now time.Time) (gitstore.Query, error) {
 	if *f.writer != "" {
 		q.Writers = []string{*f.writer}
 	}
+	if err := checkHarnessFilter(*f.harness); err != nil {
+		return q, err
+	}
+	q.Harness, q.HarnessOf = *f.harness, harnesses.WriterHarness()
 	var err error
 	if q.Since, err = parseWhen(*f.since, now); err != nil {
 		return q, usagef("--since: %v", err)
@@ -246,8 +252,12 @@ func logCmd() *command {
 		summary: "show archived events of every writer in time order",
 		usage:   "[--json] [filters]",
 		long: `Merges all writers' logs in time order. The table shows time, writer and
-entry number, op, session, agent, path and blob; --json prints one stored
-event line per event (unknown fields kept), with its writer and commit.`,
+entry number, harness, op, session, agent, path and blob; --json prints one
+stored event line per event (unknown fields kept), with its writer and
+commit, and its harness: the event's own "harness" field, or, for events
+written before it existed, the harness its writer's prefix names (cc-:
+claude-code). Events of no harness (proxy-, cli-, mcp- writers) show "-"
+and carry none. --harness NAME keeps one harness's events.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			f := addFilterFlags(fs)
 			asJSON := fs.Bool("json", false, "one JSON object per line")
@@ -275,6 +285,14 @@ event line per event (unknown fields kept), with its writer and commit.`,
 						if err != nil {
 							return err
 						}
+						if h := gitstore.HarnessOf(ev.Harness, ev.Writer, q.HarnessOf); ev.Harness == "" && h != "" {
+							// Told by the writer: said beside the stored line's fields.
+							bw.WriteString(`{"harness":`)
+							hb, _ := json.Marshal(h)
+							bw.Write(hb)
+							bw.WriteByte(',')
+							b = b[1:]
+						}
 						bw.Write(b)
 						bw.WriteByte('\n')
 					}
@@ -285,7 +303,7 @@ event line per event (unknown fields kept), with its writer and commit.`,
 					return nil
 				}
 				tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "TIME\tWRITER#SEQ\tOP\tSESSION\tAGENT\tPATH\tBLOB\tBYTES")
+				fmt.Fprintln(tw, "TIME\tWRITER#SEQ\tHARNESS\tOP\tSESSION\tAGENT\tPATH\tBLOB\tBYTES")
 				for _, ev := range evs {
 					blob := "-"
 					if ev.Excluded {
@@ -297,8 +315,8 @@ event line per event (unknown fields kept), with its writer and commit.`,
 					if agent == "" {
 						agent = "main"
 					}
-					fmt.Fprintf(tw, "%s\t%s#%d\t%s\t%s\t%s\t%s\t%s\t%d\n",
-						ev.TS.Local().Format("2006-01-02 15:04:05"), ev.Writer, ev.Seq, ev.Op,
+					fmt.Fprintf(tw, "%s\t%s#%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
+						ev.TS.Local().Format("2006-01-02 15:04:05"), ev.Writer, ev.Seq, dash(gitstore.HarnessOf(ev.Harness, ev.Writer, q.HarnessOf)), ev.Op,
 						dash(shortText(ev.Session, 12)), agent, dash(ev.Path), blob, ev.Bytes)
 				}
 				return tw.Flush()

@@ -28,7 +28,9 @@ import (
 // Code runs them (a fresh process per hook, payload on stdin) on a
 // repository the size of a long session, beside `node -e 0` (the floor
 // under any Node-based hook, the reference's included) and the
-// reference's published sweep figure.
+// reference's published sweep figure; then every registered harness's
+// pre-tool and post-tool hooks side by side with Claude Code's
+// (bench_hooks_harness.go).
 
 // hooksBenchOpts configures `git lossless bench hooks`.
 type hooksBenchOpts struct {
@@ -96,9 +98,11 @@ type hooksBench struct {
 	session string
 	// rows by section, printed guard first, then recording, then sweeps
 	guardRows, postRows, sweepRows []row
-	notes                          []string
-	start                          time.Time
-	node                           samples
+	// harnessRows: every harness's hooks beside Claude Code's
+	harnessRows []row
+	notes       []string
+	start       time.Time
+	node        samples
 	// hookExe is the program the hooks run, as install would pick it:
 	// git-lossless-hook beside this binary, or this binary.
 	hookExe string
@@ -148,6 +152,7 @@ func runBenchHooks(ctx context.Context, e *env, o hooksBenchOpts) error {
 		{"post-tool-use", b.benchPost},
 		{"redaction: post-tool-use", b.benchRedactPost},
 		{"pre-tool-use", b.benchGuard},
+		{"harnesses", b.benchHarnesses},
 	}
 	if err := runBenchSteps(ctx, "bench hooks", steps, b.logf); err != nil {
 		return err
@@ -185,7 +190,7 @@ func (b *hooksBench) print() {
 	if !b.targetSize() {
 		skipped = fmt.Sprintf("targets not judged: they are stated for a 14 MB transcript and 10,000 events (this run: %s, %d events)", mib(int64(b.o.transcriptBytes)), b.o.events)
 	}
-	rows := append(append(append([]row(nil), b.guardRows...), b.postRows...), b.sweepRows...)
+	rows := append(append(append(append([]row(nil), b.guardRows...), b.postRows...), b.harnessRows...), b.sweepRows...)
 	printBenchTable(b.e.stdout, "BESIDE IT (this run, or published)", rows, skipped, b.notes, b.start)
 }
 

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
 )
 
 // TestBenchHooksSmall runs `bench hooks` at a tiny size as a user would
@@ -41,10 +43,22 @@ func TestBenchHooksSmall(t *testing.T) {
 		`(?m)^re-sweep, nothing new, in process \(10\)` + measured,
 		"(?m)^re-sweep, nothing new, `git-lossless sweep` process \\(2\\)" + measured,
 		`(?m)^0 targets met, 0 missed; total bench time .*; load .* at end$`,
+		// The harnesses side by side: Claude Code's hooks beside the
+		// floors measured in the same run.
+		`(?m)^claude-code pre-tool-use \(edit of a file its session read: allowed\), whole process \(2\)\s+p50 [\d.]+ m?s p95 [\d.]+ m?s\s+Go hello world p50 [\d.]+ m?s; ` + "`git --version`" + ` p50 [\d.]+ m?s\s+-\s+-$`,
+		`(?m)^claude-code post-tool-use \(read of a new file, content shown: recorded\), whole process \(2\)\s+p50 [\d.]+ m?s p95 [\d.]+ m?s\s+Go hello world p50`,
 		`(?m)^  load      .* at start`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("bench hooks output lacks %s\n%s", want, out)
+		}
+	}
+	// Every other registered harness: its figures beside Claude Code's,
+	// with the paired ratio, or "no sampler".
+	for _, name := range harnesses.Names()[1:] {
+		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (pre|post)-tool-use .*(\(\d+\.\d\dx\)\s+claude-code p50 [\d.]+ m?s; Go hello world .*<= 1\.2x claude-code\s+-|no sampler\s+-\s+-\s+-)$`)
+		if n := len(re.FindAllString(out, -1)); n != 2 {
+			t.Errorf("bench hooks: %d rows for %s, want 2 (pre and post) beside claude-code\n%s", n, name, out)
 		}
 	}
 	if regexp.MustCompile(`(?m)\s(MET|MISSED)$`).MatchString(out) || !strings.Contains(out, "targets not judged: they are stated for a 14 MB transcript and 10,000 events (this run: 0.1 MB, 400 events)") {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
 	"github.com/git-lossless/git-lossless/receipt"
 	"github.com/git-lossless/git-lossless/receipt/note"
 )
@@ -48,7 +49,7 @@ func (d *demoRun) receipt(st *gitstore.Store) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	r, err := receipt.Build(d.ctx, st, commit, receipt.Options{})
+	r, err := receipt.Build(d.ctx, st, commit, receipt.Options{HarnessOf: harnesses.WriterHarness()})
 	if err != nil {
 		return fmt.Errorf("demo: build receipt: %w", err)
 	}

@@ -51,6 +51,18 @@ func runHook(ctx context.Context, e *env, args []string) int {
 // harnessList names the harnesses for help texts: "claude-code, ...".
 func harnessList() string { return strings.Join(harnesses.Names(), ", ") }
 
+// checkHarnessFilter checks a --harness filter of log, recall, meter
+// and pack: "" (every harness) or a harness's name.
+func checkHarnessFilter(name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, ok := harnesses.ByName(name); !ok {
+		return usagef("--harness %q: the harnesses are %s", name, harnessList())
+	}
+	return nil
+}
+
 // harnessFlag finds the harness a --harness flag names ("" = the
 // default).
 func harnessFlag(name string) (hooks.Harness, error) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
 	"github.com/git-lossless/git-lossless/mcp"
 )
 
@@ -58,7 +59,7 @@ answering the calls in flight), or when standard output fails.`,
 				if err != nil {
 					return err
 				}
-				srv := mcp.New(mcp.Config{Store: st, Identities: ids, NoMask: *noMask, Harness: h, Getenv: e.getenv, Version: version,
+				srv := mcp.New(mcp.Config{Store: st, Identities: ids, NoMask: *noMask, Harness: h, HarnessOf: harnesses.WriterHarness(), Getenv: e.getenv, Version: version,
 					Warn: func(msg string) { fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", msg) }})
 				err = srv.Run(ctx)
 				if errors.Is(err, context.Canceled) {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-lossless/git-lossless/guard"
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
 	"github.com/git-lossless/git-lossless/meter"
 )
 
@@ -21,7 +22,7 @@ func meterCmd() *command {
 	return &command{
 		name:    "meter",
 		summary: "where the read tokens went: by file, session, agent or repository, re-reads and what a restore would have saved",
-		usage:   "[--session S] [--since AGE] [--by file|session|agent|repo] [--limit N] [--json]",
+		usage:   "[--session S] [--harness NAME] [--since AGE] [--by file|session|agent|repo|harness] [--limit N] [--json]",
 		long: `Counts, over the archive (-C DIR; the embedded archive outside any
 repository), the tokens the agents' contexts were shown files by, exactly,
 with the o200k_base tokenizer over the archived bytes (counts are cached by
@@ -48,12 +49,19 @@ counts nothing).
 --since AGE (30m, 24h, 7d, 2w, or an RFC 3339 time) counts the reads in
 that window; whether a read is a re-read is still decided on the whole
 history. --by groups the table (default file): repo is the work tree each
-event was recorded in. The table shows the top rows (--limit N, 0 for all);
---json prints every figure, with stable names, and every row.`,
+event was recorded in, harness the agent harness of each context (its
+events' "harness" field, else the one its writer's prefix names: cc- is
+claude-code; "-" for contexts of no harness, such as the MCP server's
+reads outside a session). --by session and --by agent show each row's
+harness. --harness NAME meters that harness's contexts only. The table
+shows the top rows (--limit N, 0 for all); --json prints every figure,
+with stable names, and every row (with its "harness" for session and
+agent rows).`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			session := fs.String("session", "", "meter one session only")
+			harness := fs.String("harness", "", "meter one agent harness's contexts only ("+harnessList()+")")
 			since := fs.String("since", "", "count reads since: an age (30m, 24h, 7d, 2w) or an RFC 3339 time (default: everything)")
-			by := fs.String("by", "file", "group rows by file, session, agent or repo")
+			by := fs.String("by", "file", "group rows by file, session, agent, repo or harness")
 			limit := fs.Int("limit", meterTableRows, "rows to show (0: all; --json shows all unless set)")
 			asJSON := fs.Bool("json", false, "print JSON")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -67,6 +75,9 @@ event was recorded in. The table shows the top rows (--limit N, 0 for all);
 				if *limit < 0 {
 					return usagef("--limit must be 0 or more")
 				}
+				if err := checkHarnessFilter(*harness); err != nil {
+					return err
+				}
 				from, err := parseWhen(*since, time.Now())
 				if err != nil {
 					return usagef("--since: %v", err)
@@ -75,7 +86,7 @@ event was recorded in. The table shows the top rows (--limit N, 0 for all);
 				if err != nil {
 					return err
 				}
-				rep, err := meter.Meter(ctx, st, meter.Options{Session: *session, Since: from})
+				rep, err := meter.Meter(ctx, st, meter.Options{Session: *session, Since: from, Harness: *harness, HarnessOf: harnesses.WriterHarness()})
 				if err != nil {
 					return err
 				}
@@ -123,6 +134,9 @@ func printMeter(out io.Writer, rep *meter.Report, b meter.By, rows []meter.Row, 
 	if rep.Session != "" {
 		span += " of session " + rep.Session
 	}
+	if rep.Harness != "" {
+		span += " of harness " + rep.Harness
+	}
 	fmt.Fprintf(out, "read tokens (o200k), %s, %d contexts\n", span, rep.Contexts)
 	if t.Reads == 0 {
 		fmt.Fprintln(out, "no reads archived")
@@ -138,9 +152,21 @@ func printMeter(out io.Writer, rep *meter.Report, b meter.By, rows []meter.Row, 
 	}
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "READS\tTOKENS\tRE-READS\tCHANGED\tSAVED TOKENS\t  %s\n", strings.ToUpper(string(b)))
+	// Session and context rows name their harness.
+	withHarness := b == meter.BySession || b == meter.ByAgent
+	harnessCol := func(r meter.Row) string {
+		if !withHarness {
+			return ""
+		}
+		return "  " + dash(r.Harness) + "\t"
+	}
+	head := ""
+	if withHarness {
+		head = "  HARNESS\t"
+	}
+	fmt.Fprintf(w, "READS\tTOKENS\tRE-READS\tCHANGED\tSAVED TOKENS\t%s  %s\n", head, strings.ToUpper(string(b)))
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t  %s\n", commas(int64(r.Reads)), commas(r.Tokens), commas(int64(r.ReReads)), commas(int64(r.Changed)), commas(r.SavedTokens), guard.Printable(r.Key))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s  %s\n", commas(int64(r.Reads)), commas(r.Tokens), commas(int64(r.ReReads)), commas(int64(r.Changed)), commas(r.SavedTokens), harnessCol(r), guard.Printable(r.Key))
 	}
 	w.Flush()
 	if len(rows) < total {
@@ -152,7 +178,7 @@ func packCmd() *command {
 	return &command{
 		name:    "pack",
 		summary: "one byte-stable text of the files agents read most, for an agent type's system prompt",
-		usage:   "[--budget TOKENS] [--since AGE] [--json]",
+		usage:   "[--budget TOKENS] [--since AGE] [--harness NAME] [--json]",
 		long: `Prints the files the agents read most across sessions (reads, attaches
 and restores over the window, ties by path), each with its current content
 from the working tree and its git blob id, within --budget o200k tokens
@@ -168,13 +194,19 @@ archive and working tree give the same bytes (git gc changes nothing),
 and more reads of the same files leave the text, and a provider's prompt
 cache, as they were.
 
---json lists every file considered, in rank order, with its reads,
-tokens, blob, whether the disk changed since the newest full read, and the
+--harness NAME counts only the reads of that agent harness's contexts
+(the harness of an event: its "harness" field, else its writer's prefix):
+a pack for one harness's agents. The text does not name the harness.
+
+--json lists every file considered, in rank order, with its reads, the
+harnesses whose contexts read it ("-" for reads of no harness), tokens,
+blob, whether the disk changed since the newest full read, and the
 reason it is in or out (in, over budget, budget full, gone, denied,
 binary, outside, secret).`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			budget := fs.Int64("budget", meter.DefaultBudget, "the most o200k tokens the text may hold")
 			since := fs.String("since", "7d", "the window: an age (30m, 24h, 7d, 2w)")
+			harness := fs.String("harness", "", "count the reads of one agent harness only ("+harnessList()+")")
 			asJSON := fs.Bool("json", false, "list what went in and why, as JSON (instead of the text)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
@@ -182,6 +214,9 @@ binary, outside, secret).`,
 				}
 				if *budget <= 0 {
 					return usagef("--budget must be a positive number of tokens")
+				}
+				if err := checkHarnessFilter(*harness); err != nil {
+					return err
 				}
 				d, err := parseAgeFlag(*since)
 				if err != nil {
@@ -191,7 +226,7 @@ binary, outside, secret).`,
 				if err != nil {
 					return err
 				}
-				p, err := meter.BuildPack(ctx, st, meter.PackOptions{Budget: *budget, Since: d})
+				p, err := meter.BuildPack(ctx, st, meter.PackOptions{Budget: *budget, Since: d, Harness: *harness, HarnessOf: harnesses.WriterHarness()})
 				if err != nil {
 					return err
 				}

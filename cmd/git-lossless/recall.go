@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
 	"github.com/git-lossless/git-lossless/recall"
 )
 
@@ -21,25 +23,30 @@ func recallCmd() *command {
 	return &command{
 		name:    "recall",
 		summary: "find anything the agents saw or said: digests, search, open a span, a file's history",
-		usage:   "digests [--session S] [--since AGE] | search QUERY [--limit N] [--session S] [--kind K] | open ID [--lines A-B] [--reveal] | file PATH [--session S]",
-		long: `Searches the archive: every Claude Code span (prompts, answers, tool calls
-and results, compaction summaries), every proxy span, and every file
-version by its path.
+		usage:   "digests [--session S] [--harness NAME] [--since AGE] | search QUERY [--limit N] [--session S] [--harness NAME] [--kind K] | open ID [--lines A-B] [--reveal] | file PATH [--session S] [--harness NAME]",
+		long: `Searches the archive: every agent harness's spans (prompts, answers, tool
+calls and results, compaction summaries), every proxy span, and every
+file version by its path.
 
-  recall digests [--session S] [--since AGE]
+  recall digests [--session S] [--harness NAME] [--since AGE]
       one line per session and per compaction group: when, writer, session,
-      agent, kinds, size, the first words
-  recall search QUERY [--limit N] [--session S] [--kind K] [--cursor C]
+      agent, harness, kinds, size, the first words
+  recall search QUERY [--limit N] [--session S] [--harness NAME] [--kind K] [--cursor C]
       ranked hits (BM25 over stemmed terms; fragments of words and paths by
-      trigrams; one-letter typos) with a snippet and the span id; kinds:
-      user_prompt, assistant_text, thinking, tool_use, tool_result,
-      compact_summary, proxy, file
+      trigrams; one-letter typos) with a snippet, the span id and the
+      harness; kinds: user_prompt, assistant_text, thinking, tool_use,
+      tool_result, compact_summary, proxy, file
   recall open ID [--lines A-B] [--reveal]
       any span by WRITER#SEQ or a proxy span by its sp- id, as text lines;
       --reveal puts redacted secrets back from the vault (local identity)
-  recall file PATH [--session S]
+  recall file PATH [--session S] [--harness NAME]
       the versions of a file each context saw, when, and whether each still
       matches the disk
+
+The harness of a span or version is its event's "harness" field, else the
+one its writer's prefix names (cc-: claude-code); proxy spans and MCP
+reads outside a session have none ("-"). --harness NAME keeps one
+harness's.
 
 Everything it prints masks key-shaped values (first 3 + **** + last 4;
 secret-named assignments keep their name) unless --no-mask; the archive is
@@ -57,6 +64,7 @@ at any time. --json prints JSON.`,
 			identity := fs.String("identity", "", "age identity file or unencrypted SSH private key, to open encrypted spans")
 			reindex := fs.Bool("reindex", false, "rebuild the index from the archive first")
 			session := fs.String("session", "", "one session only")
+			harness := fs.String("harness", "", "one agent harness only ("+harnessList()+")")
 			since := fs.String("since", "", "digests: groups with a span in this last age (30m, 24h, 7d, 2w)")
 			limit := fs.Int("limit", 10, "search: hits per page")
 			kind := fs.String("kind", "", "search: one kind of span (or proxy, file)")
@@ -66,6 +74,9 @@ at any time. --json prints JSON.`,
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) == 0 && !*reindex {
 					return usagef("usage: git lossless recall digests|search QUERY|open ID|file PATH")
+				}
+				if err := checkHarnessFilter(*harness); err != nil {
+					return err
 				}
 				st, err := openStore(e)
 				if err != nil {
@@ -85,7 +96,7 @@ at any time. --json prints JSON.`,
 					}
 				}
 				warn := func(msg string) { fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", msg) }
-				idx, err := recall.Open(ctx, st, recall.Options{Identities: ids, Warn: warn})
+				idx, err := recall.Open(ctx, st, recall.Options{Identities: ids, Warn: warn, HarnessOf: harnesses.WriterHarness()})
 				if err != nil {
 					return err
 				}
@@ -110,7 +121,7 @@ at any time. --json prints JSON.`,
 						}
 						from = time.Now().Add(-d)
 					}
-					ds, err := idx.Digests(ctx, recall.DigestQuery{Session: *session, Since: from})
+					ds, err := idx.Digests(ctx, recall.DigestQuery{Session: *session, Since: from, Harness: *harness})
 					if err != nil {
 						return err
 					}
@@ -141,8 +152,8 @@ at any time. --json prints JSON.`,
 						if d.Locked > 0 {
 							lock = fmt.Sprintf(" (%d locked)", d.Locked)
 						}
-						fmt.Fprintf(out, "%s  %s  %s  session %s  %s  %s: %d spans%s, %s  %s\n  %s\n", d.First.Local().Format("2006-01-02 15:04"), d.ID, d.Writer,
-							orDash(d.Session), agent, group, d.Spans, lock, humanBytes(d.Bytes), strings.Join(kinds, ", "), mask(d.Words))
+						fmt.Fprintf(out, "%s  %s  %s  session %s  %s  harness %s  %s: %d spans%s, %s  %s\n  %s\n", d.First.Local().Format("2006-01-02 15:04"), d.ID, d.Writer,
+							orDash(d.Session), agent, orDash(d.Harness), group, d.Spans, lock, humanBytes(d.Bytes), strings.Join(kinds, ", "), mask(d.Words))
 					}
 					if len(ds) == 0 {
 						fmt.Fprintln(out, "no spans archived")
@@ -152,7 +163,7 @@ at any time. --json prints JSON.`,
 					if len(args) < 2 {
 						return usagef("usage: git lossless recall search QUERY")
 					}
-					res, err := idx.Search(ctx, recall.Query{Text: strings.Join(args[1:], " "), Limit: *limit, Session: *session, Kind: *kind, Cursor: *cursor})
+					res, err := idx.Search(ctx, recall.Query{Text: strings.Join(args[1:], " "), Limit: *limit, Session: *session, Harness: *harness, Kind: *kind, Cursor: *cursor})
 					if err != nil {
 						return usagef("%v", err)
 					}
@@ -174,7 +185,7 @@ at any time. --json prints JSON.`,
 						if h.Locked {
 							lock = "  [locked]"
 						}
-						fmt.Fprintf(out, "%-40s %6.2f  %s  %s  %s%s\n    %s\n", h.ID, h.Score, h.TS.Local().Format("2006-01-02 15:04"), orDash(h.Session), what, lock, h.Snippet)
+						fmt.Fprintf(out, "%-40s %6.2f  %s  %s  %s  %s%s\n    %s\n", h.ID, h.Score, h.TS.Local().Format("2006-01-02 15:04"), orDash(h.Session), orDash(h.Harness), what, lock, h.Snippet)
 					}
 					fmt.Fprintf(out, "%d of %d hits", len(res.Hits), res.Total)
 					if res.Next != "" {
@@ -222,7 +233,7 @@ at any time. --json prints JSON.`,
 						}
 						return printJSON(out, sp)
 					}
-					fmt.Fprintf(out, "# %s  %s  %s  session %s  lines %d-%d of %d\n", sp.ID, sp.Kind, sp.TS.Local().Format("2006-01-02 15:04:05"), orDash(sp.Session), from, to, len(lns))
+					fmt.Fprintf(out, "# %s  %s  %s  session %s  harness %s  lines %d-%d of %d\n", sp.ID, sp.Kind, sp.TS.Local().Format("2006-01-02 15:04:05"), orDash(sp.Session), orDash(sp.Harness), from, to, len(lns))
 					if text != "" {
 						fmt.Fprintln(out, text)
 					}
@@ -238,6 +249,9 @@ at any time. --json prints JSON.`,
 					if err != nil {
 						return err
 					}
+					if *harness != "" {
+						vs = slices.DeleteFunc(vs, func(v recall.FileVersion) bool { return v.Harness != *harness })
+					}
 					if *asJSON {
 						return printJSON(out, vs)
 					}
@@ -246,7 +260,7 @@ at any time. --json prints JSON.`,
 						if v.Agent != "" {
 							agent = v.Agent
 						}
-						fmt.Fprintf(out, "%s  %s#%d  %-5s %-12s session %s  %s  blob %.12s  %s\n", v.TS.Local().Format("2006-01-02 15:04:05"), v.Writer, v.Seq, v.Op, v.View, orDash(v.Session), agent, v.Blob, v.State)
+						fmt.Fprintf(out, "%s  %s#%d  %-5s %-12s session %s  %s  harness %s  blob %.12s  %s\n", v.TS.Local().Format("2006-01-02 15:04:05"), v.Writer, v.Seq, v.Op, v.View, orDash(v.Session), agent, orDash(v.Harness), v.Blob, v.State)
 					}
 					if len(vs) == 0 {
 						fmt.Fprintf(out, "no archived version of %s\n", args[1])

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
 	"github.com/git-lossless/git-lossless/receipt"
 	"github.com/git-lossless/git-lossless/receipt/note"
 )
@@ -221,7 +222,7 @@ func runReceipt(ctx context.Context, e *env, rev string, o receiptOpts) error {
 			return err
 		}
 	}
-	r, err := receipt.Build(ctx, st, commit, receipt.Options{NoTokens: o.noTokens})
+	r, err := receipt.Build(ctx, st, commit, receipt.Options{NoTokens: o.noTokens, HarnessOf: harnesses.WriterHarness()})
 	if err != nil {
 		return err
 	}
@@ -328,7 +329,11 @@ func printVerify(w io.Writer, res *receipt.Result) {
 		if res.UserID != "" {
 			fmt.Fprintf(w, " (%s)", res.UserID)
 		}
-		fmt.Fprintf(w, "; %s, %s in %s, %s checked\n", plural(res.Checked.Paths, "path"), plural(res.Checked.Events, "event"), plural(res.Checked.Writers, "writer"), plural(res.Checked.Blobs, "blob"))
+		fmt.Fprintf(w, "; %s, %s in %s, %s checked", plural(res.Checked.Paths, "path"), plural(res.Checked.Events, "event"), plural(res.Checked.Writers, "writer"), plural(res.Checked.Blobs, "blob"))
+		if len(res.Harnesses) > 0 {
+			fmt.Fprintf(w, "; harness %s", strings.Join(res.Harnesses, ", "))
+		}
+		fmt.Fprintln(w)
 	} else {
 		fmt.Fprintf(w, "FAIL  %s %s:\n", short12(res.Commit), res.Ref)
 		for _, p := range res.Problems {
@@ -453,13 +458,13 @@ func writeReceipt(w io.Writer, r *note.Receipt, writer, how string) {
 	if len(r.Contexts) > 0 {
 		fmt.Fprintf(w, "\nContexts (%d)\n", len(r.Contexts))
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ID\tSESSION\tAGENT\tEVENTS\tFROM\tTO\tSPANS\tFILE TOKENS\tSPAN TOKENS")
+		fmt.Fprintln(tw, "  ID\tSESSION\tAGENT\tHARNESS\tEVENTS\tFROM\tTO\tSPANS\tFILE TOKENS\tSPAN TOKENS")
 		for i, c := range r.Contexts {
 			agent := c.Agent
 			if agent == "" {
 				agent = "main"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\n", note.ContextID(i), note.Token(c.Session), agent, c.Events,
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\n", note.ContextID(i), note.Token(c.Session), agent, dash(c.Harness), c.Events,
 				c.First.Format("2006-01-02 15:04:05"), c.Last.Format("15:04:05"), len(c.Spans), c.FileTokens, c.SpanTokens)
 		}
 		tw.Flush()
@@ -513,7 +518,11 @@ func receiptJSON(r *note.Receipt) map[string]any {
 		if agent == "" {
 			agent = "main"
 		}
-		ctxs = append(ctxs, map[string]any{"id": note.ContextID(i), "session": c.Session, "agent": agent, "events": c.Events,
+		var hs []string // the context's harnesses ([] when none is known)
+		if c.Harness != "" {
+			hs = strings.Split(c.Harness, ",")
+		}
+		ctxs = append(ctxs, map[string]any{"id": note.ContextID(i), "session": c.Session, "agent": agent, "harness": append([]string{}, hs...), "events": c.Events,
 			"first": c.First.Format(time.RFC3339), "last": c.Last.Format(time.RFC3339), "spans": spans,
 			"tokens": map[string]int64{"files": c.FileTokens, "spans": c.SpanTokens}})
 	}

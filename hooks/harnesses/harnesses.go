@@ -48,3 +48,18 @@ func Names() []string {
 // writer starts with (cc-<session>: Claude Code); false for writers of no
 // harness (proxy-, cli-, mcp-).
 func OfWriter(writer string) (hooks.Harness, bool) { return hooks.OfWriter(All(), writer) }
+
+// WriterHarness returns the mapping from a writer's name to its harness's
+// name ("" for writers of no harness: proxy-, cli-, mcp-) that
+// gitstore.HarnessOf takes: what log, recall, the MCP server, meter, pack
+// and receipts are handed, since none of them may import the adapters.
+// The list is built once, for every call of the mapping.
+func WriterHarness() func(writer string) string {
+	hs := All()
+	return func(writer string) string {
+		if h, ok := hooks.OfWriter(hs, writer); ok {
+			return h.Name()
+		}
+		return ""
+	}
+}

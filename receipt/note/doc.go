@@ -92,8 +92,14 @@
 //
 // Contexts are numbered c1, c2, ... in the order of their first belonging
 // event; each line gives the session ("-" when none), the agent ("main" for
-// the main context), how many events belong, and the times of the first
-// and last. The read set has one line per context, path and version the
+// the main context), how many events belong, the times of the first and
+// last, and, when it is known, the agent harness the context's events came
+// from: each event's "harness" field, else the harness its writer's prefix
+// names (cc-<session>: claude-code; see gitstore.HarnessOf), several
+// comma-separated in byte order should its events name more than one. The
+// harness is left out when no event's is known (a proxy's or the CLI's
+// events), and in receipts issued before it was added: those parse and
+// verify as they did. The read set has one line per context, path and version the
 // context saw or wrote (op read, write, edit, attach, restore with a blob,
 // or an excluded access), sorted by context, then path, then first sight:
 //
@@ -157,7 +163,7 @@
 //	issued YYYY-MM-DDTHH:MM:SSZ                    when it was built, UTC
 //	tokenizer o200k_base
 //	path A|M|D STATUS MODE|- BLOB|- REF|- PATH     one per changed path, sorted by path bytes
-//	context cN session STR agent STR|main events N first TIME last TIME
+//	context cN session STR agent STR|main events N first TIME last TIME [harness NAMES]
 //	read cN STATE OPS BLOB|- VIEW REF PATH         OPS: sorted, comma-separated
 //	spans cN COUNT REFS|-                          one per context
 //	tokens cN files N spans N                      one per context
@@ -234,8 +240,23 @@
 // to exactly the committed blob; the version read before, w1#4, is
 // superseded). The subagent c2 touched src/app.go only partially.
 //
+// The receipt of the worked example issued where cc- names Claude Code's
+// writers (what `git lossless receipt` passes as Input.HarnessOf) differs
+// only in its two context lines, which name the harness:
+//
+//	context c1 session 0f5a7c1e-2b1d-4e8a-9c3f-5d6e7f809a1b agent main events 6 first 2026-01-02T03:00:05Z last 2026-01-02T03:00:40Z harness claude-code
+//	context c2 session 0f5a7c1e-2b1d-4e8a-9c3f-5d6e7f809a1b agent a4b9c2d1e0f3 events 2 first 2026-01-02T03:00:50Z last 2026-01-02T03:00:55Z harness claude-code
+//
+// Verification checks the names against the events it reads: a
+// referenced event (read-set evidence, a span) that names its harness must
+// name one its context lists. A context that names none, and an event that
+// names none (its harness is its writer's, whose name the receipt signs),
+// are not compared.
+//
 // # Versions
 //
-// v1 is the first format. A later one changes the first line; this
+// v1 is the first format. Within v1, the optional "harness NAMES" at the
+// end of a context line was added: a parser that predates it rejects a
+// receipt that has one, and accepts every receipt without one, as before. A later one changes the first line; this
 // package rejects versions it does not know rather than guess.
 package note

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,6 +108,30 @@ type Context struct {
 	Spans       []Ref // conversation spans, in order
 	FileTokens  int64 // o200k tokens of the file versions in its read set
 	SpanTokens  int64 // o200k tokens of its spans
+	// Harness is the agent harness the context's events came from
+	// (gitstore.HarnessOf: their "harness" field, else their writer's
+	// prefix), several comma-separated in byte order should its events
+	// name more than one; "" when none is known (a proxy's or the CLI's
+	// events, or a receipt issued before the field existed).
+	Harness string
+}
+
+// Harnesses lists the agent harnesses the receipt's contexts name,
+// sorted, each once.
+func (r *Receipt) Harnesses() []string {
+	var out []string
+	for _, c := range r.Contexts {
+		if c.Harness == "" {
+			continue
+		}
+		for _, h := range strings.Split(c.Harness, ",") {
+			if !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ID returns the context's id in the text form: "c" + its 1-based index.
@@ -185,9 +210,13 @@ func (r *Receipt) Marshal() ([]byte, error) {
 		line("path", p.Change, p.Status, dash(p.Mode), dash(p.Blob), r.refString(p.Evidence), Token(p.Path))
 	}
 	for i, c := range r.Contexts {
-		line("context", ContextID(i), "session", Token(c.Session), "agent", agentToken(c.Agent),
+		f := []string{ContextID(i), "session", Token(c.Session), "agent", agentToken(c.Agent),
 			"events", strconv.FormatInt(c.Events, 10),
-			"first", c.First.UTC().Format(timeLayout), "last", c.Last.UTC().Format(timeLayout))
+			"first", c.First.UTC().Format(timeLayout), "last", c.Last.UTC().Format(timeLayout)}
+		if c.Harness != "" {
+			f = append(f, "harness", Token(c.Harness))
+		}
+		line(append([]string{"context"}, f...)...)
 	}
 	for _, e := range r.Reads {
 		line("read", ContextID(e.Context-1), e.State, strings.Join(e.Ops, ","), dash(e.Blob), e.View, r.refString(e.Evidence), Token(e.Path))

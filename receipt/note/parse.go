@@ -259,8 +259,8 @@ func (p *parser) receipt() (*Receipt, error) {
 	for k, rl := range sections["context"] {
 		p.i = rl.n
 		f := rl.f
-		if len(f) != 11 || f[0] != ContextID(k) || f[1] != "session" || f[3] != "agent" || f[5] != "events" || f[7] != "first" || f[9] != "last" {
-			return nil, p.errf("context line must be: context %s session S agent A events N first T last T", ContextID(k))
+		if len(f) != 11 && (len(f) != 13 || f[11] != "harness") || f[0] != ContextID(k) || f[1] != "session" || f[3] != "agent" || f[5] != "events" || f[7] != "first" || f[9] != "last" {
+			return nil, p.errf("context line must be: context %s session S agent A events N first T last T [harness H]", ContextID(k))
 		}
 		var c Context
 		if c.Session, err = p.str(f[2]); err != nil {
@@ -282,6 +282,14 @@ func (p *parser) receipt() (*Receipt, error) {
 		}
 		if c.Last, err = p.time(f[10]); err != nil {
 			return nil, err
+		}
+		if len(f) == 13 {
+			if c.Harness, err = p.str(f[12]); err != nil {
+				return nil, err
+			}
+			if c.Harness == "" {
+				return nil, p.errf("harness must name one: leave it out when none is known")
+			}
 		}
 		r.Contexts = append(r.Contexts, c)
 	}

@@ -47,6 +47,34 @@ type Input struct {
 	// nothing.
 	Tokens func(evs []*gitstore.Event) []int64
 	Issued time.Time
+	// HarnessOf maps a writer to its agent harness's name, for events
+	// that do not name theirs (gitstore.HarnessOf): each context's
+	// harness. The commands pass harnesses.WriterHarness (neither this
+	// package nor receipt may import the adapters); nil: only the events'
+	// own field counts.
+	HarnessOf func(writer string) string
+}
+
+// HasHarness reports whether a context's harness field (one name, or
+// several comma-separated) names h.
+func HasHarness(field, h string) bool {
+	for _, n := range strings.Split(field, ",") {
+		if n == h {
+			return true
+		}
+	}
+	return false
+}
+
+// joinHarness adds h to a context's harness field, the names kept in
+// byte order.
+func joinHarness(field, h string) string {
+	if field == "" {
+		return h
+	}
+	ns := append(strings.Split(field, ","), h)
+	sort.Strings(ns)
+	return strings.Join(ns, ",")
 }
 
 // fileOps are the ops that touch a file (as opposed to spans, compaction
@@ -202,6 +230,9 @@ func Compute(in Input) (*Receipt, error) {
 		c := &r.Contexts[i-1]
 		c.Events++
 		c.Last = e.TS.UTC().Truncate(time.Second)
+		if h := gitstore.HarnessOf(e.Harness, e.Writer, in.HarnessOf); h != "" && !HasHarness(c.Harness, h) {
+			c.Harness = joinHarness(c.Harness, h)
+		}
 	}
 
 	// Token counts are gathered as jobs and counted in one batch at the end.
