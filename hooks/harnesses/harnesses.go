@@ -12,6 +12,7 @@ package harnesses
 import (
 	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/claudecode"
+	"github.com/git-lossless/git-lossless/hooks/opencode"
 )
 
 // All returns every harness, the default first: the harness of a hook
@@ -21,6 +22,7 @@ import (
 func All() []hooks.Harness {
 	return []hooks.Harness{
 		claudecode.New(),
+		opencode.New(),
 	}
 }
 
