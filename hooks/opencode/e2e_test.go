@@ -69,8 +69,9 @@ func TestOpencodeEndToEnd(t *testing.T) {
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	gitOut(t, dir, "init", "-q")
 	hello, other, env, notes := filepath.Join(dir, "hello.txt"), filepath.Join(dir, "other.txt"), filepath.Join(dir, ".env"), filepath.Join(dir, "notes.txt")
+	lines := filepath.Join(dir, "lines.txt")
 	const secret = "sk-E2E-OPENCODE-PLANTED-0xC0FFEE"
-	for p, s := range map[string]string{hello: "hello world\n", other: "other content\n", notes: "notes\n", env: "API_KEY=" + secret + "\n"} {
+	for p, s := range map[string]string{hello: "hello world\n", other: "other content\n", notes: "notes\n", lines: "one\ntwo\nthree\nfour\nfive\n", env: "API_KEY=" + secret + "\n"} {
 		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -79,14 +80,17 @@ func TestOpencodeEndToEnd(t *testing.T) {
 
 	const sc = "SCENARIO:oc-e2e"
 	m := opencodetest.NewModel(t, opencodetest.Script{sc: {
-		opencodetest.Read(hello),                                       // 0
-		opencodetest.Edit(hello, "hello world", "hello opencode"),      // 1 allowed
-		opencodetest.Edit(other, "other content", "other EDITED"),      // 2 denied
-		opencodetest.Read(env),                                         // 3 .env
-		opencodetest.Read(notes),                                       // 4, then the compaction; it may run twice (the summary counts the denied call out)
-		opencodetest.Edit(hello, "hello opencode", "hello compacted"),  // 5 denied: compacted
-		opencodetest.Read(hello),                                       // 6
-		opencodetest.Edit(hello, "hello opencode", "hello after read"), // 7 allowed
+		opencodetest.Read(hello),                                                              // 0
+		opencodetest.Edit(hello, "hello world", "hello opencode"),                             // 1 allowed
+		opencodetest.Edit(other, "other content", "other EDITED"),                             // 2 denied
+		opencodetest.Read(env),                                                                // 3 .env
+		opencodetest.Read(notes),                                                              // 4, then the compaction; it may run twice (the summary counts the denied call out)
+		opencodetest.Edit(hello, "hello opencode", "hello compacted"),                         // 5 denied: compacted
+		opencodetest.Read(hello),                                                              // 6
+		opencodetest.Edit(hello, "hello opencode", "hello after read"),                        // 7 allowed
+		opencodetest.Call("git-lossless_read_file", map[string]any{"path": "other.txt"}),      // 8 MCP: seen
+		opencodetest.Edit(other, "other content", "other after mcp"),                          // 9 allowed
+		opencodetest.Call("read", map[string]any{"filePath": lines, "offset": 2, "limit": 2}), // 10 partial
 		opencodetest.Say("DONE oc-e2e"),
 	}})
 	var compacting atomic.Bool
@@ -174,8 +178,8 @@ func TestOpencodeEndToEnd(t *testing.T) {
 		t.Fatalf("no writer oc-%s: %q", session, refs)
 	}
 
-	// The blind edit: denied, file unchanged, our reason in the next request.
-	fileIs(t, other, "other content\n")
+	// The blind edit: denied (the file changed only at step 9, after the
+	// MCP server's read_file), our reason in the next request.
 	if txt := results[opencodetest.CallID(sc, 2)]; !strings.Contains(txt, "git-lossless") {
 		t.Fatalf("blind edit result %q, want our deny reason", txt)
 	}
@@ -222,6 +226,15 @@ func TestOpencodeEndToEnd(t *testing.T) {
 		t.Fatalf("edit after the compaction: %q, want our deny", txt)
 	}
 	fileIs(t, hello, "hello after read\n")
+	// The MCP server's read_file counts as seen for the opencode context.
+	fileIs(t, other, "other after mcp\n")
+	if mr := events(gitstore.Query{Path: "other.txt", Op: "read"}); len(mr) != 1 || mr[0].Source != "mcp" || mr[0].Harness != "opencode" {
+		t.Fatalf("MCP reads of other.txt: %+v", mr)
+	}
+	// A partial read: lines 2-3, exactly.
+	if pr := events(gitstore.Query{Path: "lines.txt", Op: "read"}); len(pr) != 1 || pr[0].View != "lines:2-3" || pr[0].Blob != gitstore.BlobID([]byte("two\nthree")) {
+		t.Fatalf("partial read of lines.txt: %+v", pr)
+	}
 	if spans := events(gitstore.Query{Op: "span"}); len(spans) == 0 {
 		t.Fatal("no spans archived")
 	}
