@@ -87,7 +87,9 @@ func ReadEvidence(abs, out string) (hooks.FileOp, bool) {
 	body := bytes.TrimSuffix(text, []byte("\n"))
 	diskLines := strings.Split(string(body), "\n")
 	last := first + len(lines) - 1
-	if last > len(diskLines) {
+	if last > len(diskLines) || (eof && last != len(diskLines)) {
+		// The disk has other lines than the output says the file had:
+		// it changed since.
 		return hooks.FileOp{}, false
 	}
 	for k, l := range lines {

@@ -1,0 +1,275 @@
+package opencode
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-lossless/git-lossless/hooks"
+	"github.com/git-lossless/git-lossless/hooks/settings"
+	"github.com/git-lossless/git-lossless/hooks/transcript"
+)
+
+// readOut is opencode 1.18.33's read output for lines first.. of a file
+// (the format the e2e test records from the real CLI).
+func readOut(path string, first int, lines []string, footer string) string {
+	var b strings.Builder
+	b.WriteString("<path>" + path + "</path>\n<type>file</type>\n<content>\n")
+	for i, l := range lines {
+		b.WriteString(strconv.Itoa(first+i) + ": " + l + "\n")
+	}
+	b.WriteString("\n" + footer + "\n</content>")
+	return b.String()
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadEvidence: a read is evidence only when the lines shown are the
+// file's lines on disk: the whole file (content = the disk bytes, with or
+// without a final newline, CRLF kept) or an exact range; never a file
+// that changed, a cut line, a directory, or an output of another shape.
+func TestReadEvidence(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.txt")
+	cases := []struct {
+		name, disk, out string
+		ok              bool
+		content         string
+		partial         bool
+		first, n        int64
+	}{
+		{"full with newline", "a\nb\n", readOut(p, 1, []string{"a", "b"}, "(End of file - total 2 lines)"), true, "a\nb\n", false, 0, 0},
+		{"full without newline", "a\nb", readOut(p, 1, []string{"a", "b"}, "(End of file - total 2 lines)"), true, "a\nb", false, 0, 0},
+		{"full CRLF", "a\r\nb\r\n", readOut(p, 1, []string{"a", "b"}, "(End of file - total 2 lines)"), true, "a\r\nb\r\n", false, 0, 0},
+		{"empty line", "a\n\nc\n", readOut(p, 1, []string{"a", "", "c"}, "(End of file - total 3 lines)"), true, "a\n\nc\n", false, 0, 0},
+		{"partial", "one\ntwo\nthree\nfour\nfive\n", readOut(p, 2, []string{"two", "three"}, "(Showing lines 2-3 of 5. Use offset=4 to continue.)"), true, "two\nthree", true, 2, 2},
+		{"tail to the end", "one\ntwo\nthree\n", readOut(p, 2, []string{"two", "three"}, "(End of file - total 3 lines)"), true, "two\nthree", true, 2, 2},
+		{"changed since", "a\nB\n", readOut(p, 1, []string{"a", "b"}, "(End of file - total 2 lines)"), false, "", false, 0, 0},
+		{"grew since", "a\nb\nc\n", readOut(p, 1, []string{"a", "b"}, "(End of file - total 2 lines)"), false, "", false, 0, 0},
+		{"cut line", "a\n" + strings.Repeat("x", 3000) + "\n", readOut(p, 1, []string{"a", strings.Repeat("x", 2000) + "... (line truncated to 2000 chars)"}, "(End of file - total 2 lines)"), false, "", false, 0, 0},
+		{"total disagrees", "a\nb\n", readOut(p, 1, []string{"a", "b"}, "(End of file - total 3 lines)"), false, "", false, 0, 0},
+		{"numbers out of sequence", "a\nb\n", "<path>x</path>\n<type>file</type>\n<content>\n1: a\n3: b\n\n(End of file - total 2 lines)\n</content>", false, "", false, 0, 0},
+		{"directory", "a\n", "<path>x</path>\n<type>directory</type>\n<entries>\na\n</entries>", false, "", false, 0, 0},
+		{"error text", "a\n", "File not found: x", false, "", false, 0, 0},
+		{"extra text after the footer", "a\n", "<path>x</path>\n<type>file</type>\n<content>\n1: a\n\n(End of file - total 1 lines)\nmore\n</content>", false, "", false, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			write(t, p, c.disk)
+			f, ok := ReadEvidence(p, c.out)
+			if ok != c.ok {
+				t.Fatalf("ok = %v, want %v (%+v)", ok, c.ok, f)
+			}
+			if !ok {
+				return
+			}
+			if string(f.Content) != c.content || !f.HasContent || f.Partial != c.partial || f.Op != "read" || f.Path != p {
+				t.Fatalf("got %+v content %q, want %q partial %v", f, f.Content, c.content, c.partial)
+			}
+			if c.partial && (f.FirstLine != c.first || f.NumLines != c.n) {
+				t.Fatalf("lines %d+%d, want %d+%d", f.FirstLine, f.NumLines, c.first, c.n)
+			}
+		})
+	}
+	if _, ok := ReadEvidence(filepath.Join(dir, "missing"), readOut(p, 1, []string{"a"}, "(End of file - total 1 lines)")); ok {
+		t.Fatal("a read of a file gone from disk is evidence")
+	}
+}
+
+// TestDecode: the plugin's payloads to calls; unusable payloads are errors.
+func TestDecode(t *testing.T) {
+	dir := t.TempDir()
+	hello := filepath.Join(dir, "hello.txt")
+	write(t, hello, "hello world\n")
+	h := New()
+	dec := func(ev hooks.HookEvent, s string) (hooks.Call, error) { return h.Decode(ev, strings.NewReader(s)) }
+	base := `"session":"ses_1","cwd":"` + dir + `","transcript":"/s/ses_1.jsonl"`
+
+	c, err := dec(hooks.PreToolUse, `{`+base+`,"agent":"ses_2","context_transcript":"/s/ses_1/ses_2.jsonl","tool":"edit","call_id":"c1","args":{"filePath":"hello.txt","oldString":"a","newString":"b"}}`)
+	if err != nil || c.Session != "ses_1" || c.Agent != "ses_2" || c.ContextTranscript != "/s/ses_1/ses_2.jsonl" || c.CallID != "c1" ||
+		len(c.Files) != 1 || c.Files[0].Path != hello || c.Files[0].Op != "edit" {
+		t.Fatalf("pre edit: %+v %v", c, err)
+	}
+	c, err = dec(hooks.PostToolUse, `{`+base+`,"tool":"write","call_id":"c2","args":{"filePath":"`+hello+`","content":"x\n"}}`)
+	if err != nil || len(c.Files) != 1 || !c.Files[0].HasContent || string(c.Files[0].Content) != "x\n" || c.ContextTranscript != "/s/ses_1.jsonl" {
+		t.Fatalf("post write: %+v %v", c, err)
+	}
+	out := readOut(hello, 1, []string{"hello world"}, "(End of file - total 1 lines)")
+	c, err = dec(hooks.PostToolUse, `{`+base+`,"tool":"read","call_id":"c3","args":{"filePath":"`+hello+`"},"output":`+quote(out)+`}`)
+	if err != nil || len(c.Files) != 1 || string(c.Files[0].Content) != "hello world\n" {
+		t.Fatalf("post read: %+v %v", c, err)
+	}
+	c, err = dec(hooks.PostToolUse, `{`+base+`,"tool":"bash","call_id":"c4","args":{"command":"cat hello.txt"},"output":"hello world\n"}`)
+	if err != nil || c.Shell == nil || c.Shell.Command != "cat hello.txt" || !c.Shell.HasOutput || len(c.Files) != 0 {
+		t.Fatalf("post bash: %+v %v", c, err)
+	}
+	c, err = dec(hooks.PreToolUse, `{`+base+`,"tool":"edit","call_id":"c5","args":{}}`)
+	if err != nil || c.ToolErr == nil {
+		t.Fatalf("edit without filePath: %+v %v", c, err)
+	}
+	for _, bad := range []string{``, `[]`, `{}`, `{"session":""}`, `{"session":"a/b"}`, `{"session":"s","agent":"../x"}`,
+		`{"session":"s","cwd":"rel"}`, `{"session":"s","transcript":"rel.jsonl"}`, `{"session":1}`} {
+		if _, err := dec(hooks.PreToolUse, bad); err == nil {
+			t.Errorf("payload %q decoded", bad)
+		}
+	}
+	if h.Event("tool.execute.before") != hooks.PreToolUse || h.Event("session-end") != hooks.SessionEnd || h.Event("nope") != "" {
+		t.Error("event names")
+	}
+	if got := string(h.Reply(hooks.Call{}, hooks.Reply{Deny: "no"})); got != "{\"deny\":\"no\"}\n" {
+		t.Errorf("deny reply %q", got)
+	}
+	if got := string(h.Reply(hooks.Call{}, hooks.Reply{Context: "ws"})); got != "{\"context\":\"ws\"}\n" {
+		t.Errorf("context reply %q", got)
+	}
+	if h.Reply(hooks.Call{}, hooks.Reply{}) != nil {
+		t.Error("empty reply printed something")
+	}
+}
+
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// TestReadTranscript: the plugin's session log to items; a last line
+// without its newline is left for the next read.
+func TestReadTranscript(t *testing.T) {
+	log := `{"v":1,"type":"user","id":"prt_1","session":"ses_1","ts":1000,"cwd":"/w","text":"do it"}
+{"v":1,"type":"tool","id":"call_1","session":"ses_1","ts":2000,"cwd":"/w","tool":"read","args":{"filePath":"a.txt"},"output":"<path>/w/a.txt</path>"}
+{"v":1,"type":"assistant","id":"prt_2","session":"ses_1","agent":"ses_2","ts":3000,"text":"ok"}
+not json
+{"v":1,"type":"compacted","id":"evt_1","session":"ses_1","ts":4000}
+{"v":1,"type":"summary","id":"prt_3","session":"ses_1","ts":5000,"text":"sum"}
+{"v":1,"type":"user","id":"prt_4","session":"ses_1","ts":6000,"text":"half`
+	r := New().ReadTranscript(strings.NewReader(log), hooks.TranscriptPos{})
+	var kinds []string
+	for {
+		l, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Invalid {
+			kinds = append(kinds, "invalid")
+		}
+		for _, it := range l.Items {
+			switch x := it.(type) {
+			case *transcript.TextSpan:
+				kinds = append(kinds, x.Kind+":"+x.Key+":"+x.Agent)
+			case *transcript.ToolUse:
+				kinds = append(kinds, "use:"+x.SpanKey+":"+x.Path)
+			case *transcript.ToolResult:
+				kinds = append(kinds, "result:"+x.SpanKey+":"+x.Path)
+			case *transcript.CompactBoundary:
+				kinds = append(kinds, "boundary:"+x.Key)
+			case *transcript.CompactSummary:
+				kinds = append(kinds, "summary:"+x.Key)
+			}
+		}
+	}
+	want := "user:span:prt_1: use:span:call_1:0:/w/a.txt result:span:call_1:1:/w/a.txt assistant:span:prt_2:ses_2 invalid boundary:compact:evt_1 summary:span:prt_3"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Fatalf("items\n got %s\nwant %s", got, want)
+	}
+	if want := int64(strings.LastIndex(log, "\n") + 1); r.Offset() != want {
+		t.Fatalf("offset %d, want %d (before the unfinished line)", r.Offset(), want)
+	}
+}
+
+// TestInstallPlans: the plugin is written with the hook program's path,
+// a second install changes nothing, a plugin file of someone else's is
+// refused, opencode.json keeps its other keys, and uninstall removes ours.
+func TestInstallPlans(t *testing.T) {
+	home := t.TempDir()
+	getenv := func(k string) string {
+		if k == "HOME" {
+			return home
+		}
+		return ""
+	}
+	bin := settings.HookBinary{Path: "/opt/bin/git-lossless", Hook: "/opt/bin/git-lossless-hook"}
+	ctx := context.Background()
+	cfgDir := filepath.Join(home, ".config", "opencode")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(cfgDir, "opencode.json"), "{\n  \"theme\": \"dark\",\n  \"mcp\": {\"other\": {\"type\": \"remote\", \"url\": \"https://x\"}}\n}\n")
+	apply := func(uninstall bool) hooks.Install {
+		t.Helper()
+		inst, err := New().Install(ctx, hooks.InstallOptions{Uninstall: uninstall, Scope: "user", Getenv: getenv, Bin: bin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range inst.Targets {
+			if _, err := tg.Plan.Apply(tgNow()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return inst
+	}
+	inst := apply(false)
+	if len(inst.Targets) != 2 || inst.Targets[0].Plan.Path != filepath.Join(cfgDir, "plugin", PluginFile) {
+		t.Fatalf("targets %+v", inst.Targets)
+	}
+	js, _ := os.ReadFile(filepath.Join(cfgDir, "plugin", PluginFile))
+	if !strings.Contains(string(js), `{"args":["hook","opencode"],"bin":"/opt/bin/git-lossless-hook"}`) || strings.Contains(string(js), "__GIT_LOSSLESS_HOOK__") {
+		t.Fatalf("plugin does not run the hook program:\n%.300s", js)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(cfgDir, "opencode.json"))
+	if !strings.Contains(string(cfg), `"theme": "dark"`) || !strings.Contains(string(cfg), `"other"`) || !strings.Contains(string(cfg), `"/opt/bin/git-lossless"`) {
+		t.Fatalf("opencode.json after install:\n%s", cfg)
+	}
+	again, err := New().Install(ctx, hooks.InstallOptions{Scope: "user", Getenv: getenv, Bin: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range again.Targets {
+		if tg.Plan.Changed() {
+			t.Errorf("second install changes %s", tg.Plan.Path)
+		}
+	}
+	tools, _ := New().MCPTools(t.TempDir(), getenv)
+	if tools == nil || tools("read_file") != "git-lossless_read_file" {
+		t.Error("MCPTools does not see the registration")
+	}
+	apply(true)
+	if _, err := os.Stat(filepath.Join(cfgDir, "plugin", PluginFile)); !os.IsNotExist(err) {
+		t.Fatalf("plugin left after uninstall: %v", err)
+	}
+	cfg, _ = os.ReadFile(filepath.Join(cfgDir, "opencode.json"))
+	if strings.Contains(string(cfg), "git-lossless") || !strings.Contains(string(cfg), `"other"`) {
+		t.Fatalf("opencode.json after uninstall:\n%s", cfg)
+	}
+	write(t, filepath.Join(cfgDir, "plugin", PluginFile), "export const Mine = async () => ({})\n")
+	if _, err := New().Install(ctx, hooks.InstallOptions{Scope: "user", Getenv: getenv, Bin: bin}); err == nil {
+		t.Fatal("install over someone else's plugin file was not refused")
+	}
+}
+
+func tgNow() time.Time { return time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC) }
