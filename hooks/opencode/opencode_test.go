@@ -273,3 +273,23 @@ func TestInstallPlans(t *testing.T) {
 }
 
 func tgNow() time.Time { return time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC) }
+
+// TestSamplePayload: the bench's payloads run through Decode as the
+// plugin's do: an edit to guard, a read that is evidence of the file.
+func TestSamplePayload(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "a.go")
+	body := "package a\n\nfunc A() {}\n"
+	write(t, f, body)
+	h := New()
+	ev, in := h.SamplePayload(hooks.PreToolUse, "ses_b", dir, filepath.Join(dir, "ses_b.jsonl"), f, []byte(body))
+	c, err := h.Decode(h.Event(ev), strings.NewReader(string(in)))
+	if err != nil || h.Event(ev) != hooks.PreToolUse || len(c.Files) != 1 || c.Files[0].Path != f {
+		t.Fatalf("pre sample %s %s: %+v %v", ev, in, c, err)
+	}
+	ev, in = h.SamplePayload(hooks.PostToolUse, "ses_b", dir, filepath.Join(dir, "ses_b.jsonl"), f, []byte(body))
+	c, err = h.Decode(h.Event(ev), strings.NewReader(string(in)))
+	if err != nil || h.Event(ev) != hooks.PostToolUse || len(c.Files) != 1 || string(c.Files[0].Content) != body || c.Files[0].Partial {
+		t.Fatalf("post sample %s: %+v %v", ev, c, err)
+	}
+}
