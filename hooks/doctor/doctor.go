@@ -124,6 +124,7 @@ func Run(ctx context.Context, opt Options) []Check {
 	}
 	out = append(out, checkMCPServer(ctx, opt, doctorInspected))
 	out = append(out, checkGuard(opt, doctorInspected))
+	out = append(out, checkOpencode(opt)...)
 	return out
 }
 

@@ -258,6 +258,13 @@ func TestInstallPlans(t *testing.T) {
 	if tools == nil || tools("read_file") != "git-lossless_read_file" {
 		t.Error("MCPTools does not see the registration")
 	}
+	ins, err := Inspect(t.TempDir(), getenv)
+	if err != nil || len(ins) != 1 || !ins[0].Current || !ins[0].MCP || ins[0].Hook != bin.Hook || ins[0].Scope != "user" {
+		t.Fatalf("Inspect: %+v %v", ins, err)
+	}
+	if _, problems := DoctorDetail(ins); len(problems) != 1 || !strings.Contains(problems[0], "missing") {
+		t.Fatalf("doctor on a plugin whose program is missing: %q", problems)
+	}
 	apply(true)
 	if _, err := os.Stat(filepath.Join(cfgDir, "plugin", PluginFile)); !os.IsNotExist(err) {
 		t.Fatalf("plugin left after uninstall: %v", err)
