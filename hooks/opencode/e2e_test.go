@@ -239,6 +239,44 @@ func TestOpencodeEndToEnd(t *testing.T) {
 		t.Fatal("no spans archived")
 	}
 
+	// Import: the plugin's logs again (everything is archived: nothing
+	// added), then `opencode export` of the session, whose keys are the
+	// log's (no second boundary, no span twice; it adds the denied calls'
+	// error results, which the plugin never sees).
+	count := func() int { return len(events(gitstore.Query{})) }
+	before := count()
+	imp := exec.Command(bin, "import", "--harness", "opencode", "--quiet")
+	imp.Dir, imp.Env = dir, append(inst.Env, "XDG_STATE_HOME="+filepath.Join(r.Home, ".local", "state"))
+	if out, err := imp.CombinedOutput(); err != nil || count() != before {
+		t.Fatalf("import of the logs: %v, %d events added\n%s", err, count()-before, out)
+	}
+	exp, err := r.Export(ctx, dir, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expFile := filepath.Join(t.TempDir(), session+".json")
+	if err := os.WriteFile(expFile, exp, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	imp = exec.Command(bin, "import", "--harness", "opencode", "--quiet", expFile)
+	imp.Dir, imp.Env = dir, inst.Env
+	if out, err := imp.CombinedOutput(); err != nil {
+		t.Fatalf("import of the export: %v\n%s", err, out)
+	}
+	if b := events(gitstore.Query{Op: "compact"}); len(b) != 1 {
+		t.Fatalf("after importing the export: %d boundaries", len(b))
+	}
+	keys := map[string]bool{}
+	for _, e := range events(gitstore.Query{Op: "span"}) {
+		if keys[e.Key] {
+			t.Fatalf("span %s twice", e.Key)
+		}
+		keys[e.Key] = true
+	}
+	if !keys["span:"+opencodetest.CallID(sc, 2)+":1"] {
+		t.Fatal("the export's error result of the denied edit was not archived")
+	}
+
 	// The archive is sound, and the secret is in no object.
 	gitOut(t, dir, "gc", "--quiet", "--prune=now")
 	gitOut(t, dir, "fsck", "--strict")

@@ -4,12 +4,14 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
@@ -298,5 +300,64 @@ func TestSamplePayload(t *testing.T) {
 	c, err = h.Decode(h.Event(ev), strings.NewReader(string(in)))
 	if err != nil || h.Event(ev) != hooks.PostToolUse || len(c.Files) != 1 || string(c.Files[0].Content) != body || c.Files[0].Partial {
 		t.Fatalf("post sample %s: %+v %v", ev, c, err)
+	}
+}
+
+// TestImportExport imports the sample `opencode export` of a real
+// 1.18.33 run (read, edit, denied edit) into a repository: its messages
+// and tool calls become spans of writer oc-<session>, the write-free edit
+// no evidence; a second import adds nothing.
+func TestImportExport(t *testing.T) {
+	sample, err := os.ReadFile("/work/shared/samples/opencode-1.18.33/run1-read-edit-deny/session_export.json")
+	if err != nil {
+		t.Skipf("sample: %v", err)
+	}
+	repo := t.TempDir()
+	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	ex := filepath.Join(t.TempDir(), "ses.json")
+	// As `opencode export > FILE` leaves it: a line of chatter first.
+	write(t, ex, "Exporting session: ses_db96a9c01ffeiCN1a7cT0GTKVI\n"+strings.ReplaceAll(string(sample), "/home/dev/project", repo))
+	h := New()
+	if main, ok := h.SessionFile(ex); !ok || main != ex {
+		t.Fatalf("SessionFile(export) = %q %v", main, ok)
+	}
+	if cwd, err := h.TranscriptCwd(ex, 0); err != nil || cwd != repo {
+		t.Fatalf("TranscriptCwd = %q %v", cwd, err)
+	}
+	ctx := context.Background()
+	stats, err := hooks.Import(ctx, h, []string{ex}, hooks.ImportOptions{Workers: 1})
+	if err != nil {
+		t.Fatalf("import: %v (%+v)", err, stats)
+	}
+	st, err := gitstore.OpenDir(repo, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const session = "ses_db96a9c01ffeiCN1a7cT0GTKVI"
+	evs, err := st.Events(ctx, gitstore.Query{Session: session})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, e := range evs {
+		if e.Harness != "opencode" || e.Writer != "oc-"+session || e.Op != "span" {
+			t.Fatalf("event %s", e.Raw)
+		}
+		kinds[string(e.Extra["kind"])]++
+	}
+	// The prompt, the last text, three tool calls and their results (one
+	// an error: the denied edit).
+	if kinds[`"user"`] != 1 || kinds[`"assistant"`] != 1 || kinds[`"tool_use"`] != 3 || kinds[`"tool_result"`] != 3 {
+		t.Fatalf("span kinds %v", kinds)
+	}
+	again, err := hooks.Import(ctx, h, []string{ex}, hooks.ImportOptions{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs2, _ := st.Events(ctx, gitstore.Query{Session: session})
+	if len(evs2) != len(evs) {
+		t.Fatalf("second import added %d events (%+v)", len(evs2)-len(evs), again)
 	}
 }

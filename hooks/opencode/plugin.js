@@ -65,6 +65,7 @@ export const GitLossless = async (ctx) => {
   const written = new Set()    // part ids already in the log
   const pending = new Set()    // sessions compacted, working set not fetched yet
   const restored = new Map()   // session id -> the text handed back after its last compaction
+  const compactions = new Map() // session id -> its compaction part's id (the boundary's key, as in an export)
 
   const root = (sid) => {
     let s = sid
@@ -158,6 +159,7 @@ export const GitLossless = async (ctx) => {
             break
           case "message.part.updated": {
             const p = pr.part
+            if (p && p.type === "compaction" && p.id && p.sessionID) compactions.set(p.sessionID, p.id)
             const role = p && roles.get(p.messageID)
             if (!p || p.type !== "text" || p.synthetic || !(p.time && p.time.end) || written.has(p.id)) break
             if (role !== "assistant" && role !== "summary") break
@@ -167,7 +169,8 @@ export const GitLossless = async (ctx) => {
           }
           case "session.compacted":
             if (!pr.sessionID) break
-            log(pr.sessionID, { type: "compacted", id: event.id || pr.sessionID + "-" + Date.now() })
+            log(pr.sessionID, { type: "compacted", id: compactions.get(pr.sessionID) || event.id || pr.sessionID + "-" + Date.now() })
+            compactions.delete(pr.sessionID)
             pending.add(pr.sessionID)
             break
           case "session.idle":

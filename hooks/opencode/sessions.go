@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -76,8 +77,12 @@ func (Harness) SessionOf(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), ".jsonl")
 }
 
-// SessionFile implements hooks.Harness.
+// SessionFile implements hooks.Harness: the plugin's logs (.jsonl), and
+// `opencode export` documents (.json) named on the command line.
 func (Harness) SessionFile(path string) (string, bool) {
+	if strings.HasSuffix(path, ".json") {
+		return path, exportFile(path)
+	}
 	if !strings.HasSuffix(path, ".jsonl") {
 		return "", false
 	}
@@ -87,9 +92,32 @@ func (Harness) SessionFile(path string) (string, bool) {
 	return path, true
 }
 
+// exportFile reports whether path holds an `opencode export` document.
+func exportFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	return isExport(head[:n])
+}
+
 // TranscriptCwd implements hooks.Harness: the cwd of the log's first
-// line.
+// line (an export's info.directory).
 func (Harness) TranscriptCwd(path string, size int64) (string, error) {
+	if exportFile(path) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		var ex Export
+		if err := json.Unmarshal(exportStart(b), &ex); err != nil {
+			return "", fmt.Errorf("opencode export %s: %w", path, err)
+		}
+		return ex.Info.Directory, nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

@@ -28,6 +28,7 @@ type LogLine struct {
 	Tool    string          `json:"tool"`
 	Args    json.RawMessage `json:"args"`
 	Output  *string         `json:"output"`
+	Error   *string         `json:"error,omitempty"` // a failed call's error (exports only)
 }
 
 // ReadTranscript implements hooks.Harness over the plugin's session log.
@@ -40,9 +41,11 @@ func (Harness) ReadTranscript(r io.Reader, at hooks.TranscriptPos) hooks.Transcr
 }
 
 type logReader struct {
-	br    *bufio.Reader
-	off   int64
-	stats transcript.Stats
+	br      *bufio.Reader
+	off     int64
+	stats   transcript.Stats
+	started bool
+	done    bool // an export was read whole
 }
 
 func (r *logReader) Offset() int64                        { return r.off }
@@ -52,6 +55,25 @@ func (r *logReader) Stats() transcript.Stats              { return r.stats }
 // Next implements hooks.TranscriptReader: a last line without its newline
 // is still being written and left for the next read.
 func (r *logReader) Next() (*transcript.Line, error) {
+	if r.done {
+		return nil, io.EOF
+	}
+	if !r.started {
+		r.started = true
+		if head, _ := r.br.Peek(512); r.off == 0 && isExport(head) {
+			// `opencode export` output: one document, read whole.
+			r.done = true
+			tl, err := readExport(r.br, r.off)
+			if err != nil {
+				return nil, err
+			}
+			r.off = tl.End
+			r.stats.Lines++
+			r.stats.Bytes += tl.End - tl.Start
+			r.stats.Items += len(tl.Items)
+			return tl, nil
+		}
+	}
 	b, err := r.br.ReadBytes('\n')
 	if errors.Is(err, io.EOF) {
 		return nil, io.EOF
@@ -104,8 +126,12 @@ func (l *LogLine) items(m transcript.LineMeta) []transcript.Item {
 		}
 		use := &transcript.ToolUse{LineMeta: m, ID: l.ID, Name: l.Tool, Input: input, Path: path, SpanKey: "span:" + l.ID + ":0"}
 		items := []transcript.Item{use}
-		if l.Output != nil {
+		switch {
+		case l.Output != nil:
 			items = append(items, &transcript.ToolResult{LineMeta: m, ToolUseID: l.ID, ContentJSON: str(*l.Output), Tool: l.Tool,
+				Path: path, Block: 1, SpanKey: "span:" + l.ID + ":1"})
+		case l.Error != nil:
+			items = append(items, &transcript.ToolResult{LineMeta: m, ToolUseID: l.ID, ContentJSON: str(*l.Error), IsError: true, Tool: l.Tool,
 				Path: path, Block: 1, SpanKey: "span:" + l.ID + ":1"})
 		}
 		return items
