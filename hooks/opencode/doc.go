@@ -46,7 +46,11 @@
 // the file on disk; when they are its lines (all: view full, content the
 // file's bytes; A-B: view lines:A-B, those lines) it is evidence, else
 // none. Edits and writes record the file from disk right after the call
-// (a write's args.content when it has one).
+// (a write's args.content when it has one). apply_patch, which opencode
+// offers GPT models instead of edit and write, takes Codex's patch format
+// (args.patchText), parsed by hooks/codex: the guard decides every file
+// whose content the patch replaces or removes, the recorder reads back
+// every file it leaves written.
 //
 // Spans: opencode keeps sessions in SQLite and gives no transcript file,
 // so the plugin keeps one for the sweep: a JSON line per user prompt

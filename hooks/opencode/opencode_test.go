@@ -115,6 +115,15 @@ func TestDecode(t *testing.T) {
 	if err != nil || c.Shell == nil || c.Shell.Command != "cat hello.txt" || !c.Shell.HasOutput || len(c.Files) != 0 {
 		t.Fatalf("post bash: %+v %v", c, err)
 	}
+	pt := `"*** Begin Patch\n*** Update File: hello.txt\n@@\n-hello world\n+x\n*** Add File: new.txt\n+n\n*** End Patch"`
+	c, err = dec(hooks.PreToolUse, `{`+base+`,"tool":"apply_patch","call_id":"c6","args":{"patchText":`+pt+`}}`)
+	if err != nil || c.ToolErr != nil || len(c.Files) != 1 || c.Files[0].Path != hello {
+		t.Fatalf("pre apply_patch (the update needs hello.txt seen, the add nothing): %+v %v", c, err)
+	}
+	c, err = dec(hooks.PostToolUse, `{`+base+`,"tool":"apply_patch","call_id":"c6","args":{"patchText":`+pt+`}}`)
+	if err != nil || len(c.Files) != 2 || c.Files[1].Path != filepath.Join(dir, "new.txt") || c.Files[0].HasContent {
+		t.Fatalf("post apply_patch (both written, read from disk): %+v %v", c, err)
+	}
 	c, err = dec(hooks.PreToolUse, `{`+base+`,"tool":"edit","call_id":"c5","args":{}}`)
 	if err != nil || c.ToolErr == nil {
 		t.Fatalf("edit without filePath: %+v %v", c, err)
