@@ -12,10 +12,12 @@
 //
 //	plugin hook                          EVENT          reply used
 //	tool.execute.before (edit, write,    pre-tool-use   {"deny": reason}: the plugin
-//	  multiedit, patch, apply_patch)                    throws Error(reason); opencode
+//	  multiedit, apply_patch)                           throws Error(reason); opencode
 //	                                                    hands the message to the model
 //	tool.execute.after (read, edit,      post-tool-use  none
-//	  write, multiedit, patch, bash)
+//	  write, multiedit, apply_patch,
+//	  bash: its command and output are
+//	  the Call's Shell)
 //	experimental.chat.system.transform,  session-start  {"context": text}: pushed into
 //	  first request after session.                      output.system of this and every
 //	  compacted (source "compact")                      later request of the session

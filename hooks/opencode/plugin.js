@@ -15,8 +15,8 @@ const HOOK = __GIT_LOSSLESS_HOOK__
 const TIMEOUT_MS = 10000
 const SWEEP_TIMEOUT_MS = 30000
 // Tools whose calls the guard decides, and tools whose results are evidence.
-const GUARDED = new Set(["edit", "write", "multiedit", "patch", "apply_patch"])
-const RECORDED = new Set(["read", "edit", "write", "multiedit", "patch", "apply_patch", "bash"])
+const GUARDED = new Set(["edit", "write", "multiedit", "apply_patch"])
+const RECORDED = new Set(["read", "edit", "write", "multiedit", "apply_patch", "bash"])
 
 function warn(what, err) {
   try { process.stderr.write("git-lossless: opencode plugin: " + what + ": " + String((err && err.message) || err).split("\n")[0] + " (ignored)\n") } catch (e) {}
