@@ -205,7 +205,7 @@ func TestImportE2E(t *testing.T) {
 	}
 	sb.setenv("GIT_DIR", "")
 	sb.setenv("CLAUDE_CONFIG_DIR", filepath.Join(sb.root, "nowhere"))
-	if r := sb.run(sb.root, "import"); r.code != exitError || !strings.Contains(r.stderr, "no sessions of claude-code at "+filepath.Join(sb.root, "nowhere", "projects")) {
+	if r := sb.run(sb.root, "import"); r.code != exitError || !strings.Contains(r.stderr, "no sessions of claude-code") || !strings.Contains(r.stderr, filepath.Join(sb.root, "nowhere", "projects")) {
 		t.Errorf("no projects directory: exit %d\n%s", r.code, r.stderr)
 	}
 }

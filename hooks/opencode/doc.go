@@ -50,7 +50,7 @@
 // none. Edits and writes record the file from disk right after the call
 // (a write's args.content when it has one). apply_patch, which opencode
 // offers GPT models instead of edit and write, takes Codex's patch format
-// (args.patchText), parsed by hooks/codex: the guard decides every file
+// (args.patchText), whose file headers patch.go reads: the guard decides every file
 // whose content the patch replaces or removes, the recorder reads back
 // every file it leaves written.
 //

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/git-lossless/git-lossless/hooks"
-	"github.com/git-lossless/git-lossless/hooks/codex"
 )
 
 // Name is opencode's harness name: Event.Harness of everything recorded
@@ -204,8 +202,8 @@ func (Harness) Decode(ev hooks.HookEvent, stdin io.Reader) (hooks.Call, error) {
 }
 
 // patchFiles are the files an apply_patch call (opencode's edit tool for
-// GPT models: args.patchText in Codex's patch format, parsed by
-// hooks/codex) will change, for the guard (every file whose current
+// GPT models: args.patchText in Codex's patch format, see patchOps) will
+// change, for the guard (every file whose current
 // content it replaces or removes; adding a new file needs nothing), or
 // has written, for the recorder (each read back from disk). A patch that
 // does not parse changes nothing: opencode refuses it too.
@@ -216,20 +214,15 @@ func (p *Payload) patchFiles(ev hooks.HookEvent) ([]hooks.FileOp, error) {
 	if len(p.Args) == 0 || p.Args[0] != '{' || json.Unmarshal(p.Args, &a) != nil || a.PatchText == nil {
 		return nil, errors.New("args.patchText is missing")
 	}
-	pt, err := codex.ParsePatch(*a.PatchText)
-	if err != nil {
-		return nil, nil
-	}
+	ops := patchOps(*a.PatchText, p.Cwd)
 	var files []hooks.FileOp
 	if ev == hooks.PreToolUse {
-		exists := func(abs string) bool { _, err := os.Stat(abs); return err == nil }
-		for _, f := range pt.NeedsSeen(p.Cwd, exists) {
+		for _, f := range patchNeedsSeen(ops) {
 			files = append(files, hooks.FileOp{Op: "edit", Path: f})
 		}
 		return files, nil
 	}
-	written, _ := pt.Final(p.Cwd)
-	for _, f := range written {
+	for _, f := range patchWritten(ops) {
 		files = append(files, hooks.FileOp{Op: "edit", Path: f})
 	}
 	return files, nil

@@ -370,3 +370,29 @@ func TestImportExport(t *testing.T) {
 		t.Fatalf("second import added %d events (%+v)", len(evs2)-len(evs), again)
 	}
 }
+
+// TestPatchOps: the files an apply_patch needs seen (what it replaces or
+// removes) and leaves written, from its headers.
+func TestPatchOps(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"a", "b", "exists"} {
+		write(t, filepath.Join(dir, f), "x\n")
+	}
+	j := func(n ...string) string {
+		var out []string
+		for _, s := range n {
+			out = append(out, filepath.Base(s))
+		}
+		return strings.Join(out, " ")
+	}
+	ops := patchOps("*** Begin Patch\n*** Update File: a\n*** Move to: c\n@@\n-x\n+y\n*** Delete File: b\n*** Add File: new\n+n\n*** Add File: exists\n+n\n*** Update File: new\n@@\n-n\n+m\n  *** Update File: "+filepath.Join(dir, "a")+"\n*** End Patch", dir)
+	if got := j(patchNeedsSeen(ops)...); got != "a b exists" {
+		t.Errorf("needs seen %q", got)
+	}
+	if got := j(patchWritten(ops)...); got != "c a new exists" { // order of first touch
+		t.Errorf("written %q", got)
+	}
+	if ops := patchOps("no headers", dir); len(ops) != 0 {
+		t.Errorf("ops of no patch: %+v", ops)
+	}
+}
