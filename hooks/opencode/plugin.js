@@ -60,6 +60,11 @@ function runHook(event, payload, timeout) {
 export const GitLossless = async (ctx) => {
   const cwd = ctx.directory || process.cwd()
   const worktree = ctx.worktree || ""
+  // Installed for the user and for the project, opencode loads two copies:
+  // only the first hooks a directory (else every call would run twice).
+  const loaded = (globalThis.__gitLosslessDirs = globalThis.__gitLosslessDirs || new Set())
+  if (loaded.has(cwd)) return {}
+  loaded.add(cwd)
   const parents = new Map()    // session id -> parent session id
   const roles = new Map()      // message id -> role / "summary"
   const written = new Set()    // part ids already in the log

@@ -14,7 +14,8 @@ import (
 )
 
 // TestOpencodeSubagentUserScope installs the plugin for the user
-// (~/.config/opencode/plugin, as `install opencode` defaults to) and runs
+// (~/.config/opencode/plugin, as `install opencode` defaults to) and for
+// the project (two copies loaded, one hooks), and runs
 // a task: the child session's read is evidence of the child's context
 // only (agent = the child session, writer oc-<parent>), so the parent's
 // edit of that file is denied. Uninstall then removes what install wrote.
@@ -55,6 +56,9 @@ func TestOpencodeSubagentUserScope(t *testing.T) {
 		return string(out)
 	}
 	gl("install", "opencode", "--apply")
+	// The project too: opencode then loads two copies of the plugin, and
+	// only one may hook (one denial, not two).
+	gl("install", "opencode", "--scope", "project", "--apply", "--no-mcp")
 	plugin := filepath.Join(r.ConfigDir(), "plugin", "git-lossless.js")
 	if _, err := os.Stat(plugin); err != nil {
 		t.Fatalf("user install wrote no plugin: %v", err)
@@ -86,15 +90,17 @@ func TestOpencodeSubagentUserScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	var read, deny bool
+	denials := 0
 	for _, e := range evs {
 		switch {
 		case e.Op == "read" && e.Source == "hook":
 			read = e.Agent == child && e.Sidechain && e.Writer == "oc-"+parent && e.Key == opencodetest.CallID(sub, 0)
 		case e.Op == "deny":
 			deny = e.Agent == "" && e.Writer == "oc-"+parent
+			denials++
 		}
 	}
-	if !read || !deny {
+	if !read || !deny || denials != 1 {
 		t.Fatalf("shared.txt events (want the child's read and the parent's denial):\n%+v", evs)
 	}
 	fileIs(t, shared, "seen by the child only\n")
@@ -108,6 +114,10 @@ func TestOpencodeSubagentUserScope(t *testing.T) {
 	logDir := filepath.Join(r.Home, ".local", "state", "git-lossless", "opencode")
 	if _, err := os.Stat(filepath.Join(logDir, parent, child+".jsonl")); err != nil {
 		t.Fatalf("child session log: %v", err)
+	}
+	// One copy of the plugin hooked: the prompt is logged once.
+	if b, err := os.ReadFile(filepath.Join(logDir, parent+".jsonl")); err != nil || strings.Count(string(b), `"type":"user"`) != 1 {
+		t.Fatalf("parent log (want the prompt once): %v\n%s", err, b)
 	}
 	spans, err := st.Events(ctx, gitstore.Query{Session: parent, Op: "span", Agent: child})
 	if err != nil || len(spans) == 0 {
