@@ -68,7 +68,7 @@
 // log's.
 //
 // The plugin never breaks opencode for our failure: every hook catches
-// everything, the hook program is killed after 10 s (30 s for the sweep)
+// everything, the hook program is killed after 10 s (30 s for what sweeps)
 // and then counts as no reply, and our problems are one stderr line. The
 // one deliberate block is the guard's deny.
 //

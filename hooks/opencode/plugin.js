@@ -143,7 +143,7 @@ export const GitLossless = async (ctx) => {
         if (!sid || !output || !Array.isArray(output.system)) return
         if (pending.has(sid)) {
           pending.delete(sid)
-          const reply = await runHook("session-start", payload("session.compacted", sid, { source: "compact" }))
+          const reply = await runHook("session-start", payload("session.compacted", sid, { source: "compact" }), SWEEP_TIMEOUT_MS)
           if (reply && typeof reply.context === "string" && reply.context) restored.set(sid, reply.context)
           else restored.delete(sid)
         }
