@@ -81,8 +81,11 @@ export const GitLossless = async (ctx) => {
     const r = root(sid)
     return r === sid ? path.join(logDir(), r + ".jsonl") : path.join(logDir(), r, sid + ".jsonl")
   }
+  // Session ids name log files: only plain ids (opencode's are ses_...).
+  const okID = (s) => typeof s === "string" && /^[A-Za-z0-9_-]{1,200}$/.test(s)
   const log = (sid, line) => {
     try {
+      if (!okID(sid) || !okID(root(sid))) return
       const p = logOf(sid)
       fs.mkdirSync(path.dirname(p), { recursive: true, mode: 0o700 })
       line.v = 1
@@ -95,9 +98,10 @@ export const GitLossless = async (ctx) => {
   }
   const payload = (event, sid, more) => {
     const r = root(sid)
+    const ok = okID(sid) && okID(r)
     return Object.assign({
       v: 1, event, session: r, agent: r === sid ? "" : sid, session_id: sid, parent_id: parents.get(sid) || "",
-      cwd, worktree, transcript: path.join(logDir(), r + ".jsonl"), context_transcript: logOf(sid),
+      cwd, worktree, transcript: ok ? path.join(logDir(), r + ".jsonl") : "", context_transcript: ok ? logOf(sid) : "",
     }, more || {})
   }
   const learn = (info) => {
