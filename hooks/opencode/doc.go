@@ -58,7 +58,8 @@
 // so the plugin keeps one for the sweep: a JSON line per user prompt
 // (chat.message), finished assistant text (message.part.updated), tool
 // call with its output (tool.execute.after), compaction summary and
-// boundary (session.compacted, keyed by the compaction part's id) in
+// boundary (session.compacted, keyed by the compaction part's id), and
+// each finished model turn's tokens (message.updated: ContextUsage) in
 // $XDG_STATE_HOME/git-lossless/opencode/<root session>.jsonl (default
 // ~/.local/state), a child session's in <root session>/<child>.jsonl
 // (LogLine, transcript.go). It comes from the plugin's own hooks: no

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/opencode"
 	"github.com/git-lossless/git-lossless/internal/testkit/opencodetest"
 )
 
@@ -237,6 +238,11 @@ func TestOpencodeEndToEnd(t *testing.T) {
 	}
 	if spans := events(gitstore.Query{Op: "span"}); len(spans) == 0 {
 		t.Fatal("no spans archived")
+	}
+	// The session log carries the turns' tokens: how full the context is.
+	logFile := filepath.Join(r.Home, ".local", "state", "git-lossless", "opencode", session+".jsonl")
+	if u, err := opencode.New().ContextUsage(logFile); err != nil || !u.Known || u.Used < 100 || u.Compactions != 1 || u.Model != opencodetest.ProviderID+"/"+opencodetest.ModelID {
+		t.Fatalf("context usage %+v %v", u, err)
 	}
 
 	// Import: the plugin's logs again (everything is archived: nothing

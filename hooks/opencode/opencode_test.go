@@ -396,3 +396,22 @@ func TestPatchOps(t *testing.T) {
 		t.Errorf("ops of no patch: %+v", ops)
 	}
 }
+
+// TestContextUsage: the last turn's tokens after the last compaction.
+func TestContextUsage(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "ses_u.jsonl")
+	write(t, p, `{"v":1,"type":"usage","id":"m1","model":"p/m","tokens":{"input":100,"output":10,"cache_read":5,"cache_write":0}}
+{"v":1,"type":"compacted","id":"prt_c"}
+{"v":1,"type":"usage","id":"m2","model":"p/m2","tokens":{"input":40,"output":2,"cache_read":0,"cache_write":3}}
+`)
+	u, err := New().ContextUsage(p)
+	if err != nil || !u.Known || u.Used != 45 || u.Model != "p/m2" || u.Compactions != 1 || u.Session != "ses_u" {
+		t.Fatalf("%+v %v", u, err)
+	}
+	write(t, p, `{"v":1,"type":"usage","id":"m1","model":"p/m","tokens":{"input":100,"output":10,"cache_read":5,"cache_write":0}}
+{"v":1,"type":"compacted","id":"prt_c"}
+`)
+	if u, err := New().ContextUsage(p); err != nil || u.Known || u.Compactions != 1 {
+		t.Fatalf("after a compaction without a turn: %+v %v", u, err)
+	}
+}

@@ -163,9 +163,19 @@ export const GitLossless = async (ctx) => {
           case "session.updated":
             learn(pr.info)
             break
-          case "message.updated":
-            if (pr.info && pr.info.id) roles.set(pr.info.id, pr.info.summary === true ? "summary" : pr.info.role)
+          case "message.updated": {
+            const info = pr.info
+            if (!info || !info.id) break
+            roles.set(info.id, info.summary === true ? "summary" : info.role)
+            // A finished model turn's token counts: how full the context is.
+            const tk = info.tokens
+            if (info.role === "assistant" && info.summary !== true && info.time && info.time.completed && tk && !written.has("usage:" + info.id)) {
+              written.add("usage:" + info.id)
+              log(info.sessionID, { type: "usage", id: info.id, model: (info.providerID || "") + "/" + (info.modelID || ""),
+                tokens: { input: tk.input || 0, output: tk.output || 0, cache_read: (tk.cache && tk.cache.read) || 0, cache_write: (tk.cache && tk.cache.write) || 0 } })
+            }
             break
+          }
           case "message.part.updated": {
             const p = pr.part
             if (p && p.type === "compaction" && p.id && p.sessionID) compactions.set(p.sessionID, p.id)

@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -186,8 +187,9 @@ func (h Harness) Sessions(wt, session string, getenv func(string) string) (hooks
 	return best, nil
 }
 
-// ContextUsage implements hooks.Harness: the session log holds no token
-// counts, so usage is unknown (Known false); the compactions are counted.
+// ContextUsage implements hooks.Harness from the plugin's usage lines:
+// the last model turn's tokens (input, cache read and written, output)
+// after the last compaction.
 func (Harness) ContextUsage(path string) (hooks.ContextUsage, error) {
 	u := hooks.ContextUsage{Session: Harness{}.SessionOf(path)}
 	f, err := os.Open(path)
@@ -198,11 +200,22 @@ func (Harness) ContextUsage(path string) (hooks.ContextUsage, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
-		var l struct {
-			Type string `json:"type"`
+		b := sc.Bytes()
+		if !bytes.Contains(b, []byte(`"type":"usage"`)) && !bytes.Contains(b, []byte(`"type":"compacted"`)) {
+			continue
 		}
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Type == "compacted" {
+		var l LogLine
+		if json.Unmarshal(b, &l) != nil {
+			continue
+		}
+		switch {
+		case l.Type == "compacted":
 			u.Compactions++
+			u.Known, u.Used = false, 0
+		case l.Type == "usage" && l.Tokens != nil:
+			u.Model = l.Model
+			u.Used = l.Tokens.Input + l.Tokens.CacheRead + l.Tokens.CacheWrite + l.Tokens.Output
+			u.Known = true
 		}
 	}
 	return u, sc.Err()

@@ -29,6 +29,15 @@ type LogLine struct {
 	Args    json.RawMessage `json:"args"`
 	Output  *string         `json:"output"`
 	Error   *string         `json:"error,omitempty"` // a failed call's error (exports only)
+	// usage lines: a finished model turn's model and tokens (no items:
+	// ContextUsage reads them).
+	Model  string `json:"model,omitempty"`
+	Tokens *struct {
+		Input      int64 `json:"input"`
+		Output     int64 `json:"output"`
+		CacheRead  int64 `json:"cache_read"`
+		CacheWrite int64 `json:"cache_write"`
+	} `json:"tokens,omitempty"`
 }
 
 // ReadTranscript implements hooks.Harness over the plugin's session log.
