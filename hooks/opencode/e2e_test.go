@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -131,6 +132,13 @@ func TestOpencodeEndToEnd(t *testing.T) {
 	again.Dir, again.Env = dir, inst.Env
 	if out, err := again.CombinedOutput(); err != nil || !strings.Contains(string(out), "already installed") || strings.Contains(string(out), "backup:") {
 		t.Fatalf("second install is not a no-op: %v\n%s", err, out)
+	}
+
+	doc := exec.Command(bin, "doctor")
+	doc.Dir, doc.Env = dir, inst.Env
+	docOut, _ := doc.CombinedOutput() // other checks (Claude Code's) may fail here
+	if !regexp.MustCompile(`(?m)^OK\s+opencode plugin: project ` + regexp.QuoteMeta(filepath.Join(dir, ".opencode", "plugin", "git-lossless.js")) + ` \(MCP server registered\)$`).Match(docOut) {
+		t.Fatalf("doctor does not report the plugin:\n%s", docOut)
 	}
 
 	res, err := r.Run(ctx, dir, sc+" please work")
