@@ -136,6 +136,7 @@ func Run(ctx context.Context, opt Options) []Check {
 		}
 	}
 	out = append(out, checkGemini(opt)...)
+	out = append(out, checkOpencode(opt)...)
 	return out
 }
 

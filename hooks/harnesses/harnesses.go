@@ -14,6 +14,7 @@ import (
 	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/hooks/codex"
 	"github.com/git-lossless/git-lossless/hooks/gemini"
+	"github.com/git-lossless/git-lossless/hooks/opencode"
 )
 
 // All returns every harness, the default first: the harness of a hook
@@ -25,6 +26,7 @@ func All() []hooks.Harness {
 		claudecode.New(),
 		codex.New(),
 		gemini.New(),
+		opencode.New(),
 	}
 }
 

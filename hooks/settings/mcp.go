@@ -66,7 +66,8 @@ func IsOurMCPServer(entry json.RawMessage, bin string) bool {
 // entry are.
 type mcpConfig struct {
 	*document
-	serversAt    int // index in top of "mcpServers", -1 when absent
+	key          string // the servers object's key: "mcpServers" (opencode: "mcp")
+	serversAt    int    // index in top of "mcpServers", -1 when absent
 	servers      []objMember
 	serversClose int // the '}' of mcpServers
 	oursAt       int // index in servers of MCPServerName, -1 when absent
@@ -76,20 +77,25 @@ type mcpConfig struct {
 // refuse too (invalid JSON, a top level or mcpServers that is not an
 // object) and what is ambiguous (duplicate keys).
 func parseMCPConfig(path string, doc []byte) (*mcpConfig, error) {
+	return parseMCPConfigKey(path, doc, "mcpServers")
+}
+
+// parseMCPConfigKey is parseMCPConfig for servers kept under key.
+func parseMCPConfigKey(path string, doc []byte, key string) (*mcpConfig, error) {
 	s, err := parseObjectFile(path, doc, "the MCP config is")
 	if err != nil {
 		return nil, err
 	}
-	c := &mcpConfig{document: s, serversAt: -1, oursAt: -1}
+	c := &mcpConfig{document: s, key: key, serversAt: -1, oursAt: -1}
 	if s.empty {
 		return c, nil
 	}
 	for i, m := range s.top {
-		if m.key != "mcpServers" {
+		if m.key != key {
 			continue
 		}
 		if c.serversAt >= 0 {
-			return nil, errorAt(path, doc, m.keyStart, `duplicate key "mcpServers": which one is used is ambiguous; merge them by hand`)
+			return nil, errorAt(path, doc, m.keyStart, `duplicate key %q: which one is used is ambiguous; merge them by hand`, key)
 		}
 		c.serversAt = i
 	}
@@ -98,7 +104,7 @@ func parseMCPConfig(path string, doc []byte) (*mcpConfig, error) {
 	}
 	v := s.top[c.serversAt].val
 	if doc[v.start] != '{' {
-		return nil, errorAt(path, doc, v.start, `"mcpServers" is %s, expected an object of server names`, JSONKind(doc[v.start]))
+		return nil, errorAt(path, doc, v.start, `%q is %s, expected an object of server names`, key, JSONKind(doc[v.start]))
 	}
 	if c.servers, c.serversClose, err = scanObject(doc, v.start); err != nil {
 		return nil, &Error{Path: path, Msg: err.Error()}
@@ -108,7 +114,7 @@ func parseMCPConfig(path string, doc []byte) (*mcpConfig, error) {
 			continue
 		}
 		if c.oursAt >= 0 {
-			return nil, errorAt(path, doc, m.keyStart, "duplicate key mcpServers.%s: which one is used is ambiguous; remove one by hand", MCPServerName)
+			return nil, errorAt(path, doc, m.keyStart, "duplicate key %s.%s: which one is used is ambiguous; remove one by hand", key, MCPServerName)
 		}
 		c.oursAt = i
 	}
@@ -116,7 +122,7 @@ func parseMCPConfig(path string, doc []byte) (*mcpConfig, error) {
 }
 
 func (c *mcpConfig) change(action, bin string) Change {
-	ch := Change{Event: "mcpServers." + MCPServerName, Action: action}
+	ch := Change{Event: c.key + "." + MCPServerName, Action: action}
 	if bin != "" {
 		ch.Command = Quote(bin) + " mcp"
 	}
@@ -145,22 +151,29 @@ func (c *mcpConfig) entryCommand() string {
 // name that runs something else is refused (a *Error): it is someone's
 // server, and a harness allows one per name.
 func MergeMCPServer(path string, doc []byte, server MCPServer) ([]byte, []Change, error) {
-	c, err := parseMCPConfig(path, doc)
+	bin := server.Command
+	return MergeMCPEntry(path, doc, "mcpServers", bin, marshal(server), func(e json.RawMessage) bool { return IsOurMCPServer(e, bin) })
+}
+
+// MergeMCPEntry is MergeMCPServer for a harness whose servers object has
+// another key (opencode's "mcp") or whose entries another shape: entry is
+// ours as install writes it, isOurs recognises an entry of ours (any
+// version), bin names the program in the changes.
+func MergeMCPEntry(path string, doc []byte, key, bin string, entry json.RawMessage, isOurs func(json.RawMessage) bool) ([]byte, []Change, error) {
+	c, err := parseMCPConfigKey(path, doc, key)
 	if err != nil {
 		return nil, nil, err
 	}
-	bin := server.Command
-	entry := marshal(server)
 	servers := func() []byte { // a mcpServers object holding only ours
 		return append(append([]byte{'{'}, c.member(MCPServerName, nil, entry)...), '}')
 	}
 	added := []Change{c.change("added", bin)}
 	switch {
 	case c.empty:
-		return bytes.Join([][]byte{[]byte("{" + c.nl + c.unit + `"mcpServers"` + c.sep), c.indent(servers(), c.unit), []byte(c.nl + "}" + c.nl)}, nil), added, nil
+		return bytes.Join([][]byte{[]byte("{" + c.nl + c.unit + jsonQuote(key) + c.sep), c.indent(servers(), c.unit), []byte(c.nl + "}" + c.nl)}, nil), added, nil
 	case c.serversAt < 0:
 		top := c.newSplicer(c.topOpen, c.topClose, memberSpans(c.top))
-		top.add(c.member("mcpServers", nil, top.format(servers())))
+		top.add(c.member(key, nil, top.format(servers())))
 		return c.spliceTop(top), added, nil
 	}
 	sm := c.top[c.serversAt]
@@ -170,9 +183,9 @@ func MergeMCPServer(path string, doc []byte, server MCPServer) ([]byte, []Change
 		sp.add(c.member(MCPServerName, nil, sp.format(entry)))
 	} else {
 		m := c.servers[c.oursAt]
-		if !IsOurMCPServer(c.text(m.val), bin) {
-			return nil, nil, errorAt(path, doc, m.keyStart, "mcpServers.%s runs `%s`, which is not git-lossless's server; remove or rename that entry (Claude Code: `claude mcp remove %s`), then run again",
-				MCPServerName, c.entryCommand(), MCPServerName)
+		if !isOurs(c.text(m.val)) {
+			return nil, nil, errorAt(path, doc, m.keyStart, "%s.%s runs `%s`, which is not git-lossless's server; remove or rename that entry (Claude Code: `claude mcp remove %s`), then run again",
+				key, MCPServerName, c.entryCommand(), MCPServerName)
 		}
 		if jsonEqual(c.text(m.val), entry) {
 			return doc, []Change{c.change("unchanged", bin)}, nil
@@ -190,11 +203,17 @@ func MergeMCPServer(path string, doc []byte, server MCPServer) ([]byte, []Change
 // other byte kept. An entry under our name that runs something else is
 // left alone. Nothing of ours gives the input back unchanged.
 func RemoveMCPServer(path string, doc []byte, bin string) ([]byte, []Change, error) {
-	c, err := parseMCPConfig(path, doc)
+	return RemoveMCPEntry(path, doc, "mcpServers", func(e json.RawMessage) bool { return IsOurMCPServer(e, bin) })
+}
+
+// RemoveMCPEntry is RemoveMCPServer for servers kept under key, entries
+// of ours recognised by isOurs (see MergeMCPEntry).
+func RemoveMCPEntry(path string, doc []byte, key string, isOurs func(json.RawMessage) bool) ([]byte, []Change, error) {
+	c, err := parseMCPConfigKey(path, doc, key)
 	if err != nil {
 		return nil, nil, err
 	}
-	if c.empty || c.oursAt < 0 || !IsOurMCPServer(c.text(c.servers[c.oursAt].val), bin) {
+	if c.empty || c.oursAt < 0 || !isOurs(c.text(c.servers[c.oursAt].val)) {
 		return doc, nil, nil
 	}
 	removed := c.change("removed", "")
@@ -241,4 +260,33 @@ func PlanMCPUninstall(path, bin string) (*Plan, error) {
 func emptyObject(doc []byte) bool {
 	var m map[string]json.RawMessage
 	return json.Unmarshal(doc, &m) == nil && m != nil && len(m) == 0
+}
+
+// PlanMCPEntryInstall reads an MCP config and computes it with our entry
+// under key (see MergeMCPEntry).
+func PlanMCPEntryInstall(path, key, bin string, entry json.RawMessage, isOurs func(json.RawMessage) bool) (*Plan, error) {
+	return planFile(path, bin, func(path string, doc []byte, _ string) ([]byte, []Change, error) {
+		return MergeMCPEntry(path, doc, key, bin, entry, isOurs)
+	})
+}
+
+// PlanMCPEntryUninstall reads an MCP config and computes it without our
+// entry under key; a file left holding an empty object is removed (see
+// PlanMCPUninstall).
+func PlanMCPEntryUninstall(path, key string, isOurs func(json.RawMessage) bool) (*Plan, error) {
+	p, err := planFile(path, "", func(path string, doc []byte, _ string) ([]byte, []Change, error) {
+		return RemoveMCPEntry(path, doc, key, isOurs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if p.Changed() && emptyObject(p.After) {
+		p.RemoveFile = true
+	}
+	return p, nil
+}
+
+func jsonQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

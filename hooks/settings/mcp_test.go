@@ -223,3 +223,47 @@ func TestMCPPlanApply(t *testing.T) {
 		t.Error("malformed config changed")
 	}
 }
+
+// TestMCPEntryOtherKey: a harness that keeps its servers under another
+// key (opencode's "mcp") and in another shape gets the same splice: added
+// beside the others with every other byte kept, unchanged when there,
+// someone else's entry under our name refused, removed on uninstall.
+func TestMCPEntryOtherKey(t *testing.T) {
+	entry := json.RawMessage(`{"type":"local","command":["/bin/git-lossless","mcp"],"enabled":true}`)
+	ours := func(e json.RawMessage) bool { return strings.Contains(string(e), `"/bin/git-lossless"`) }
+	doc := []byte("{\n  \"theme\": \"dark\", // not JSON\n}\n")
+	if _, _, err := settings.MergeMCPEntry("opencode.json", doc, "mcp", "/bin/git-lossless", entry, ours); err == nil {
+		t.Fatal("a file that is not JSON was changed")
+	}
+	doc = []byte("{\n  \"theme\": \"dark\",\n  \"mcp\": {\n    \"other\": {\"type\": \"remote\", \"url\": \"https://x\"}\n  }\n}\n")
+	out, ch, err := settings.MergeMCPEntry("opencode.json", doc, "mcp", "/bin/git-lossless", entry, ours)
+	if err != nil || len(ch) != 1 || ch[0].Action != "added" || ch[0].Event != "mcp."+settings.MCPServerName {
+		t.Fatalf("merge: %v %+v", err, ch)
+	}
+	if !strings.HasPrefix(string(out), "{\n  \"theme\": \"dark\",\n  \"mcp\": {\n    \"other\": {\"type\": \"remote\", \"url\": \"https://x\"},") {
+		t.Fatalf("other bytes changed:\n%s", out)
+	}
+	var v struct {
+		MCP map[string]json.RawMessage `json:"mcp"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil || !compactEqual(v.MCP[settings.MCPServerName], entry) || len(v.MCP) != 2 {
+		t.Fatalf("merged:\n%s (%v)", out, err)
+	}
+	again, ch, err := settings.MergeMCPEntry("opencode.json", out, "mcp", "/bin/git-lossless", entry, ours)
+	if err != nil || string(again) != string(out) || ch[0].Action != "unchanged" {
+		t.Fatalf("second merge: %v %+v", err, ch)
+	}
+	theirs := []byte(`{"mcp": {"git-lossless": {"type": "local", "command": ["/usr/bin/other"]}}}`)
+	if _, _, err := settings.MergeMCPEntry("opencode.json", theirs, "mcp", "/bin/git-lossless", entry, ours); err == nil {
+		t.Fatal("someone else's entry under our name was replaced")
+	}
+	back, ch, err := settings.RemoveMCPEntry("opencode.json", out, "mcp", ours)
+	if err != nil || len(ch) != 1 || string(back) != string(doc) {
+		t.Fatalf("remove: %v %+v\n%s", err, ch, back)
+	}
+}
+
+func compactEqual(a, b []byte) bool {
+	var x, y bytes.Buffer
+	return json.Compact(&x, a) == nil && json.Compact(&y, b) == nil && bytes.Equal(x.Bytes(), y.Bytes())
+}
