@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/git-lossless/git-lossless/gitstore"
@@ -103,6 +105,16 @@ type Harness interface {
 // line (`git-lossless-hook [HARNESS] EVENT`), stdin the payload.
 type Sampler interface {
 	SamplePayload(ev HookEvent, session, cwd, transcript, file string, content []byte) (event string, stdin []byte)
+}
+
+// SampleCallID is the call id a Sampler gives the call of ev on file:
+// one per event and file, so that each sample's evidence is new (the
+// call id is its dedupe key: a bench whose samples shared one would
+// measure a hook that records nothing after the first).
+func SampleCallID(prefix string, ev HookEvent, file string) string {
+	h := fnv.New64a()
+	h.Write([]byte(string(ev) + "\x00" + file))
+	return prefix + strconv.FormatUint(h.Sum64(), 16)
 }
 
 // HookEvent is an event of the runtime: what a hook call asks it to do,

@@ -27,6 +27,15 @@ func TestBenchHooksSmall(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(cache, "hooks-*")); len(left) != 0 {
 		t.Errorf("fixture left behind: %v", left)
 	}
+	// Every harness's samples are measured doing what their row says: a
+	// post-tool-use that records each sample's read, a pre-tool-use that
+	// allows the edit of a file read (a sampler whose calls share one id
+	// recorded the first read only, and its pre-tool-use measured denials).
+	for _, bad := range []string{"its figures are not of a hook that recorded", "denied an edit of a file its session read"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("a harness's bench samples are not what their rows say (%q):\n%s", bad, out)
+		}
+	}
 	// Targets are stated for 14 MB and 10,000 events: at this size every
 	// row is measured, none judged. A figure over 100 ms prints in
 	// seconds (a loaded machine), so units are m?s throughout.

@@ -3,8 +3,6 @@ package claudecode
 import (
 	"bytes"
 	"encoding/json"
-	"hash/fnv"
-	"strconv"
 
 	"github.com/git-lossless/git-lossless/hooks"
 )
@@ -19,7 +17,7 @@ var _ hooks.Sampler = Harness{}
 func (Harness) SamplePayload(ev hooks.HookEvent, session, cwd, transcript, file string, content []byte) (string, []byte) {
 	p := map[string]any{
 		"session_id": session, "transcript_path": transcript, "cwd": cwd,
-		"permission_mode": "acceptEdits", "tool_use_id": sampleID(ev, file),
+		"permission_mode": "acceptEdits", "tool_use_id": hooks.SampleCallID("toolu_bench_", ev, file),
 	}
 	switch ev {
 	case hooks.PreToolUse:
@@ -42,12 +40,4 @@ func (Harness) SamplePayload(ev hooks.HookEvent, session, cwd, transcript, file 
 		return "", nil // a map of strings and numbers always encodes
 	}
 	return string(ev), b
-}
-
-// sampleID is a tool_use_id of the call on file: one per event and file,
-// so that each sample's evidence is new (the call id is its dedupe key).
-func sampleID(ev hooks.HookEvent, file string) string {
-	h := fnv.New64a()
-	h.Write([]byte(string(ev) + "\x00" + file))
-	return "toolu_bench_" + strconv.FormatUint(h.Sum64(), 16)
 }

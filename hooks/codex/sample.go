@@ -16,7 +16,7 @@ import (
 // other events.
 func (Harness) SamplePayload(ev hooks.HookEvent, session, cwd, transcript, file string, content []byte) (event string, stdin []byte) {
 	p := map[string]any{"session_id": session, "turn_id": "bench-turn", "transcript_path": transcript, "cwd": cwd,
-		"model": "gpt-5.5", "permission_mode": "bypassPermissions", "tool_use_id": "call_bench"}
+		"model": "gpt-5.5", "permission_mode": "bypassPermissions", "tool_use_id": hooks.SampleCallID("call_bench_", ev, file)}
 	rel := file
 	if r, err := filepath.Rel(cwd, file); err == nil && !strings.HasPrefix(r, "..") {
 		rel = r

@@ -16,7 +16,7 @@ import (
 // plugin passes on the hook command line.
 func (Harness) SamplePayload(ev hooks.HookEvent, session, cwd, transcript, file string, content []byte) (event string, stdin []byte) {
 	p := map[string]any{"v": 1, "session": session, "agent": "", "session_id": session, "parent_id": "", "cwd": cwd, "worktree": cwd,
-		"transcript": transcript, "context_transcript": transcript, "call_id": "call_bench_1"}
+		"transcript": transcript, "context_transcript": transcript, "call_id": hooks.SampleCallID("call_bench_", ev, file)}
 	switch ev {
 	case hooks.PreToolUse:
 		p["event"], p["tool"] = "tool.execute.before", "edit"
