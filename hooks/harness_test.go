@@ -41,11 +41,15 @@ func (f fakeHarness) Decode(ev HookEvent, r io.Reader) (Call, error) {
 	var p struct {
 		S, Cwd, Tool, ID string
 		Files            []struct{ Op, Path, Text string }
+		Sh               *struct{ Cmd, Out string }
 	}
 	if err := json.Unmarshal(b, &p); err != nil || p.S == "" {
 		return Call{}, errors.New("not a fake payload")
 	}
 	c := Call{Event: ev, Session: p.S, Cwd: p.Cwd, Tool: p.Tool, CallID: p.ID}
+	if p.Sh != nil {
+		c.Shell = &Shell{Command: p.Sh.Cmd, Output: p.Sh.Out, HasOutput: true}
+	}
 	for _, f := range p.Files {
 		op := FileOp{Op: f.Op, Path: f.Path}
 		if f.Text != "" {
