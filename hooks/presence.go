@@ -139,11 +139,50 @@ func Presence(ctx context.Context, st *gitstore.Store, opt PresenceOptions) ([]F
 		}
 		sort.Slice(keys, func(i, j int) bool { return keys[i].rel < keys[j].rel })
 	}
+	// Index the events by each path they are found under (the path named
+	// and the file it resolved to), so each file looks at its own events
+	// only: the default lists every file the archive knows.
+	byPath := map[string][]int{}
+	for i, e := range evs {
+		raw, real := e.RawPath(), realPathOf(e)
+		byPath[raw] = append(byPath[raw], i)
+		if real != raw {
+			byPath[real] = append(byPath[real], i)
+		}
+	}
 	out := make([]FilePresence, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, presenceOf(st, k, evs, bounds, opt.HarnessOf))
+		idx := byPath[k.real]
+		if k.rel != k.real {
+			idx = mergeIdx(idx, byPath[k.rel])
+		}
+		mine := make([]gitstore.Event, len(idx))
+		for j, i := range idx {
+			mine[j] = evs[i]
+		}
+		out = append(out, presenceOf(st, k, mine, bounds, opt.HarnessOf))
 	}
 	return out, nil
+}
+
+// mergeIdx merges two ascending index lists, without duplicates.
+func mergeIdx(a, b []int) []int {
+	out := make([]int, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i] < b[j]):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j] < a[i]:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i, j = i+1, j+1
+		}
+	}
+	return out
 }
 
 // allBoundaries is every context's last archived compaction boundary
@@ -175,16 +214,19 @@ func presenceOf(st *gitstore.Store, k fileKey, evs []gitstore.Event, bounds map[
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(st.Location().WorkTree, filepath.FromSlash(abs))
 	}
-	if _, _, denied := st.Deny().Check(abs); denied {
-		fp.Denied = true
-		if _, err := os.Lstat(abs); err == nil {
-			fp.Exists = true
-		}
-	} else if disk, err := os.ReadFile(abs); err == nil {
-		fp.Exists, fp.DiskBlob = true, gitstore.BlobID(disk)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		// Unreadable (a directory, a symlink loop): known to exist, no version.
+	// A file that is gone needs no deny check (nothing is read); one
+	// that exists is checked before a byte of it is read.
+	if _, err := os.Lstat(abs); err == nil {
 		fp.Exists = true
+		if _, _, denied := st.Deny().Check(abs); denied {
+			fp.Denied = true
+		} else if disk, err := os.ReadFile(abs); err == nil {
+			fp.DiskBlob = gitstore.BlobID(disk)
+		} else if errors.Is(err, fs.ErrNotExist) {
+			fp.Exists = false // a dangling symlink: no file behind it
+		}
+		// Otherwise unreadable (a directory, a symlink loop): it exists,
+		// with no version.
 	}
 	type ctxEv struct {
 		evs  []guard.Evidence
