@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -195,5 +196,30 @@ func TestWhoEdgeCases(t *testing.T) {
 	fp = presenceOf(t, r, big)[0]
 	if len(fp.Holders) != 1 || fp.Holders[0].State != hooks.HeldPartial {
 		t.Errorf("partial: %+v", fp)
+	}
+}
+
+// BenchmarkGuardDriftDeny: the pre-tool-use drift denial in process, when
+// the reason names another context's change (the archive searched across
+// writers) and when no other context changed the file (searched, none).
+func BenchmarkGuardDriftDeny(b *testing.B) {
+	r := newHookRig(b)
+	p := r.write("shared.go", "package a\n")
+	r.read("", "toolu_1", p, "package a\n")
+	r.write("shared.go", "package a // codex\n")
+	r.codexEvent("edit", p, "package a // codex\n", r.now())
+	q := r.write("other.go", "x\n")
+	r.read("", "toolu_3", q, "x\n")
+	r.write("other.go", "y\n")
+	for _, c := range []struct{ name, path, want string }{{"named", p, "changed by codex"}, {"unknown", q, "someone or something else"}} {
+		b.Run(c.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				i++
+				if reason := r.guardArgs("toolu_b"+strconv.Itoa(i), c.path); !strings.Contains(reason, c.want) {
+					b.Fatalf("reason %q", reason)
+				}
+			}
+		})
 	}
 }
