@@ -223,3 +223,39 @@ func BenchmarkGuardDriftDeny(b *testing.B) {
 		})
 	}
 }
+
+// TestWhoAfterCompaction: after a swept compaction boundary, who says
+// "compacted" exactly where the guard denies as compacted away, and
+// "current" for the file re-attached after the boundary.
+func TestWhoAfterCompaction(t *testing.T) {
+	r := newHookRig(t)
+	a := r.write("a.go", "package a\n")
+	b := r.write("b.go", "package b\n")
+	r.read("", "toolu_ra", a, "package a\n")
+	r.read("", "toolu_rb", b, "package b\n")
+	t1 := r.now()
+	appendTranscript(t, r.tpath,
+		r.ccReadUse("", "u1", t1, "toolu_ra", a), r.ccReadResult("", "u2", t1, "toolu_ra", a, "package a\n"),
+		r.ccReadUse("", "u3", t1, "toolu_rb", b), r.ccReadResult("", "u4", t1, "toolu_rb", b, "package b\n"))
+	tb := r.now()
+	appendTranscript(t, r.tpath, r.ccBoundary("", "ub", tb), r.ccAttach("", "ua", tb, a, "package a\n"))
+	if _, err := hooks.SweepTranscript(context.Background(), r.store(), New(), r.tpath, hooks.SweepOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, fp := range presenceOf(t, r) {
+		if len(fp.Holders) != 1 {
+			t.Fatalf("%s: holders %+v", fp.Path, fp.Holders)
+		}
+		states[fp.Path] = fp.Holders[0].State + " " + fp.Holders[0].Op
+	}
+	if states["a.go"] != "current attach" || states["b.go"] != "compacted read" {
+		t.Errorf("states %v", states)
+	}
+	if reason := r.guard("", "toolu_ea", a); reason != "" {
+		t.Errorf("guard denies a.go: %s", reason)
+	}
+	if reason := r.guard("", "toolu_eb", b); !strings.Contains(reason, "compacted") {
+		t.Errorf("guard on b.go: %q", reason)
+	}
+}
