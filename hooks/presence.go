@@ -104,17 +104,18 @@ type ctxKey struct{ writer, session, agent string }
 func Presence(ctx context.Context, st *gitstore.Store, opt PresenceOptions) ([]FilePresence, error) {
 	keys := make([]fileKey, 0, len(opt.Paths))
 	var needles [][]byte
+	named := map[fileKey]bool{}
 	for _, p := range opt.Paths {
 		k := keyOf(st, p)
 		n := k.needles()
 		if n == nil {
 			return nil, fmt.Errorf("path %q cannot be searched for", k.rel)
 		}
-		keys = append(keys, k)
-		needles = append(needles, n...)
-	}
-	if len(opt.Paths) > 0 && len(needles) == 0 {
-		return nil, nil
+		if !named[k] {
+			named[k] = true
+			keys = append(keys, k)
+			needles = append(needles, n...)
+		}
 	}
 	keep := func(_ string, line []byte) bool { return seenOps[lineOp(line)] }
 	evs, err := st.Select(ctx, gitstore.Selection{Any: needles, Keep: keep})
