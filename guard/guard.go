@@ -122,6 +122,21 @@ type Input struct {
 	// harness's adapter supplies it ("the Read tool" in Claude Code); empty,
 	// the reason names no tool.
 	ReadWith string
+	// ChangedBy, when set, is asked on a drift denial only (so a caller
+	// may search for it then, off the allow path) who changed the file
+	// after seen, the evidence the context last had; nil: not known. The
+	// reason then names them, so a model knows it works beside another
+	// agent.
+	ChangedBy func(seen Evidence) *Change
+}
+
+// Change is another context's edit that the archive knows changed the
+// file after this context saw it.
+type Change struct {
+	// Who names the context for a model ("codex session X (subagent
+	// Y)"); shown through Printable.
+	Who string
+	TS  time.Time
 }
 
 // Boundary is a compaction of a context: its compact_boundary line.
@@ -217,7 +232,13 @@ func Decide(in Input) Decision {
 	if seen == "" {
 		seen = latest.DiskBlob
 	}
+	by := "someone or something else edited it"
+	if in.ChangedBy != nil {
+		if c := in.ChangedBy(*latest); c != nil {
+			by = fmt.Sprintf("it was changed by %s at %s, after %s read it", Printable(c.Who), c.TS.UTC().Format(time.RFC3339), ctx)
+		}
+	}
 	return Decision{Kind: DenyDrift, Latest: latest, Reason: fmt.Sprintf(
-		"git-lossless guard: edit of %s denied. The file changed on disk after you last saw it (you saw version %.12s via %s at %s; disk now has %.12s): someone or something else edited it. %s",
-		path, seen, latest.Op, latest.TS.UTC().Format(time.RFC3339), in.DiskBlob, what)}
+		"git-lossless guard: edit of %s denied. The file changed on disk after you last saw it (you saw version %.12s via %s at %s; disk now has %.12s): %s. %s",
+		path, seen, latest.Op, latest.TS.UTC().Format(time.RFC3339), in.DiskBlob, by, what)}
 }

@@ -111,3 +111,38 @@ func BenchmarkDecide(b *testing.B) {
 		}
 	}
 }
+
+// TestDriftNamesTheChanger: on a drift denial only, the guard asks who
+// changed the file and names them; without an answer the reason keeps
+// its wording.
+func TestDriftNamesTheChanger(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	const A, B = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	asked := 0
+	var seenTS time.Time
+	changer := func(seen Evidence) *Change {
+		asked++
+		seenTS = seen.TS
+		return &Change{Who: "codex session s2 (subagent y)", TS: t0.Add(42*time.Minute + 7*time.Second)}
+	}
+	in := Input{Path: "x.go", Exists: true, DiskBlob: B, Agent: "y1", Evidence: []Evidence{{TS: t0, Op: "read", Blob: A}}, ChangedBy: changer}
+	d := Decide(in)
+	want := "it was changed by codex session s2 (subagent y) at 2026-12-02T10:42:07Z, after this subagent's context (y1) read it. Read x.go again"
+	if d.Kind != DenyDrift || !strings.Contains(d.Reason, want) || asked != 1 || !seenTS.Equal(t0) {
+		t.Fatalf("reason %q (asked %d) lacks %q", d.Reason, asked, want)
+	}
+	for _, allow := range []Input{
+		{Path: "x.go", Exists: true, DiskBlob: A, Evidence: []Evidence{{TS: t0, Op: "read", Blob: A}}, ChangedBy: changer},
+		{Path: "x.go", Exists: false, ChangedBy: changer},
+		{Path: "x.go", Exists: true, DiskBlob: B, ChangedBy: changer}, // never seen: nothing to be after
+	} {
+		asked = 0
+		if Decide(allow); asked != 0 {
+			t.Errorf("asked who changed it for %+v", allow)
+		}
+	}
+	in.ChangedBy = func(Evidence) *Change { return nil }
+	if d := Decide(in); !strings.Contains(d.Reason, "disk now has bbbbbbbbbbbb): someone or something else edited it. Read x.go again") {
+		t.Errorf("unknown changer: %q", d.Reason)
+	}
+}

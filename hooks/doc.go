@@ -147,7 +147,15 @@
 // before-agent and session-end sweep the session (main and subagent
 // transcripts), subagent-stop the subagent's. pre-tool-use, the guard, writes nothing
 // but the denial: it reads the unswept part of its context's transcript
-// for boundaries and re-attached files (see contextEvidence).
+// for boundaries and re-attached files (see contextEvidence). Only a
+// drift denial searches further: every writer, for another context's
+// edit or write of the file after this context saw it (changedBy), so the
+// reason can name the agent working beside it; the allow path never does.
+//
+// Presence (`git lossless who`, the MCP tool who) judges every context's
+// hold on a file with the same guard.Decide over the same archived
+// evidence and boundaries (archivedEvidence's rules, for all contexts in
+// one pass), so it and the guard agree on the archive.
 //
 // Paths are repository-relative inside the repository (absolute outside),
 // as gitstore.Store.RelPath computes them, and spelled as the model named

@@ -31,6 +31,11 @@ type Env struct {
 	// Records of hook results are placed against compaction boundaries
 	// by time (see package guard), so tests set it.
 	Now func() time.Time
+	// HarnessOf maps a writer to its harness's name (harnesses.
+	// WriterHarness), for naming another context in a deny reason when
+	// its events carry no harness field; nil: only this call's harness
+	// is known by its prefix.
+	HarnessOf func(writer string) string
 }
 
 // Run handles one hook call of harness h for event (as the hook command
@@ -227,6 +232,20 @@ func (h *handler) warn(format string, a ...any) {
 }
 
 func (h *handler) writer() string { return Writer(h.h, h.c.Session) }
+
+// harnessOf is Env.HarnessOf, else the mapping that knows this call's
+// harness alone.
+func (h *handler) harnessOf() func(string) string {
+	if h.e.HarnessOf != nil {
+		return h.e.HarnessOf
+	}
+	return func(w string) string {
+		if hs, ok := OfWriter([]Harness{h.h}, w); ok {
+			return hs.Name()
+		}
+		return ""
+	}
+}
 
 func (h *handler) baseEvent(op string) gitstore.Event {
 	return gitstore.Event{
@@ -442,6 +461,16 @@ func (h *handler) guardFile(ctx context.Context, abs string) (denied bool, err e
 			return false, err
 		}
 		in.Evidence, in.Boundary = ev, boundary
+		in.ChangedBy = func(seen guard.Evidence) *guard.Change {
+			c, err := changedBy(ctx, h.st, key, ctxKey{h.writer(), h.c.Session, h.c.Agent}, seen, in.DiskBlob, h.harnessOf())
+			if err != nil {
+				h.warn("who changed %s: %v", key.rel, err)
+			}
+			if c == nil {
+				return nil
+			}
+			return &guard.Change{Who: c.Describe(), TS: c.TS}
+		}
 	}
 	d := guard.Decide(in)
 	if d.Allow {

@@ -48,6 +48,15 @@ func RunArgs(ctx context.Context, hs []Harness, args []string, e Env) int {
 		fmt.Fprintf(e.Stderr, "git-lossless: hook: %susage: git lossless hook [HARNESS] EVENT, got %q (ignored)\n", why, strings.Join(args, " "))
 		return 0
 	}
+	if e.HarnessOf == nil && len(hs) > 0 {
+		// Deny reasons name another context's harness by its writer.
+		e.HarnessOf = func(w string) string {
+			if h, ok := OfWriter(hs, w); ok {
+				return h.Name()
+			}
+			return ""
+		}
+	}
 	for _, a := range args {
 		if strings.HasPrefix(a, "-") {
 			return usage("")

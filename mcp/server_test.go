@@ -130,7 +130,7 @@ func TestToolsListBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 9 {
+	if len(res.Tools) != 10 {
 		t.Fatalf("%d tools", len(res.Tools))
 	}
 	for _, tl := range res.Tools {
@@ -327,5 +327,36 @@ func claudeEnv(dir string) func(string) string {
 			return dir
 		}
 		return ""
+	}
+}
+
+// TestWhoTool: who names the context holding main.go's current version,
+// turns stale when the file changes, refuses a path outside the
+// repository, and records nothing (it is no evidence).
+func TestWhoTool(t *testing.T) {
+	f := newFixture(t)
+	count := func() int {
+		evs, err := f.st.Events(context.Background(), gitstore.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs)
+	}
+	before := count()
+	out, bad := f.call("who", map[string]any{"paths": []string{"main.go"}})
+	if bad || !strings.Contains(out, "main.go (on disk ") || !strings.Contains(out, "current: writer cc-"+f.session+" session "+f.session+" (read at 2026-12-01T09:00:01Z") {
+		t.Fatalf("who:\n%s", out)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, bad = f.call("who", nil); bad || !strings.Contains(out, "stale: writer cc-"+f.session) || strings.Contains(out, "  current:") {
+		t.Fatalf("who after a change:\n%s", out)
+	}
+	if out, bad := f.call("who", map[string]any{"paths": []string{"../x"}}); !bad {
+		t.Errorf("outside path accepted:\n%s", out)
+	}
+	if after := count(); after != before {
+		t.Errorf("who recorded %d events", after-before)
 	}
 }

@@ -75,6 +75,11 @@ type contextIn struct {
 	Window  int    `json:"window,omitempty" jsonschema:"tokens, default 200000"`
 }
 
+type whoIn struct {
+	Paths []string `json:"paths,omitempty" jsonschema:"default: every file seen"`
+	Limit int      `json:"limit,omitempty" jsonschema:"files, default 30"`
+}
+
 type receiptIn struct {
 	Commit string `json:"commit,omitempty" jsonschema:"default HEAD"`
 }
@@ -98,6 +103,58 @@ func (s *Server) addTools() {
 		Annotations: readOnly("Context window")}, s.contextStatus)
 	sdk.AddTool(s.sdk, &sdk.Tool{Name: "receipt", Description: "A commit's receipt, summarised: what the model contexts saw for it.",
 		Annotations: readOnly("Commit receipt")}, s.receipt)
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "who", Description: "Which agent contexts (any harness) hold each file's current or a stale version, and its last writer. Not counted as seeing it.",
+		Annotations: readOnly("Who holds a file")}, s.who)
+}
+
+// who is `git lossless who` for a model: presence of other contexts
+// beside it. It records nothing: knowing who holds a file is not seeing
+// its content, so it never counts as evidence for the guard.
+func (s *Server) who(ctx context.Context, _ *sdk.CallToolRequest, in whoIn) (*sdk.CallToolResult, any, error) {
+	opt := hooks.PresenceOptions{HarnessOf: s.cfg.HarnessOf}
+	for _, p := range in.Paths {
+		abs, _, err := s.absInRepo(p)
+		if err != nil {
+			return toolError("%v", err), nil, nil
+		}
+		opt.Paths = append(opt.Paths, abs)
+	}
+	fps, err := hooks.Presence(ctx, s.cfg.Store, opt)
+	if err != nil {
+		return toolError("who: %v", err), nil, nil
+	}
+	if in.Limit <= 0 {
+		in.Limit = 30
+	}
+	var b strings.Builder
+	if len(fps) > in.Limit {
+		fmt.Fprintf(&b, "(the first %d of %d files; name paths for others)\n", in.Limit, len(fps))
+		fps = fps[:in.Limit]
+	}
+	for _, fp := range fps {
+		state := fmt.Sprintf("on disk %.12s", fp.DiskBlob)
+		switch {
+		case fp.Denied:
+			state = "deny-listed"
+		case !fp.Exists:
+			state = "deleted"
+		}
+		fmt.Fprintf(&b, "%s (%s)\n", fp.Path, state)
+		if lw := fp.LastWriter; lw != nil {
+			fmt.Fprintf(&b, "  last %s by %s at %s%s\n", lw.Op, lw.Describe(), lw.TS.UTC().Format(time.RFC3339), map[bool]string{true: " (the disk version)", false: ""}[lw.Current])
+		}
+		for _, h := range fp.Holders {
+			c := hooks.Change{Harness: h.Harness, Writer: h.Writer, Session: h.Session, Agent: h.Agent}
+			fmt.Fprintf(&b, "  %s: %s (%s at %s, blob %.12s)\n", h.State, c.Describe(), h.Op, h.TS.UTC().Format(time.RFC3339), orNone(h.Blob))
+		}
+		if len(fp.Holders) == 0 {
+			b.WriteString("  no context has seen it\n")
+		}
+	}
+	if len(fps) == 0 {
+		b.WriteString("no archived file\n")
+	}
+	return s.data("who holds these files (current: the disk version; stale: an older one; partial: lines only):", b.String(), ""), nil, nil
 }
 
 func (s *Server) search(ctx context.Context, _ *sdk.CallToolRequest, in searchIn) (*sdk.CallToolResult, any, error) {

@@ -20,7 +20,8 @@ func mcpCmd() *command {
 transport), for the repository it is started in (-C DIR; the embedded
 archive outside any repository). Tools: search, read_span, digests,
 read_file, restore_context, file_history, seal_status, context_status,
-receipt. read_file and restore_context record what they return as seen by
+receipt, who (which contexts of any harness hold each file's current or a
+stale version, and its last writer; not counted as seeing it). read_file and restore_context record what they return as seen by
 the caller's session of the harness --harness names (default claude-code,
 whose registration names none), so the edit guard lets the model edit it
 afterwards; every other tool only reads.

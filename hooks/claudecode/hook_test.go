@@ -19,7 +19,7 @@ import (
 // hookRig is a temporary repository and a session, driven through Run
 // exactly as Claude Code drives the binary.
 type hookRig struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	session string
 	tpath   string
@@ -27,7 +27,7 @@ type hookRig struct {
 	clock   time.Time // the hooks' clock: each run takes the next second
 }
 
-func newHookRig(t *testing.T) *hookRig {
+func newHookRig(t testing.TB) *hookRig {
 	t.Helper()
 	dir := t.TempDir()
 	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {

@@ -128,6 +128,7 @@ if (!summary.fatal) {
   await call('context_status latest', 'context_status', {});
   await call('receipt', 'receipt', {});
   await call('receipt HEAD~1 (none)', 'receipt', { commit: 'HEAD~1' });
+  await call('who', 'who', { paths: ['note.txt'] });
 
   // Bad arguments: each must be a tool error (or a JSON-RPC invalid
   // params / unknown tool error), never a crash.
@@ -162,6 +163,8 @@ if (!summary.fatal) {
     ['context_status: window is a string', 'context_status', { window: 'big' }],
     ['receipt: unknown revision', 'receipt', { commit: 'no-such-rev' }],
     ['receipt: commit is a number', 'receipt', { commit: 7 }],
+    ['who: path outside the repository', 'who', { paths: ['../x'] }],
+    ['who: paths is a string', 'who', { paths: 'note.txt' }],
     ['unknown tool', 'no_such_tool', {}],
   ];
   for (const [label, tool, args] of bad) {
