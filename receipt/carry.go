@@ -39,6 +39,41 @@ type CarryResult struct {
 // receipt names its commit, tree, parents and committer time and is
 // signed, so a copy never verifies for the new commit.
 func Carry(ctx context.Context, st *gitstore.Store, commit string, sources []string, k *Key, opt Options, force bool) (CarryResult, error) {
+	res, err := CarryAll(ctx, st, []Rewrite{{New: commit, Olds: sources}}, k, opt, force)
+	if err != nil {
+		return CarryResult{Commit: commit}, err
+	}
+	return res[0], nil
+}
+
+// CarryAll is Carry for every rewrite of a rebase, stored in one notes
+// commit.
+func CarryAll(ctx context.Context, st *gitstore.Store, rws []Rewrite, k *Key, opt Options, force bool) ([]CarryResult, error) {
+	out := make([]CarryResult, len(rws))
+	var notes []gitstore.NoteText
+	for i, rw := range rws {
+		res, err := carryOne(ctx, st, rw.New, rw.Olds, k, opt, force)
+		if err != nil {
+			return nil, err
+		}
+		if res.Status == CarryDone {
+			text, err := Sign(res.Receipt, k)
+			if err != nil {
+				return nil, fmt.Errorf("sign the carried receipt of %s: %w", short(rw.New), err)
+			}
+			notes = append(notes, gitstore.NoteText{Target: rw.New, Text: text})
+		}
+		out[i] = res
+	}
+	if len(notes) > 0 {
+		if _, err := st.WriteNotes(ctx, k.Writer(), notes, k.SignCommit); err != nil {
+			return nil, fmt.Errorf("store %d carried receipts: %w", len(notes), err)
+		}
+	}
+	return out, nil
+}
+
+func carryOne(ctx context.Context, st *gitstore.Store, commit string, sources []string, k *Key, opt Options, force bool) (CarryResult, error) {
 	res := CarryResult{Commit: commit}
 	if !force {
 		if _, err := Load(ctx, st, k.Writer(), commit); err == nil {
@@ -73,9 +108,6 @@ func Carry(ctx context.Context, st *gitstore.Store, commit string, sources []str
 	r, err := Build(ctx, st, commit, opt)
 	if err != nil {
 		return res, fmt.Errorf("build the carried receipt of %s: %w", short(commit), err)
-	}
-	if _, _, err := Save(ctx, st, r, k); err != nil {
-		return res, fmt.Errorf("store the carried receipt of %s: %w", short(commit), err)
 	}
 	res.Status, res.Receipt = CarryDone, r
 	return res, nil

@@ -76,11 +76,12 @@ func carry(ctx context.Context, e *env, rng string, o carryOpts) error {
 	opt := receipt.Options{NoTokens: o.noTokens, HarnessOf: harnesses.WriterHarness()}
 	enc := json.NewEncoder(e.stdout)
 	done := 0
-	for _, rw := range rewrites {
-		res, err := receipt.Carry(ctx, st, rw.New, rw.Olds, k, opt, o.force)
-		if err != nil {
-			return err
-		}
+	results, err := receipt.CarryAll(ctx, st, rewrites, k, opt, o.force)
+	if err != nil {
+		return err
+	}
+	for i, rw := range rewrites {
+		res := results[i]
 		if res.Status == receipt.CarryDone {
 			done++
 		}
