@@ -26,24 +26,23 @@ var RewriteHooks = []string{"post-rewrite", "post-commit"}
 const rewriteGuard = "LOSSLESS_CARRY"
 
 func rewriteHook(name, program string) string {
-	var run string
-	switch name {
-	case "post-rewrite":
+	// post-rewrite reads git's "OLD NEW" lines, for the user's hook and
+	// ours; post-commit has no input and must never wait for any.
+	run := shellQuote(program) + ` receipt carry --from-hook --cherry-pick </dev/null`
+	capture, input := "", "/dev/null"
+	if name == "post-rewrite" {
 		run = shellQuote(program) + ` receipt carry --from-hook --rewritten "$1" <"$input"`
-	default:
-		run = shellQuote(program) + ` receipt carry --from-hook --cherry-pick </dev/null`
+		capture = "input=$(mktemp) || exit 0\ntrap 'rm -f \"$input\"' EXIT\ncat >\"$input\"\n"
+		input = `"$input"`
 	}
 	return `#!/bin/sh
 ` + RewriteHookMarker + `
 # Gives every commit git rewrote (amend, rebase, cherry-pick) a receipt
 # of its own, carried from the receipts of the commits it replaces.
 # Installed by git lossless install git-hooks; removed by uninstall.
-input=$(mktemp) || exit 0
-trap 'rm -f "$input"' EXIT
-cat >"$input"
-hooks=$(dirname "$0")
+` + capture + `hooks=$(dirname "$0")
 if [ -x "$hooks/` + name + `.before-lossless" ]; then
-	"$hooks/` + name + `.before-lossless" "$@" <"$input"
+	"$hooks/` + name + `.before-lossless" "$@" <` + input + `
 fi
 if [ -z "$` + rewriteGuard + `" ] &&
 	[ -n "$(git for-each-ref --count=1 --format=x refs/notes/lossless/ 2>/dev/null)" ]; then

@@ -164,6 +164,9 @@ func runGitHooks(ctx context.Context, e *env, verb string, apply bool, command s
 }
 
 func uninstallGitHooks(e *env, st anchor.PrePushState, apply bool) error {
+	if err := uninstallRewriteHooks(e, filepath.Dir(st.Hook), apply); err != nil {
+		return err
+	}
 	switch {
 	case st.Exists && !st.Ours:
 		fmt.Fprintf(e.stdout, "%s is not git-lossless's; nothing to change\n", st.Hook)
@@ -189,18 +192,7 @@ func uninstallGitHooks(e *env, st anchor.PrePushState, apply bool) error {
 	if err != nil {
 		return err
 	}
-	rws, err := anchor.UninstallRewriteHooks(filepath.Dir(st.Hook))
-	if err != nil {
-		return err
-	}
-	for _, r := range rws {
-		if r.Removed {
-			fmt.Fprintf(e.stdout, "removed git-lossless's %s\n", r.Hook)
-		}
-		if r.Restored != "" {
-			fmt.Fprintf(e.stdout, "restored the previous %s hook from %s\n", filepath.Base(r.Hook), r.Restored)
-		}
-	}
+
 	if res.NotOurs { // replaced between the look and the change
 		fmt.Fprintf(e.stdout, "%s is not git-lossless's (any more); nothing was changed\n", res.Hook)
 		return nil
@@ -210,6 +202,47 @@ func uninstallGitHooks(e *env, st anchor.PrePushState, apply bool) error {
 	}
 	if res.Restored != "" {
 		fmt.Fprintf(e.stdout, "restored the previous pre-push hook from %s\n", res.Restored)
+	}
+	return nil
+}
+
+// uninstallRewriteHooks removes our post-rewrite and post-commit hooks
+// and moves the user's kept ones back (only with apply; else says so).
+func uninstallRewriteHooks(e *env, dir string, apply bool) error {
+	hs, err := anchor.InspectRewriteHooks(dir, "")
+	if err != nil {
+		return err
+	}
+	any := false
+	for _, h := range hs {
+		switch {
+		case h.Exists && !h.Ours:
+			continue
+		case h.Ours && h.Chained != "":
+			fmt.Fprintf(e.stdout, "  remove   %s (git-lossless's)\n  restore  %s as %s\n", h.Hook, h.Chained, h.Hook)
+		case h.Ours:
+			fmt.Fprintf(e.stdout, "  remove   %s (git-lossless's)\n", h.Hook)
+		case h.Chained != "":
+			fmt.Fprintf(e.stdout, "  restore  %s as %s (git-lossless's hook is gone already)\n", h.Chained, h.Hook)
+		default:
+			continue
+		}
+		any = true
+	}
+	if !any || !apply {
+		return nil
+	}
+	rs, err := anchor.UninstallRewriteHooks(dir)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Removed {
+			fmt.Fprintf(e.stdout, "removed git-lossless's %s\n", r.Hook)
+		}
+		if r.Restored != "" {
+			fmt.Fprintf(e.stdout, "restored the previous %s hook from %s\n", filepath.Base(r.Hook), r.Restored)
+		}
 	}
 	return nil
 }
