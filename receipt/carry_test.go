@@ -40,7 +40,9 @@ func newCarryRepo(t *testing.T, bin string) *carryRepo {
 	r.base = time.Now().UTC().Truncate(time.Second).Add(-5 * time.Hour)
 	r.write("README", "root\n")
 	r.commitAt("root", r.base)
-	r.bin = bin
+	if bin == "" {
+		return r
+	}
 	out, err := exec.Command(bin, "-C", r.dir, "install", "git-hooks", "--apply", "--command", bin).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "post-rewrite") {
 		t.Fatalf("install git-hooks: %v\n%s", err, out)
@@ -260,7 +262,92 @@ func TestCarryThroughRewrites(t *testing.T) {
 	r.plainTools(t)
 
 	// verify says which receipts were carried, from which commits.
-	if out := r.cli(t, "receipt", "verify", "main"); !strings.Contains(out, "carried from "+olds[0][:12]) {
+	if out := r.cli(t, "receipt", "verify", "main"); !strings.Contains(out, "carried from "+olds[0][:12]+": its receipt is on the same ref") {
 		t.Fatalf("verify does not say it was carried: %s", out)
+	}
+	if out := r.cli(t, "receipt", "show", "main"); !strings.Contains(out, "carried from "+olds[0]+"\n") {
+		t.Fatalf("show does not say it was carried: %s", out)
+	}
+	if out := r.cli(t, "receipt", "show", "main", "--json"); !strings.Contains(out, `"carried_from":[{"commit":"`+olds[0]) {
+		t.Fatalf("show --json: %s", out)
+	}
+}
+
+// TestCarryWindowAndUnmatched: a carried receipt whose carried window is
+// not its source receipt's fails verification (commit-mismatch); a squash
+// whose result is not exactly its sources' net change is not matched and
+// is reported; a commit that has a receipt is kept unless force.
+func TestCarryWindowAndUnmatched(t *testing.T) {
+	r := newCarryRepo(t, "")
+	ctx := context.Background()
+	k := theKey(t)
+	a := r.agentCommit(t, "a")
+	b := r.agentCommit(t, "b")
+
+	// A rewrite of b (reworded).
+	tree := r.git("rev-parse", b+"^{tree}")
+	cmd := exec.Command("git", "commit-tree", tree, "-p", a, "-m", "b reworded")
+	cmd.Dir = r.dir
+	cmd.Env = gitEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2 := strings.TrimSpace(string(out))
+	src, err := receipt.Load(ctx, r.st, k.Writer(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := note.Carried{Commit: b, From: src.Parsed.From - 3600, HasFrom: true, To: src.Parsed.WindowEnd()}
+	rc, err := receipt.Build(ctx, r.st, b2, receipt.Options{NoTokens: true, Carried: []note.Carried{wrong}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := receipt.Save(ctx, r.st, rc, k); err != nil {
+		t.Fatal(err)
+	}
+	found, _ := receipt.Find(ctx, r.st, b2)
+	res := receipt.Verify(ctx, r.st, found[0], keyring(t, k))
+	if res.OK() || res.Problems[0].Kind != receipt.ProblemCommit || !strings.Contains(res.Problems[0].Detail, "carried from") {
+		t.Fatalf("a wrong carried window verified: %+v", res.Problems)
+	}
+	if len(res.Carried) != 1 || !res.Carried[0].HasReceipt || !res.Carried[0].CommitExists {
+		t.Fatalf("carried sources: %+v", res.Carried)
+	}
+	// Kept without force; rebuilt right with it.
+	if got, err := receipt.Carry(ctx, r.st, b2, []string{b}, k, receipt.Options{NoTokens: true}, false); err != nil || got.Status != receipt.CarryKept {
+		t.Fatalf("carry over a receipt: %+v %v", got, err)
+	}
+	if got, err := receipt.Carry(ctx, r.st, b2, []string{b}, k, receipt.Options{NoTokens: true}, true); err != nil || got.Status != receipt.CarryDone {
+		t.Fatalf("carry --force: %+v %v", got, err)
+	}
+	found, _ = receipt.Find(ctx, r.st, b2)
+	if res := receipt.Verify(ctx, r.st, found[0], keyring(t, k)); !res.OK() {
+		t.Fatalf("forced carry: %+v", res.Problems)
+	}
+
+	// A squash with an extra edit: not the net change of a and b.
+	r.git("checkout", "-q", "-b", "squashed", r.git("rev-list", "--max-parents=0", "HEAD"))
+	r.git("merge", "--squash", "main")
+	r.write("a.txt", "edited while squashing\n")
+	r.commitAt("squash", r.base.Add(time.Hour))
+	rws, unmatched, err := receipt.MatchRange(ctx, r.st, r.dir, "main", "squashed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rws) != 0 || strings.Join(unmatched, " ") != a+" "+b {
+		t.Fatalf("matched %+v, unmatched %v", rws, unmatched)
+	}
+	// Without the edit it is a squash of both.
+	r.write("a.txt", "content of a\n")
+	r.commitAt("undo the edit", r.base.Add(2*time.Hour))
+	r.git("reset", "-q", "--soft", "HEAD~2")
+	r.commitAt("squash", r.base.Add(3*time.Hour))
+	rws, unmatched, err = receipt.MatchRange(ctx, r.st, r.dir, "main", "squashed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rws) != 1 || rws[0].How != "squash" || strings.Join(rws[0].Olds, " ") != a+" "+b || len(unmatched) != 0 {
+		t.Fatalf("matched %+v, unmatched %v", rws, unmatched)
 	}
 }

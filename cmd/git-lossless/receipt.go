@@ -469,7 +469,16 @@ func writeReceipt(w io.Writer, r *note.Receipt, writer, how string) {
 		fmt.Fprintf(w, ", parent %s", short12(p))
 	}
 	fmt.Fprintln(w)
-	if r.HasFrom {
+	if len(r.Carried) > 0 {
+		if r.HasFrom {
+			fmt.Fprintf(w, "  events from %s to %s (the window of the commits it was carried from)\n", utc(r.From), utc(r.WindowEnd()))
+		} else {
+			fmt.Fprintf(w, "  events up to %s (the window of the commits it was carried from)\n", utc(r.WindowEnd()))
+		}
+		for _, c := range r.Carried {
+			fmt.Fprintf(w, "  carried from %s\n", c.Commit)
+		}
+	} else if r.HasFrom {
 		fmt.Fprintf(w, "  events from %s (parent committed) to %s (committed)\n", utc(r.From), utc(r.Committed))
 	} else {
 		fmt.Fprintf(w, "  events up to %s (committed; a root commit)\n", utc(r.Committed))
@@ -572,12 +581,20 @@ func receiptJSON(r *note.Receipt) map[string]any {
 	for _, w := range r.Writers {
 		writers = append(writers, map[string]any{"writer": w.Name, "from": w.From, "to": w.To, "head_seq": w.HeadSeq, "head_seal": w.HeadSeal})
 	}
-	var window any = map[string]any{"to": r.Committed}
+	var window any = map[string]any{"to": r.WindowEnd()}
 	if r.HasFrom {
-		window = map[string]any{"from": r.From, "to": r.Committed}
+		window = map[string]any{"from": r.From, "to": r.WindowEnd()}
 	}
 	c := r.Coverage
-	return map[string]any{
+	var carried []any // absent from JSON unless carried
+	for _, cs := range r.Carried {
+		src := map[string]any{"commit": cs.Commit, "to": cs.To}
+		if cs.HasFrom {
+			src["from"] = cs.From
+		}
+		carried = append(carried, src)
+	}
+	out := map[string]any{
 		"format": note.Header, "commit": r.Commit, "tree": r.Tree, "parents": r.Parents, "committed": r.Committed,
 		"window": window, "issued": r.Issued.Format(time.RFC3339), "tokenizer": note.Tokenizer,
 		"paths": paths, "contexts": ctxs, "reads": reads, "writers": writers,
@@ -586,6 +603,10 @@ func receiptJSON(r *note.Receipt) map[string]any {
 			"excluded": c.Excluded, "events": c.Events, "sources": c.Sources},
 		"notes": r.Notes,
 	}
+	if len(carried) > 0 {
+		out["carried_from"] = carried
+	}
+	return out
 }
 
 func keyCmd() *command {
