@@ -29,11 +29,12 @@ func rewriteHook(name, program string) string {
 	// post-rewrite reads git's "OLD NEW" lines, for the user's hook and
 	// ours; post-commit has no input and must never wait for any.
 	run := shellQuote(program) + ` receipt carry --from-hook --cherry-pick </dev/null`
-	capture, input := "", "/dev/null"
+	capture, input, when := "", "/dev/null", `[ -f "$(git rev-parse --git-path CHERRY_PICK_HEAD 2>/dev/null)" ] &&
+	`
 	if name == "post-rewrite" {
 		run = shellQuote(program) + ` receipt carry --from-hook --rewritten "$1" <"$input"`
 		capture = "input=$(mktemp) || exit 0\ntrap 'rm -f \"$input\"' EXIT\ncat >\"$input\"\n"
-		input = `"$input"`
+		input, when = `"$input"`, ""
 	}
 	return `#!/bin/sh
 ` + RewriteHookMarker + `
@@ -44,8 +45,7 @@ func rewriteHook(name, program string) string {
 if [ -x "$hooks/` + name + `.before-lossless" ]; then
 	"$hooks/` + name + `.before-lossless" "$@" <` + input + `
 fi
-if [ -z "$` + rewriteGuard + `" ] &&
-	[ -n "$(git for-each-ref --count=1 --format=x refs/notes/lossless/ 2>/dev/null)" ]; then
+if [ -z "$` + rewriteGuard + `" ] && ` + when + `[ -n "$(git for-each-ref --count=1 --format=x refs/notes/lossless/ 2>/dev/null)" ]; then
 	` + rewriteGuard + `=1 ` + run + ` >/dev/null || true
 fi
 exit 0

@@ -76,9 +76,14 @@ func CarryAll(ctx context.Context, st *gitstore.Store, rws []Rewrite, k *Key, op
 func carryOne(ctx context.Context, st *gitstore.Store, commit string, sources []string, k *Key, opt Options, force bool) (CarryResult, error) {
 	res := CarryResult{Commit: commit}
 	if !force {
-		if _, err := Load(ctx, st, k.Writer(), commit); err == nil {
-			res.Status = CarryKept
-			return res, nil
+		// A note that names another commit is a copy git made (the
+		// user's notes.rewriteRef covering our refs): it never verifies
+		// here, so it is replaced; a receipt of this commit is kept.
+		if s, err := Load(ctx, st, k.Writer(), commit); err == nil {
+			if s.Parsed == nil || s.Parsed.Commit == commit {
+				res.Status = CarryKept
+				return res, nil
+			}
 		} else if !errors.Is(err, gitstore.ErrNoNote) {
 			return res, err
 		}

@@ -175,6 +175,22 @@ func TestCarryThroughRewrites(t *testing.T) {
 	r.check(t, "HEAD", []string{a}, "a.txt")
 	r.plainTools(t)
 
+	// With git's notes.rewriteRef covering our refs, git copies the old
+	// note (which names the old commit) before the hook runs: the hook
+	// replaces the copy with a carried receipt.
+	am = exec.Command("git", "-c", "notes.rewriteRef=refs/notes/lossless/*", "commit", "-q", "--amend", "-m", "a amended twice")
+	am.Dir = r.dir
+	am.Env = gitEnv("GIT_COMMITTER_DATE=" + r.git("log", "-1", "--format=%cI"))
+	if out, err := am.CombinedOutput(); err != nil {
+		t.Fatalf("amend: %v\n%s", err, out)
+	}
+	if log := r.git("log", "-2", "--format=%s", "refs/notes/lossless/receipts-"+theKey(t).ID()); !strings.Contains(log, "Notes added by 'git commit --amend'") {
+		t.Fatalf("git did not copy the note (the case is not exercised): %s", log)
+	}
+	r.check(t, "HEAD", []string{a2}, "a.txt")
+	r.plainTools(t)
+	a2 = r.git("rev-parse", "HEAD")
+
 	// interactive rebase: reorder, squash, fixup, edit, drop
 	c := map[string]string{}
 	for _, n := range []string{"b", "c", "d", "e", "f", "g"} {
