@@ -213,7 +213,7 @@ func uninstallRewriteHooks(e *env, dir string, apply bool) error {
 	if err != nil {
 		return err
 	}
-	any := false
+	planned := false
 	for _, h := range hs {
 		switch {
 		case h.Exists && !h.Ours:
@@ -227,9 +227,9 @@ func uninstallRewriteHooks(e *env, dir string, apply bool) error {
 		default:
 			continue
 		}
-		any = true
+		planned = true
 	}
-	if !any || !apply {
+	if !planned || !apply {
 		return nil
 	}
 	rs, err := anchor.UninstallRewriteHooks(dir)
