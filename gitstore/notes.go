@@ -83,29 +83,54 @@ const noteIdentity = commitIdent
 // compare-and-swap under <ref>.lock, rebuilding on the new head when
 // another process moved it first. It returns the new notes commit.
 func (s *Store) WriteNote(ctx context.Context, writer, target string, text []byte, sign NoteSigner) (string, error) {
+	return s.WriteNotes(ctx, writer, []NoteText{{Target: target, Text: text}}, sign)
+}
+
+// NoteText is one note to write: its target object and its text.
+type NoteText struct {
+	Target string
+	Text   []byte
+}
+
+// WriteNotes is WriteNote for several targets at once: one notes commit
+// that sets every note (a later entry for the same target wins), one
+// flush, one ref update. Carrying a rebase's receipts writes a hundred
+// notes; one commit for them all costs one fsync round, not a hundred.
+func (s *Store) WriteNotes(ctx context.Context, writer string, notes []NoteText, sign NoteSigner) (string, error) {
 	if err := ValidWriter(writer); err != nil {
 		return "", err
 	}
 	if err := checkWriterName(writer); err != nil {
 		return "", err
 	}
-	target = strings.ToLower(target)
-	if !gitobj.IsID(target) {
-		return "", fmt.Errorf("note target %q is not a full 40-hex object id", target)
+	if len(notes) == 0 {
+		return "", errors.New("no notes to write")
 	}
 	if s.loc.Embedded {
 		return "", errors.New("notes need a repository; this is the embedded archive")
 	}
 	ref := NotesPrefix + writer
 	var pending []string
-	blob, err := s.odb.Write("blob", text, &pending)
-	if err != nil {
-		return "", err
+	blobs := map[string]string{}
+	var targets []string
+	for _, n := range notes {
+		target := strings.ToLower(n.Target)
+		if !gitobj.IsID(target) {
+			return "", fmt.Errorf("note target %q is not a full 40-hex object id", n.Target)
+		}
+		blob, err := s.odb.Write("blob", n.Text, &pending)
+		if err != nil {
+			return "", err
+		}
+		if _, ok := blobs[target]; !ok {
+			targets = append(targets, target)
+		}
+		blobs[target] = blob
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.lockT)
 	defer cancel()
 	var commit string
-	err = s.casRef(ctx, ref, func(_ int, cur string) (string, error) {
+	err := s.casRef(ctx, ref, func(_ int, cur string) (string, error) {
 		var oldTree string
 		if cur != "" {
 			c, err := s.readCommit(cur)
@@ -114,11 +139,14 @@ func (s *Store) WriteNote(ctx context.Context, writer, target string, text []byt
 			}
 			oldTree = c.Tree
 		}
-		tree, err := s.notesTreeWith(oldTree, target, blob, &pending)
+		tree, err := s.notesTreeWithAll(oldTree, blobs, &pending)
 		if err != nil {
 			return "", fmt.Errorf("notes ref %s: %w", ref, err)
 		}
-		msg := "Notes added by 'git lossless receipt'\n\nLossless-Note-Writer: " + writer + "\nLossless-Note-Target: " + target + "\n"
+		msg := "Notes added by 'git lossless receipt'\n\nLossless-Note-Writer: " + writer + "\n"
+		for _, t := range targets {
+			msg += "Lossless-Note-Target: " + t + "\n"
+		}
 		body, err := gitobj.EncodeSignedCommit(tree, cur, noteIdentity, s.now().Unix(), msg, sign)
 		if err != nil {
 			return "", fmt.Errorf("notes commit: %w", err)
@@ -144,9 +172,10 @@ func SplitCommitSignature(body []byte) (payload []byte, sig string) {
 	return gitobj.SplitCommitSignature(body)
 }
 
-// notesTreeWith returns the id of oldTree ("" = empty) with target's note
-// set to blob at the top level, any fanned-out entry for target removed.
-func (s *Store) notesTreeWith(oldTree, target, blob string, pending *[]string) (string, error) {
+// notesTreeWithAll returns the id of oldTree ("" = empty) with each
+// target's note set to its blob at the top level, any fanned-out entry for
+// a target removed.
+func (s *Store) notesTreeWithAll(oldTree string, blobs map[string]string, pending *[]string) (string, error) {
 	var ents []gitobj.TreeEntry
 	if oldTree != "" {
 		typ, body, err := s.odb.Read(oldTree)
@@ -160,24 +189,37 @@ func (s *Store) notesTreeWith(oldTree, target, blob string, pending *[]string) (
 			return "", err
 		}
 	}
-	out := make([]gitobj.TreeEntry, 0, len(ents)+1)
+	out := make([]gitobj.TreeEntry, 0, len(ents)+len(blobs))
+	var targets []string
+	for t := range blobs {
+		targets = append(targets, t)
+	}
+	sort.Strings(targets)
+entries:
 	for _, e := range ents {
-		switch {
-		case e.Name == target:
+		if _, ok := blobs[e.Name]; ok {
 			continue // replaced below
-		case e.Mode == "40000" && len(e.Name) == 2 && isHexPrefix(e.Name) && strings.HasPrefix(target, e.Name):
-			id, empty, err := s.withoutNote(e.ID, target[2:], pending)
-			if err != nil {
-				return "", err
+		}
+		if e.Mode == "40000" && len(e.Name) == 2 && isHexPrefix(e.Name) {
+			for _, target := range targets {
+				if !strings.HasPrefix(target, e.Name) {
+					continue
+				}
+				id, empty, err := s.withoutNote(e.ID, target[2:], pending)
+				if err != nil {
+					return "", err
+				}
+				if empty {
+					continue entries
+				}
+				e.ID = id
 			}
-			if empty {
-				continue
-			}
-			e.ID = id
 		}
 		out = append(out, e)
 	}
-	out = append(out, gitobj.TreeEntry{Mode: "100644", Name: target, ID: blob})
+	for _, t := range targets {
+		out = append(out, gitobj.TreeEntry{Mode: "100644", Name: t, ID: blobs[t]})
+	}
 	return s.odb.Write("tree", gitobj.EncodeTree(out), pending)
 }
 

@@ -26,6 +26,9 @@ type Options struct {
 	// that do not name theirs (note.Input.HarnessOf); nil: only the
 	// events' own field names a context's harness.
 	HarnessOf func(writer string) string
+	// Carried makes the receipt a carried one (see Carry): its window is
+	// the union of these sources' windows.
+	Carried []note.Carried
 }
 
 // Build builds the receipt of commit (a 40-hex id) from the repository's
@@ -55,7 +58,7 @@ func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) 
 	if err != nil {
 		return nil, fmt.Errorf("read commit %s: %w", commit, err)
 	}
-	in := note.Input{Commit: c.ID, Tree: c.Tree, Parents: c.Parents, Committed: c.Committed, Issued: now(), HarnessOf: opt.HarnessOf}
+	in := note.Input{Commit: c.ID, Tree: c.Tree, Parents: c.Parents, Committed: c.Committed, Issued: now(), HarnessOf: opt.HarnessOf, Carried: opt.Carried}
 	tc := newTreeCache(st)
 	var oldTree string
 	if len(c.Parents) > 0 {

@@ -40,6 +40,16 @@
 // receipt; --refresh builds it anew (the old note stays in the notes ref's
 // history).
 //
+// # Rewrites
+//
+// Carry and CarryAll give a rewritten commit a receipt of its own, rebuilt
+// and signed for it, naming the commits it replaces (note's "carried"
+// lines); ParseRewritten reads git's post-rewrite input and MatchRange
+// matches a rewrite git ran no hook for, by patch id and by squashed
+// change. Copying the old note (git's notes.rewriteRef) would not do: a
+// receipt names its commit and is signed, so a copy never verifies for
+// the new commit.
+//
 // # Signing
 //
 // The note is the body clear-signed (RFC 4880 section 7) with an OpenPGP

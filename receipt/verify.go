@@ -61,8 +61,23 @@ type Result struct {
 	// contexts, sorted (none for a receipt issued before contexts named
 	// theirs). An event that names its harness is checked against its
 	// context's.
-	Harnesses []string      `json:"harnesses,omitempty"`
-	Receipt   *note.Receipt `json:"-"`
+	Harnesses []string `json:"harnesses,omitempty"`
+	// Carried lists, for a receipt carried through a rewrite, each
+	// source commit and what Verify could check of it.
+	Carried []CarriedSource `json:"carried,omitempty"`
+	Receipt *note.Receipt   `json:"-"`
+}
+
+// CarriedSource is one commit a receipt was carried from, as Verify found
+// it: Receipt is true when that commit's own receipt is still on the same
+// notes ref (its window then must be the one the carried line names: a
+// mismatch is a problem); Commit is true when the source commit object is
+// still in the repository (a rewritten commit may be pruned by gc, and
+// its receipt then stands as a signed claim).
+type CarriedSource struct {
+	Commit       string `json:"commit"`
+	HasReceipt   bool   `json:"receipt"`
+	CommitExists bool   `json:"exists"`
 }
 
 // OK reports whether the receipt verified.
@@ -160,9 +175,12 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 			return res
 		}
 		oldTree = p.Tree
-		if !r.HasFrom || r.From != p.Committed {
+		if len(r.Carried) == 0 && (!r.HasFrom || r.From != p.Committed) {
 			res.add(ProblemCommit, "the window must start at the first parent's committer time %d", p.Committed)
 		}
+	}
+	for _, cs := range r.Carried {
+		res.Carried = append(res.Carried, checkCarried(ctx, st, s.Writer, cs, res))
 	}
 	changes, err := diffTrees(tc, oldTree, c.Tree)
 	if err != nil {
@@ -288,7 +306,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 			continue
 		}
 		res.Checked.Events++
-		if msg := note.PathEvidence(p, e, r.Committed); msg != "" {
+		if msg := note.PathEvidence(p, e, r.WindowEnd()); msg != "" {
 			res.add(ProblemMismatch, "%s: %s#%d %s", what, e.Writer, e.Seq, msg)
 		}
 		if ctxOf(e) == 0 {
@@ -483,4 +501,23 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// checkCarried checks one source of a carried receipt: when the source's
+// receipt is on the same notes ref, the carried window must be its window.
+func checkCarried(ctx context.Context, st *gitstore.Store, writer string, c note.Carried, res *Result) CarriedSource {
+	out := CarriedSource{Commit: c.Commit}
+	if typ, _, err := st.ReadObject(c.Commit); err == nil && typ == "commit" {
+		out.CommitExists = true
+	}
+	src, err := Load(ctx, st, writer, c.Commit)
+	if err != nil || src.Parsed == nil {
+		return out
+	}
+	out.HasReceipt = true
+	sr := src.Parsed
+	if sr.HasFrom != c.HasFrom || (c.HasFrom && sr.From != c.From) || sr.WindowEnd() != c.To {
+		res.add(ProblemCommit, "carried from %s with a window its receipt does not have", short(c.Commit))
+	}
+	return out
 }

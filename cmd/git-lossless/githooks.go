@@ -32,8 +32,12 @@ git runs pre-push hooks for ` + "`git push --dry-run`" + ` too, so a dry run
 anchors as well. A failed anchor never fails the push: it is one line on
 stderr. An existing pre-push hook is kept as pre-push.before-lossless and
 runs before the anchor; its verdict still decides the push (a push it
-refuses anchors nothing). uninstall git-hooks removes only our hook and
-moves the kept one back. The hook runs this program (as install
+refuses anchors nothing). It also installs post-rewrite and post-commit
+hooks that give every commit git rewrites (commit --amend, rebase,
+cherry-pick) a receipt carried from the commits it replaces (see ` + "`git lossless receipt --help`" + `);
+an existing hook of those names is kept as NAME.before-lossless and runs
+first. uninstall git-hooks removes only our hooks and moves the kept ones
+back. The hook runs this program (as install
 claude-code picks it) or --command PATH.`
 
 // runGitHooks is install/uninstall git-hooks: a dry run unless apply.
@@ -78,8 +82,20 @@ func runGitHooks(ctx context.Context, e *env, verb string, apply bool, command s
 		}
 	}
 
-	if st.Ours && st.Current && st.Program == bin.Path {
-		fmt.Fprintf(e.stdout, "the git-lossless pre-push hook is already installed in %s; nothing to change\n", st.Hook)
+	rw, err := anchor.InspectRewriteHooks(dir, bin.Path)
+	if err != nil {
+		return err
+	}
+	rwCurrent := true
+	for _, h := range rw {
+		rwCurrent = rwCurrent && h.Current
+		if h.Exists && !h.Ours && h.Chained != "" {
+			return withHint(fmt.Errorf("%s is not git-lossless's and %s exists too: there is no place to keep the existing hook", h.Hook, h.Chained),
+				"nothing was written; merge or move one of them aside, then run again")
+		}
+	}
+	if st.Ours && st.Current && st.Program == bin.Path && rwCurrent {
+		fmt.Fprintf(e.stdout, "the git-lossless pre-push, post-rewrite and post-commit hooks are already installed in %s; nothing to change\n", filepath.Dir(st.Hook))
 		note()
 		return nil
 	}
@@ -101,6 +117,18 @@ func runGitHooks(ctx context.Context, e *env, verb string, apply bool, command s
 	if !st.Ours && st.Chained != "" {
 		fmt.Fprintf(e.stdout, "  chain    %s (kept by an earlier install) runs first\n", st.Chained)
 	}
+	for _, h := range rw {
+		switch {
+		case h.Ours && h.Current:
+		case h.Ours:
+			fmt.Fprintf(e.stdout, "  update   %s: to this version's hook\n", h.Hook)
+		case h.Exists:
+			fmt.Fprintf(e.stdout, "  keep     the existing %s as %s.before-lossless: it runs first\n", h.Hook, h.Name)
+			fmt.Fprintf(e.stdout, "  add      %s: then carries receipts to rewritten commits\n", h.Hook)
+		default:
+			fmt.Fprintf(e.stdout, "  add      %s: carries receipts to rewritten commits (amend, rebase, cherry-pick)\n", h.Hook)
+		}
+	}
 	if w := inWorkTree(e.dir, dir); w != "" {
 		fmt.Fprintf(e.stderr, "git-lossless: warning: the hooks directory is inside the working tree %s: the new and moved files show in `git status`, and committing them gives every clone a hook that runs %s\n", w, bin.Path)
 	}
@@ -112,6 +140,16 @@ func runGitHooks(ctx context.Context, e *env, verb string, apply bool, command s
 	res, err := anchor.InstallPrePush(dir, bin.Path)
 	if err != nil {
 		return err
+	}
+	carried, err := anchor.InstallRewriteHooks(dir, bin.Path)
+	if err != nil {
+		return err
+	}
+	for _, c := range carried {
+		fmt.Fprintf(e.stdout, "installed %s: carries receipts to rewritten commits\n", c.Hook)
+		if c.Chained != "" {
+			fmt.Fprintf(e.stdout, "the previous %s runs first, from %s\n", filepath.Base(c.Hook), c.Chained)
+		}
 	}
 	verb = "installed"
 	if res.Updated {
@@ -126,6 +164,9 @@ func runGitHooks(ctx context.Context, e *env, verb string, apply bool, command s
 }
 
 func uninstallGitHooks(e *env, st anchor.PrePushState, apply bool) error {
+	if err := uninstallRewriteHooks(e, filepath.Dir(st.Hook), apply); err != nil {
+		return err
+	}
 	switch {
 	case st.Exists && !st.Ours:
 		fmt.Fprintf(e.stdout, "%s is not git-lossless's; nothing to change\n", st.Hook)
@@ -151,6 +192,7 @@ func uninstallGitHooks(e *env, st anchor.PrePushState, apply bool) error {
 	if err != nil {
 		return err
 	}
+
 	if res.NotOurs { // replaced between the look and the change
 		fmt.Fprintf(e.stdout, "%s is not git-lossless's (any more); nothing was changed\n", res.Hook)
 		return nil
@@ -160,6 +202,47 @@ func uninstallGitHooks(e *env, st anchor.PrePushState, apply bool) error {
 	}
 	if res.Restored != "" {
 		fmt.Fprintf(e.stdout, "restored the previous pre-push hook from %s\n", res.Restored)
+	}
+	return nil
+}
+
+// uninstallRewriteHooks removes our post-rewrite and post-commit hooks
+// and moves the user's kept ones back (only with apply; else says so).
+func uninstallRewriteHooks(e *env, dir string, apply bool) error {
+	hs, err := anchor.InspectRewriteHooks(dir, "")
+	if err != nil {
+		return err
+	}
+	planned := false
+	for _, h := range hs {
+		switch {
+		case h.Exists && !h.Ours:
+			continue
+		case h.Ours && h.Chained != "":
+			fmt.Fprintf(e.stdout, "  remove   %s (git-lossless's)\n  restore  %s as %s\n", h.Hook, h.Chained, h.Hook)
+		case h.Ours:
+			fmt.Fprintf(e.stdout, "  remove   %s (git-lossless's)\n", h.Hook)
+		case h.Chained != "":
+			fmt.Fprintf(e.stdout, "  restore  %s as %s (git-lossless's hook is gone already)\n", h.Chained, h.Hook)
+		default:
+			continue
+		}
+		planned = true
+	}
+	if !planned || !apply {
+		return nil
+	}
+	rs, err := anchor.UninstallRewriteHooks(dir)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Removed {
+			fmt.Fprintf(e.stdout, "removed git-lossless's %s\n", r.Hook)
+		}
+		if r.Restored != "" {
+			fmt.Fprintf(e.stdout, "restored the previous %s hook from %s\n", filepath.Base(r.Hook), r.Restored)
+		}
 	}
 	return nil
 }

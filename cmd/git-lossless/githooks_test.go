@@ -390,3 +390,60 @@ func TestGitHooksAnchorFailureNeverFailsPush(t *testing.T) {
 	}
 	oneLine(stderr, "not found")
 }
+
+// TestGitHooksRewriteHooks: install git-hooks also installs the
+// receipt-carrying post-rewrite and post-commit hooks, keeps the user's
+// own post-commit hook beside ours (it still runs on every commit), is
+// idempotent, and uninstall removes ours and puts the user's back.
+func TestGitHooksRewriteHooks(t *testing.T) {
+	w := newHookWorld(t)
+	hooks := filepath.Join(w.repo, ".git", "hooks")
+	postCommit := filepath.Join(hooks, "post-commit")
+	postRewrite := filepath.Join(hooks, "post-rewrite")
+	marker := filepath.Join(w.root, "post-commit.log")
+	user := "#!/bin/sh\necho user-post-commit >>'" + marker + "'\n"
+	writeFile(t, postCommit, []byte(user))
+	os.Chmod(postCommit, 0o755)
+
+	r := w.ok(w.repo, "install", "git-hooks")
+	if !strings.Contains(r.stdout, "add      "+postRewrite) || !strings.Contains(r.stdout, "keep     the existing "+postCommit+" as post-commit.before-lossless") {
+		t.Errorf("dry run:\n%s", r.stdout)
+	}
+	if _, err := os.Stat(postRewrite); !os.IsNotExist(err) {
+		t.Fatal("the dry run wrote post-rewrite")
+	}
+	w.ok(w.repo, "install", "git-hooks", "--apply")
+	hs, err := anchor.InspectRewriteHooks(hooks, e2eBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if !h.Ours || !h.Current {
+			t.Errorf("%s: %+v", h.Name, h)
+		}
+	}
+	if b, _ := os.ReadFile(postCommit + ".before-lossless"); string(b) != user {
+		t.Errorf("the user's post-commit was not kept: %q", b)
+	}
+	if r = w.ok(w.repo, "install", "git-hooks", "--apply"); !strings.Contains(r.stdout, "already installed") {
+		t.Errorf("second install:\n%s", r.stdout)
+	}
+	// A commit and an amend run the user's hook through ours, and ours
+	// (nothing to carry: no receipts) leaves them alone.
+	w.commit()
+	w.git(w.repo, "commit", "-q", "--amend", "-m", "amended")
+	if b, _ := os.ReadFile(marker); strings.Count(string(b), "user-post-commit") != 2 {
+		t.Errorf("the user's post-commit ran %q", b)
+	}
+
+	w.ok(w.repo, "uninstall", "git-hooks", "--apply")
+	if b, _ := os.ReadFile(postCommit); string(b) != user {
+		t.Errorf("uninstall did not restore the user's post-commit: %q", b)
+	}
+	if _, err := os.Stat(postRewrite); !os.IsNotExist(err) {
+		t.Error("uninstall left post-rewrite")
+	}
+	if _, err := os.Stat(postCommit + ".before-lossless"); !os.IsNotExist(err) {
+		t.Error("uninstall left the kept hook")
+	}
+}

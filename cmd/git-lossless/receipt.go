@@ -25,7 +25,7 @@ func receiptCmd() *command {
 	return &command{
 		name:    "receipt",
 		summary: "build, show and verify signed receipts: what the model saw for a commit",
-		usage:   "[REV] [--refresh] [--json] | show REV [--json] | verify [REV | --all] [--json] [--keyring FILE] | list [--json]",
+		usage:   "[REV] [--refresh] [--json] | show REV [--json] | verify [REV | --all] [--json] [--keyring FILE] | list [--json] | carry OLD..NEW [--force] [--json]",
 		long: `A receipt answers, for one commit, which model contexts touched the files it
 changes, what exactly they saw (blob ids), whether they edited from a current
 or a stale view, and who changed things after them. It is stored as a
@@ -38,6 +38,24 @@ commit signed by the same key; the package doc of ./receipt specifies it.
   git lossless receipt show REV      print the stored receipts of REV
   git lossless receipt verify REV    verify them; --all verifies every receipt
   git lossless receipt list          list every stored receipt
+  git lossless receipt carry OLD..NEW
+                                     after a rewrite git ran no hook for (a
+                                     host's squash or rebase merge,
+                                     filter-branch): give each commit of
+                                     OLD..NEW that replaces commits of
+                                     NEW..OLD with receipts a carried receipt
+
+A rewritten commit (amend, rebase, cherry-pick) gets a receipt of its own,
+rebuilt and signed for it, whose "carried" lines name the commits it
+replaces and whose window is theirs: ` + "`git lossless install git-hooks`" + ` adds
+post-rewrite and post-commit hooks that do this as git rewrites. carry
+matches a new commit to an old one by ` + "`git patch-id --stable`" + `, or to a
+run of consecutive old commits whose net change is exactly the new commit's
+change (a squash: same paths, same resulting blobs and modes). It prints
+what it matched and the old receipts nothing matched; it never replaces a
+receipt a commit has unless --force, so a second run adds nothing.
+--rewritten HOW reads git's post-rewrite input on stdin; --cherry-pick
+carries HEAD from CHERRY_PICK_HEAD (the hooks use these).
 
 Signing needs a key: ` + "`git lossless key generate`" + `, or git config
 lossless.signingKey naming an armored secret key file. Verify trusts that
@@ -56,11 +74,15 @@ Exit 1 when verify finds a problem or there is no receipt to show.`,
 			all := fs.Bool("all", false, "verify: every stored receipt")
 			keyrings := fs.StringArray("keyring", nil, "verify: also trust the public keys in this file (repeatable)")
 			noTokens := fs.Bool("no-tokens", false, "build without counting tokens")
+			force := fs.Bool("force", false, "carry: replace a receipt the new commit already has")
+			fromHook := fs.Bool("from-hook", false, "carry: run from a git hook: quiet, one stderr line on failure, exit 0")
+			rewritten := fs.String("rewritten", "", "carry: read git's post-rewrite input (OLD NEW lines) on stdin; the value is git's argument (amend, rebase)")
+			cherry := fs.Bool("cherry-pick", false, "carry: carry HEAD from CHERRY_PICK_HEAD (the post-commit hook)")
 			return func(ctx context.Context, e *env, args []string) error {
 				sub := ""
 				if len(args) > 0 {
 					switch args[0] {
-					case "show", "verify", "list":
+					case "show", "verify", "list", "carry":
 						sub, args = args[0], args[1:]
 					}
 				}
@@ -87,6 +109,12 @@ Exit 1 when verify finds a problem or there is no receipt to show.`,
 						return usagef("receipt verify takes one revision")
 					}
 					return runReceiptVerify(ctx, e, firstArg(args), o)
+				case "carry":
+					co := carryOpts{force: *force, fromHook: *fromHook, rewritten: *rewritten, cherry: *cherry, json: *asJSON, noTokens: *noTokens}
+					if (len(args) == 1) == (co.rewritten != "" || co.cherry) || len(args) > 1 {
+						return usagef("receipt carry takes OLD..NEW, or --rewritten / --cherry-pick")
+					}
+					return runReceiptCarry(ctx, e, firstArg(args), co)
 				case "list":
 					if len(args) > 0 {
 						return usagef("receipt list takes no arguments")
@@ -340,6 +368,16 @@ func printVerify(w io.Writer, res *receipt.Result) {
 			fmt.Fprintf(w, "      %s: %s\n", p.Kind, p.Detail)
 		}
 	}
+	for _, c := range res.Carried {
+		how := "its receipt is gone: the carried window is a signed claim"
+		if c.HasReceipt {
+			how = "its receipt is on the same ref and the window matches"
+		}
+		if !c.CommitExists {
+			how += "; the commit itself is no longer in the repository"
+		}
+		fmt.Fprintf(w, "      carried from %s: %s\n", short12(c.Commit), how)
+	}
 	if len(res.Pruned) > 0 {
 		fmt.Fprintf(w, "      %d blobs pruned on purpose (expected)\n", len(res.Pruned))
 	}
@@ -431,7 +469,16 @@ func writeReceipt(w io.Writer, r *note.Receipt, writer, how string) {
 		fmt.Fprintf(w, ", parent %s", short12(p))
 	}
 	fmt.Fprintln(w)
-	if r.HasFrom {
+	if len(r.Carried) > 0 {
+		if r.HasFrom {
+			fmt.Fprintf(w, "  events from %s to %s (the window of the commits it was carried from)\n", utc(r.From), utc(r.WindowEnd()))
+		} else {
+			fmt.Fprintf(w, "  events up to %s (the window of the commits it was carried from)\n", utc(r.WindowEnd()))
+		}
+		for _, c := range r.Carried {
+			fmt.Fprintf(w, "  carried from %s\n", c.Commit)
+		}
+	} else if r.HasFrom {
 		fmt.Fprintf(w, "  events from %s (parent committed) to %s (committed)\n", utc(r.From), utc(r.Committed))
 	} else {
 		fmt.Fprintf(w, "  events up to %s (committed; a root commit)\n", utc(r.Committed))
@@ -534,12 +581,20 @@ func receiptJSON(r *note.Receipt) map[string]any {
 	for _, w := range r.Writers {
 		writers = append(writers, map[string]any{"writer": w.Name, "from": w.From, "to": w.To, "head_seq": w.HeadSeq, "head_seal": w.HeadSeal})
 	}
-	var window any = map[string]any{"to": r.Committed}
+	var window any = map[string]any{"to": r.WindowEnd()}
 	if r.HasFrom {
-		window = map[string]any{"from": r.From, "to": r.Committed}
+		window = map[string]any{"from": r.From, "to": r.WindowEnd()}
 	}
 	c := r.Coverage
-	return map[string]any{
+	var carried []any // absent from JSON unless carried
+	for _, cs := range r.Carried {
+		src := map[string]any{"commit": cs.Commit, "to": cs.To}
+		if cs.HasFrom {
+			src["from"] = cs.From
+		}
+		carried = append(carried, src)
+	}
+	out := map[string]any{
 		"format": note.Header, "commit": r.Commit, "tree": r.Tree, "parents": r.Parents, "committed": r.Committed,
 		"window": window, "issued": r.Issued.Format(time.RFC3339), "tokenizer": note.Tokenizer,
 		"paths": paths, "contexts": ctxs, "reads": reads, "writers": writers,
@@ -548,6 +603,10 @@ func receiptJSON(r *note.Receipt) map[string]any {
 			"excluded": c.Excluded, "events": c.Events, "sources": c.Sources},
 		"notes": r.Notes,
 	}
+	if len(carried) > 0 {
+		out["carried_from"] = carried
+	}
+	return out
 }
 
 func keyCmd() *command {

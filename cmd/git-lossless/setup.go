@@ -29,7 +29,7 @@ import (
 func installCmd() *command {
 	return &command{
 		name:    "install",
-		summary: "add git-lossless's hooks to an agent harness's settings, or the anchoring pre-push git hook (a dry run without --apply), or the man page",
+		summary: "add git-lossless's hooks to an agent harness's settings, or the git hooks (anchoring pre-push, receipt-carrying post-rewrite and post-commit; a dry run without --apply), or the man page",
 		usage:   "HARNESS [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] [--command PATH] | git-hooks [--apply] [--command PATH] | man [--dir DIR]",
 		long: `HARNESS is an agent harness git-lossless knows: ` + harnessList() + `. Each
 writes its own hooks and MCP registration where the harness reads them;
@@ -87,7 +87,7 @@ whether man finds DIR (` + "`manpath`" + `) and how to add it when not.`,
 func uninstallCmd() *command {
 	return &command{
 		name:    "uninstall",
-		summary: "remove git-lossless's hooks from an agent harness's settings, or its pre-push git hook (a dry run without --apply)",
+		summary: "remove git-lossless's hooks from an agent harness's settings, or its git hooks (a dry run without --apply)",
 		usage:   "HARNESS [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] | git-hooks [--apply]",
 		long: `HARNESS (` + harnessList() + `) undoes its install. claude-code removes every hook of ours (any path, any version) from Claude
 Code's settings.json, and the matcher groups, event keys and "hooks" key
@@ -98,9 +98,9 @@ the scope's .claude.json or .mcp.json, with "mcpServers" when it held
 nothing else, and the file when it is left empty. Prints the diffs; writes
 only with --apply, after a backup (FILE.bak-YYYYMMDD-HHMMSS).
 
-git-hooks removes git-lossless's pre-push hook from the repository's hooks
-directory (core.hooksPath honoured) and moves the pre-push hook it kept,
-pre-push.before-lossless, back in its place. A pre-push hook that is not
+git-hooks removes git-lossless's pre-push, post-rewrite and post-commit
+hooks from the repository's hooks directory (core.hooksPath honoured) and
+moves the hooks it kept (NAME.before-lossless) back in their place. A pre-push hook that is not
 ours is left alone. Prints what changes; changes it only with --apply.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			return harnessSettingsFlags(fs, "uninstall")

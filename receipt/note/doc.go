@@ -160,6 +160,7 @@
 //	parent HEX40                                   zero or more, in the commit's order
 //	committed UNIX                                 T(C)
 //	window UNIX|- UNIX                             T(P) ("-" for a root commit), T(C)
+//	carried HEX40 window UNIX|- UNIX               zero or more, sorted by commit (see Carried receipts)
 //	issued YYYY-MM-DDTHH:MM:SSZ                    when it was built, UTC
 //	tokenizer o200k_base
 //	path A|M|D STATUS MODE|- BLOB|- REF|- PATH     one per changed path, sorted by path bytes
@@ -253,10 +254,33 @@
 // names none (its harness is its writer's, whose name the receipt signs),
 // are not compared.
 //
+// # Carried receipts
+//
+// A receipt carried through a history rewrite (amend, rebase, squash,
+// cherry-pick, a host's squash merge) is built for the new commit C like
+// any other — its commit, tree, parents, committer time and changed paths
+// are C's — and lists, in "carried" lines sorted by commit id, each source
+// commit S it replaces with the window S's receipt had. Its window is then
+// not [T(P), T(C)] but the union of the sources' windows: the earliest
+// start ("-" when a source's had none) and the latest end; that end, not
+// T(C), bounds the belonging events. A rewrite's committer dates say when
+// history was rewritten, not when the agents worked, so C's own window
+// would hold none of the work it carries. A squash's receipt covers the
+// paths C changes, the union of its sources'. A source's window may end
+// before it starts (a parent committed after its child, as an amended
+// parent is); it is kept as it was. Verification checks the receipt
+// against C as usual and, for each source whose receipt is still on the
+// same notes ref, that the carried window is that receipt's; a source
+// whose receipt (or commit) is gone is reported, and its window stands as
+// a signed claim.
+//
 // # Versions
 //
 // v1 is the first format. Within v1, the optional "harness NAMES" at the
 // end of a context line was added: a parser that predates it rejects a
-// receipt that has one, and accepts every receipt without one, as before. A later one changes the first line; this
+// receipt that has one, and accepts every receipt without one, as before.
+// The "carried" lines were added the same way: receipts without them are
+// unchanged, and a parser that predates them rejects a carried receipt.
+// A later version changes the first line; this
 // package rejects versions it does not know rather than guess.
 package note

@@ -68,6 +68,11 @@ type Receipt struct {
 	// false for a root commit. To is Committed.
 	From    int64
 	HasFrom bool
+	// Carried lists, sorted by commit, the commits this receipt was
+	// carried from (empty for a receipt built for its own commit). When
+	// it is set the window is the union of their windows, not [From,
+	// Committed].
+	Carried []Carried
 	Issued  time.Time // when the receipt was built, UTC, whole seconds
 
 	Paths    []PathEntry
@@ -203,7 +208,10 @@ func (r *Receipt) Marshal() ([]byte, error) {
 	if r.HasFrom {
 		from = strconv.FormatInt(r.From, 10)
 	}
-	line("window", from, strconv.FormatInt(r.Committed, 10))
+	line("window", from, strconv.FormatInt(r.WindowEnd(), 10))
+	for _, c := range r.Carried {
+		line(c.fields()...)
+	}
 	line("issued", r.Issued.UTC().Format(timeLayout))
 	line("tokenizer", Tokenizer)
 	for _, p := range r.Paths {
@@ -328,8 +336,11 @@ func (r *Receipt) check() error {
 	if r.Issued.IsZero() || r.Issued.Nanosecond() != 0 {
 		return errors.New("receipt: issued must be a whole second")
 	}
-	if r.HasFrom != (len(r.Parents) > 0) {
+	if len(r.Carried) == 0 && r.HasFrom != (len(r.Parents) > 0) {
 		return errors.New("receipt: the window starts at the first parent, and only a commit with parents has one")
+	}
+	if err := r.checkCarried(); err != nil {
+		return err
 	}
 	okRef := func(ref Ref) bool {
 		if ref.IsZero() {

@@ -161,9 +161,37 @@ func (p *parser) receipt() (*Receipt, error) {
 		}
 		r.HasFrom = true
 	}
-	if to, err := p.int(f[1]); err != nil {
+	to, err := p.int(f[1])
+	if err != nil {
 		return nil, err
-	} else if to != r.Committed {
+	}
+	for {
+		f, ok, err := p.next("carried")
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if len(f) != 4 || f[1] != "window" || !isHex40(f[0]) {
+			return nil, p.errf("carried line must be: carried HEX40 window FROM|- TO")
+		}
+		c := Carried{Commit: f[0]}
+		if f[2] != "-" {
+			if c.From, err = p.int(f[2]); err != nil {
+				return nil, err
+			}
+			c.HasFrom = true
+		}
+		if c.To, err = p.int(f[3]); err != nil {
+			return nil, err
+		}
+		r.Carried = append(r.Carried, c)
+	}
+	if to != r.WindowEnd() {
+		if len(r.Carried) > 0 {
+			return nil, p.errf("a carried receipt's window must end where its latest source's does")
+		}
 		return nil, p.errf("window must end at the committer time")
 	}
 	if f, err = p.must("issued", 1); err != nil {

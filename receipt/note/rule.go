@@ -31,8 +31,12 @@ type Input struct {
 	Committed int64 // committer time, Unix seconds
 	From      int64 // first parent's committer time
 	HasFrom   bool
-	Changes   []Change
-	Events    []gitstore.Event
+	// Carried, when set, makes this a carried receipt: the window is the
+	// union of these sources' windows (From and HasFrom are then ignored;
+	// Compute sets them from Carried).
+	Carried []Carried
+	Changes []Change
+	Events  []gitstore.Event
 	// Heads holds every writer's head (seq and seal) when the events were
 	// read; writers of belonging events must be present.
 	Heads map[string]gitstore.WriterInfo
@@ -131,16 +135,31 @@ func (in *Input) Touches(e *gitstore.Event, changed map[string]bool) bool {
 	return fileOps[e.Op] && changed[e.RawPath()] && in.inWindow(e)
 }
 
+// windowEnd is the window's end: the committer time, or the latest end of
+// the carried sources' windows.
+func (in *Input) windowEnd() int64 {
+	if len(in.Carried) == 0 {
+		return in.Committed
+	}
+	_, _, to := carriedWindow(in.Carried)
+	return to
+}
+
 // inWindow reports whether e falls in the commit's window.
 func (in *Input) inWindow(e *gitstore.Event) bool {
 	s := sec(e)
-	return s <= in.Committed && (!in.HasFrom || s >= in.From)
+	return s <= in.windowEnd() && (!in.HasFrom || s >= in.From)
 }
 
 // Compute applies the membership rule and builds the receipt (without
 // signing it). It is pure: the same input gives the same receipt.
 func Compute(in Input) (*Receipt, error) {
-	r := &Receipt{
+	if len(in.Carried) > 0 {
+		in.Carried = append([]Carried(nil), in.Carried...)
+		sort.Slice(in.Carried, func(i, j int) bool { return in.Carried[i].Commit < in.Carried[j].Commit })
+		in.From, in.HasFrom, _ = carriedWindow(in.Carried)
+	}
+	r := &Receipt{Carried: in.Carried,
 		Commit: in.Commit, Tree: in.Tree, Parents: append([]string(nil), in.Parents...),
 		Committed: in.Committed, From: in.From, HasFrom: in.HasFrom,
 		Issued: in.Issued.UTC().Truncate(time.Second),
@@ -166,7 +185,7 @@ func Compute(in Input) (*Receipt, error) {
 	var own []*gitstore.Event
 	seenEv := map[string]bool{}
 	for _, e := range evs {
-		if !touching[keyOf(e)] || sec(e) > in.Committed {
+		if !touching[keyOf(e)] || sec(e) > in.windowEnd() {
 			continue
 		}
 		id := e.Writer + "#" + fmt.Sprint(e.Seq)
