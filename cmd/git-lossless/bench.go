@@ -24,9 +24,24 @@ import (
 func benchCmd() *command {
 	return &command{
 		name:    "bench",
-		summary: "measure the store against C git, side by side",
-		usage:   "store [--events N] [--batch B] [--keep DIR]",
-		long: `Builds temporary repositories and measures, in one run, each operation of
+		summary: "measure against the peers (C git, the seed's figures), side by side",
+		usage:   "store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt [flags]",
+		long: `Each bench builds its own fixtures, measures ours and the closest peer in
+one run, and prints both with the target and whether it was met. The
+benches, each with its own flags (listed below under its name):
+
+bench store [--events N] [--batch B] [--keep DIR]: the store against C git.
+bench hooks: every registered harness's pre-tool and post-tool hook as a
+  whole process beside Claude Code's, a Go hello world and git --version;
+  the guard, the recorder and the sweeps on a generated session.
+bench secrets: the secret scanner against a regexp-only scanner (and
+  gitleaks when it is on PATH) over a generated transcript.
+bench proxy: the proxy's added latency and pass-through rate against the
+  same requests sent straight to a stub upstream.
+bench receipt: building, signing, storing and verifying a receipt over
+  the 100,000-event fixture, beside plain git notes.
+
+bench store builds temporary repositories and measures, in one run, each operation of
 the store beside the closest thing C git does, and prints both with the
 target and whether it was met:
 
@@ -110,7 +125,7 @@ bench import: import of a generated 120 MB projects directory, fresh process, vs
 					return err
 				}
 				if len(args) != 1 || args[0] != "store" {
-					return usagef("usage: git lossless bench store [--events N] [--batch B] [--keep DIR]")
+					return usagef("usage: git lossless bench store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt [flags] (see git lossless bench --help)")
 				}
 				if *events < 100 {
 					return usagef("--events must be at least 100")
