@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"filippo.io/age"
@@ -63,13 +66,50 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 		return nil, err
 	}
 	a.index(paths)
-	// One version read per (commit, path) that has a candidate line.
+	a.cache.flush()
+	// A line is first matched in the blamed version itself (git blame's
+	// output holds it whole when no range is asked for); only lines
+	// without a strong match there need the version of the commit git
+	// names: one read per (commit, path).
+	var fv *version
+	if opt.Start == 0 {
+		var b bytes.Buffer
+		for _, l := range gl {
+			b.WriteString(l.Text)
+			b.WriteByte('\n')
+		}
+		fv = a.h.version(b.Bytes())
+	}
 	type key struct{ commit, path string }
 	groups := map[key][]int{}
 	var order []key
-	for i, l := range gl {
+	beforeOf := func(l *gitLine) time.Time {
+		if l.Commit == Uncommitted {
+			return time.Time{}
+		}
+		return l.commitTime
+	}
+	var rest []int
+	for i := range gl {
+		l := &gl[i]
 		if !a.hasCandidate([]byte(l.Text)) {
 			continue
+		}
+		if fv != nil {
+			if c, _ := a.strong(fv, i, beforeOf(l), l.OrigPath); c != nil {
+				l.Origin = a.origin(c, opt)
+				continue
+			}
+		}
+		rest = append(rest, i)
+	}
+	for _, i := range rest {
+		l := &gl[i]
+		if fv != nil {
+			if c := a.anchored(fv, i, beforeOf(l), func(j int) *Origin { return gl[j].Origin }); c != nil {
+				l.Origin = a.origin(c, opt)
+				continue
+			}
 		}
 		k := key{l.Commit, l.OrigPath}
 		if _, ok := groups[k]; !ok {
@@ -77,10 +117,14 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 		}
 		groups[k] = append(groups[k], i)
 	}
-	for _, k := range order {
+	// The groups are independent (each sets the origins of its own
+	// lines): they run on every core, as reading and cutting versions is
+	// most of a blame's own time.
+	err = parallel(ctx, len(order), func(g int) error {
+		k := order[g]
 		content, err := a.contentAt(ctx, top, k.commit, k.path)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		fc := a.h.version(content)
 		idx := make([]int, len(groups[k]))
@@ -89,7 +133,7 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 			l := &gl[i]
 			at := l.OrigLine - 1
 			if at < 0 || at >= len(fc.lines) || string(fc.lines[at]) != l.Text {
-				return nil, fmt.Errorf("blame: git blame puts line %d of %s at line %d of %s in %s, which does not hold it", l.N, path, l.OrigLine, k.path, short(k.commit))
+				return fmt.Errorf("blame: git blame puts line %d of %s at line %d of %s in %s, which does not hold it", l.N, path, l.OrigLine, k.path, short(k.commit))
 			}
 			idx[j], before = at, l.commitTime
 		}
@@ -101,10 +145,15 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 				gl[groups[k][j]].Origin = a.origin(c, opt)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Line, len(gl))
 	for i := range gl {
 		out[i] = gl[i].Line
+		out[i].Headers = gl[i].headers
 	}
 	if opt.Requests {
 		if err := fillRequests(ctx, st, out, opt.Identities); err != nil {
@@ -112,6 +161,47 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 		}
 	}
 	return out, nil
+}
+
+// parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines and returns
+// the first error.
+func parallel(ctx context.Context, n int, fn func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			if err := fn(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					errs[w] = err
+					next.Store(int64(n))
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 func short(id string) string {
@@ -155,32 +245,7 @@ func (a *archive) attribute(fc *version, idx []int, before time.Time, path strin
 	out := make([]*cand, len(idx))
 	var weak []int
 	for j, i := range idx {
-		var best *cand
-		var bestRank [2]int64
-		eligible := false
-		for k := range a.byHash[fc.hash[i]] {
-			c := &a.byHash[fc.hash[i]][k]
-			l := &c.w.lines[c.i]
-			if !bytes.Equal(l.text, fc.lines[i]) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
-				continue
-			}
-			eligible = true
-			up, down := l.up == fc.up[i], l.down == fc.down[i]
-			strong := up && down
-			if distinctive(l.text) {
-				strong = up || down || l.uniq && fc.count[fc.hash[i]] == 1
-			}
-			if !strong {
-				continue
-			}
-			r := [2]int64{0, c.w.ev.TS.UnixNano()}
-			if c.w.path == path {
-				r[0] = 1
-			}
-			if best == nil || r[0] > bestRank[0] || r[0] == bestRank[0] && r[1] > bestRank[1] {
-				best, bestRank = c, r
-			}
-		}
+		best, eligible := a.strong(fc, i, before, path)
 		out[j] = best
 		if best == nil && eligible {
 			weak = append(weak, j)
@@ -216,6 +281,74 @@ func (a *archive) attribute(fc *version, idx []int, before time.Time, path strin
 		}
 	}
 	return out
+}
+
+// strong is rule 2 for the line at index i of fc: the best strong match,
+// and whether the line has any candidate at all.
+func (a *archive) strong(fc *version, i int, before time.Time, path string) (best *cand, eligible bool) {
+	var bestRank [2]int64
+	cands := a.byHash[fc.hash[i]]
+	for k := range cands {
+		c := &cands[k]
+		l := &c.w.lines[c.i]
+		if !bytes.Equal(l.text, fc.lines[i]) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
+			continue
+		}
+		eligible = true
+		up, down := l.up == fc.up[i], l.down == fc.down[i]
+		ok := up && down
+		if distinctive(l.text) {
+			ok = up || down || l.uniq && fc.count[fc.hash[i]] == 1
+		}
+		if !ok {
+			continue
+		}
+		r := [2]int64{0, c.w.ev.TS.UnixNano()}
+		if c.w.path == path {
+			r[0] = 1
+		}
+		if best == nil || r[0] > bestRank[0] || r[0] == bestRank[0] && r[1] > bestRank[1] {
+			best, bestRank = c, r
+		}
+	}
+	return best, eligible
+}
+
+// anchored matches a line that is not distinctive (a brace, a blank line)
+// by one side: its run above (or below) is the same as the candidate's,
+// and the distinctive line that run ends on is itself this write's line
+// (originOf gives the origins found so far). A closing brace after the
+// agent's last line, or a blank line after its block, is the agent's even
+// when what follows it changed.
+func (a *archive) anchored(fc *version, i int, before time.Time, originOf func(int) *Origin) *cand {
+	if distinctive(fc.lines[i]) {
+		return nil
+	}
+	anchor := func(step int) int {
+		for j, n := i+step, 0; j >= 0 && j < len(fc.lines) && n < maxRun; j, n = j+step, n+1 {
+			if distinctive(fc.lines[j]) {
+				return j
+			}
+		}
+		return -1
+	}
+	above, below := anchor(-1), anchor(1)
+	cands := a.byHash[fc.hash[i]]
+	for k := range cands {
+		c := &cands[k]
+		l := &c.w.lines[c.i]
+		if !bytes.Equal(l.text, fc.lines[i]) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
+			continue
+		}
+		same := func(j int) bool {
+			o := originOf(j)
+			return o != nil && o.Writer == c.w.ev.Writer && o.Seq == c.w.ev.Seq
+		}
+		if l.up == fc.up[i] && above >= 0 && same(above) || l.down == fc.down[i] && below >= 0 && same(below) {
+			return c
+		}
+	}
+	return nil
 }
 
 // alignWrites bounds the writes a line without a strong match is aligned

@@ -49,6 +49,7 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 		return nil, err
 	}
 	a.index(paths)
+	a.cache.flush()
 	for ci := range changes {
 		c := &changes[ci]
 		for fi := range c.Files {

@@ -16,6 +16,7 @@ import (
 type gitLine struct {
 	Line
 	commitTime time.Time
+	headers    []string // the key-value lines git wrote for it, as written
 }
 
 // Uncommitted is the commit id git blame gives lines of the working tree
@@ -121,6 +122,7 @@ func parsePorcelain(r io.Reader) ([]gitLine, error) {
 			cur = nil
 			continue
 		}
+		cur.headers = append(cur.headers, string(line))
 		k, v, _ := strings.Cut(string(line), " ")
 		switch k {
 		case "author":

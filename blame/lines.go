@@ -2,7 +2,8 @@ package blame
 
 import (
 	"bytes"
-	"hash/maphash"
+	"encoding/binary"
+	"math/bits"
 )
 
 // A version is one file's content cut into lines, each with a hash, and
@@ -17,15 +18,35 @@ type version struct {
 	count map[uint64]int32
 }
 
-// seed is fixed for the process only: hashes are never stored (the cache
-// stores line numbers, not hashes), so a per-process seed is safe and keeps
-// crafted content from steering collisions across runs.
-type hasher struct{ seed maphash.Seed }
+// hasher hashes lines with a fixed function, so the hashes can be kept in
+// the cache of added lines (cache.go). A hash only finds candidates: every
+// match is confirmed on the line's text, so a collision, crafted or not,
+// costs a comparison and never attributes a line whose text differs. What a
+// crafted context hash could do is make a line with an agent's exact text
+// count as that agent's where it stands, which moving the line there does
+// anyway.
+type hasher struct{}
 
-func newHasher() hasher { return hasher{seed: maphash.MakeSeed()} }
+func newHasher() hasher { return hasher{} }
 
-// line hashes one line's text as version does.
-func (h hasher) line(l []byte) uint64 { return maphash.Bytes(h.seed, l) }
+// line hashes one line's text: 8 bytes at a time, multiply and rotate.
+func (hasher) line(l []byte) uint64 {
+	const k1, k2 = 0x9e3779b97f4a7c15, 0xbf58476d1ce4e5b9
+	h := uint64(len(l)) * k1
+	for len(l) >= 8 {
+		v := binary.LittleEndian.Uint64(l)
+		h = bits.RotateLeft64(h^(v*k2), 29) * k1
+		l = l[8:]
+	}
+	var tail uint64
+	for i, c := range l {
+		tail |= uint64(c) << (8 * i)
+	}
+	h = bits.RotateLeft64(h^(tail*k2), 29) * k1
+	h ^= h >> 32
+	h *= k2
+	return h ^ h>>29
+}
 
 func splitLines(b []byte) [][]byte {
 	if len(b) == 0 {
@@ -74,7 +95,7 @@ func (h hasher) version(content []byte) *version {
 	v.count = make(map[uint64]int32, n)
 	dist := make([]bool, n)
 	for i, l := range v.lines {
-		v.hash[i] = maphash.Bytes(h.seed, l)
+		v.hash[i] = h.line(l)
 		v.count[v.hash[i]]++
 		dist[i] = distinctive(l)
 	}

@@ -42,6 +42,9 @@ type Line struct {
 	Summary    string    `json:"summary"`
 	Boundary   bool      `json:"boundary,omitempty"`
 	Origin     *Origin   `json:"origin"` // nil: a person (or an unrecorded agent)
+	// Headers are git blame's --line-porcelain key-value lines for the
+	// line, as git wrote them (for a porcelain output that extends git's).
+	Headers []string `json:"-"`
 }
 
 // AddedLine is a line a commit added to a file (relative to its first

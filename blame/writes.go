@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
@@ -58,7 +59,9 @@ type archive struct {
 		v    *version
 	}
 	next   int
+	mu     sync.Mutex // guards recent: groups run in parallel
 	loaded map[string]bool
+	cache  *addedCache
 }
 
 type cand struct {
@@ -67,7 +70,8 @@ type cand struct {
 }
 
 func newArchive(st *gitstore.Store, harnessOf func(string) string) *archive {
-	return &archive{st: st, h: newHasher(), harnessOf: harnessOf, byPath: map[string][]*write{},
+	dir, _ := st.StateDir("blame") // read-only: no cache
+	return &archive{cache: openCache(dir), st: st, h: newHasher(), harnessOf: harnessOf, byPath: map[string][]*write{},
 		byHash: map[uint64][]cand{}, indexed: map[string]bool{}, loaded: map[string]bool{}}
 }
 
@@ -140,11 +144,14 @@ func (a *archive) load(ctx context.Context, paths []string) error {
 
 // versionOf reads and cuts a blob.
 func (a *archive) versionOf(blob string) (*version, error) {
+	a.mu.Lock()
 	for _, r := range a.recent {
 		if r.blob == blob && r.v != nil {
+			a.mu.Unlock()
 			return r.v, nil
 		}
 	}
+	a.mu.Unlock()
 	typ, body, err := a.st.ReadObject(blob)
 	if err != nil {
 		return nil, fmt.Errorf("blame: reading version %s: %w", blob, err)
@@ -153,8 +160,10 @@ func (a *archive) versionOf(blob string) (*version, error) {
 		return nil, fmt.Errorf("blame: version %s is a %s, not a blob", blob, typ)
 	}
 	v := a.h.version(body)
+	a.mu.Lock()
 	a.recent[a.next].blob, a.recent[a.next].v = blob, v
 	a.next = (a.next + 1) % len(a.recent)
+	a.mu.Unlock()
 	return v, nil
 }
 
@@ -181,16 +190,23 @@ func (a *archive) addedOf(w *write) {
 		return
 	}
 	w.done = true
+	if lines, ok := a.cache.get(w); ok {
+		w.lines = lines
+		return
+	}
 	post, err := a.versionOf(w.ev.Blob)
 	if err != nil {
-		return
+		return // pruned or unreadable: adds nothing, and is not cached
 	}
 	var preHash []uint64
 	if w.pre != "" {
-		if pv, err := a.versionOf(w.pre); err == nil {
-			preHash = pv.hash
+		pv, err := a.versionOf(w.pre)
+		if err != nil {
+			return
 		}
+		preHash = pv.hash
 	}
+	defer a.cache.put(w)
 	for _, m := range added(preHash, post.hash) {
 		w.lines = append(w.lines, addedLine{m: m, text: append([]byte(nil), post.lines[m]...), h: post.hash[m],
 			up: post.up[m], down: post.down[m], uniq: post.count[post.hash[m]] == 1})
