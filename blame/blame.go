@@ -258,7 +258,7 @@ func (a *archive) attribute(fc *version, idx []int, before time.Time, path strin
 	addedAt := map[*write]map[int]int{}
 	for _, j := range weak {
 		i := idx[j]
-		for _, w := range a.latestCandidates(fc.lines[i], fc.hash[i], before, path) {
+		for _, w := range a.latestCandidates(fc, i, before, path) {
 			al, ok := aligned[w]
 			if !ok {
 				if pv, err := a.versionOf(w.ev.Blob); err == nil {
@@ -356,18 +356,29 @@ func (a *archive) anchored(fc *version, i int, before time.Time, originOf func(i
 const alignWrites = 3
 
 // latestCandidates are the writes at or before the commit that added a
-// line with this text, the same path first, then the latest first.
-func (a *archive) latestCandidates(text []byte, h uint64, before time.Time, path string) []*write {
+// line with this text: first those whose added line has the same context
+// on one side as the line at index i of fc, then the others; within each,
+// the same path first, then the latest first.
+func (a *archive) latestCandidates(fc *version, i int, before time.Time, path string) []*write {
 	var ws []*write
-	seen := map[*write]bool{}
-	for _, c := range a.byHash[h] {
-		if seen[c.w] || !bytes.Equal(c.w.lines[c.i].text, text) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
+	side := map[*write]bool{}
+	for _, c := range a.byHash[fc.hash[i]] {
+		l := &c.w.lines[c.i]
+		if !bytes.Equal(l.text, fc.lines[i]) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
 			continue
 		}
-		seen[c.w] = true
+		one := l.up == fc.up[i] || l.down == fc.down[i]
+		if s, seen := side[c.w]; seen {
+			side[c.w] = s || one
+			continue
+		}
+		side[c.w] = one
 		ws = append(ws, c.w)
 	}
 	sort.Slice(ws, func(i, j int) bool {
+		if side[ws[i]] != side[ws[j]] {
+			return side[ws[i]]
+		}
 		if (ws[i].path == path) != (ws[j].path == path) {
 			return ws[i].path == path
 		}

@@ -155,3 +155,80 @@ func gitBlameCommits(t *testing.T, r *repo, rev, path string, flags ...string) [
 	}
 	return commits
 }
+
+// TestBlameMovesAndCopies: a person moves an agent's function within the
+// file and copies another into a new file; with -M -C the lines keep the
+// agent as origin, as git blame -M -C keeps their first commit, and the
+// commits agree with git's line by line. (The file has no blank lines, so
+// which of two equal lines moved is never a matter of choice.)
+func TestBlameMovesAndCopies(t *testing.T) {
+	r := newRepo(t)
+	fn := func(owner, name, body string) doc {
+		return doc{}.insert(0, owner, "// "+name+" is one of the test's functions, "+strings.ToLower(name)+" by name.",
+			"func "+name+"(a int) int {", "\treturn "+body, "}")
+	}
+	d := doc{{"package moves", ""}}
+	r.writeFile("moves.go", d.bytes())
+	r.commit("Pat", "start")
+	next := append(append(append(append(doc{}, d...), fn(alpha.writer, "First", "a + 1")...), fn(alpha.writer, "Second", "a * 2")...), fn(alpha.writer, "Third", "-a")...)
+	r.event(alpha, "read", "Read", "", "moves.go", d.bytes())
+	r.event(alpha, "edit", "Edit", "toolu_m", "moves.go", next.bytes())
+	d = append(next, fn("", "Fourth", "a - 4")...)
+	r.writeFile("moves.go", d.bytes())
+	r.commit("Pat", "functions")
+
+	// Move Second after Third; copy First into a new file.
+	first, second := d[1:5], d[5:9]
+	moved := append(append(append(append(doc{}, d[:1]...), first...), d[9:13]...), second...)
+	moved = append(moved, d[13:]...)
+	r.writeFile("moves.go", moved.bytes())
+	copied := append(doc{{"package moves", ""}}, first...)
+	r.writeFile("copy.go", copied.bytes())
+	r.commit("Pat", "move and copy")
+
+	for _, c := range []struct {
+		file string
+		d    doc
+	}{{"moves.go", moved}, {"copy.go", copied}} {
+		lines, err := blame.File(context.Background(), r.st, "HEAD", c.file, blame.Options{Moves: true, Copies: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gitCommits := gitBlameCommits(t, r, "HEAD", c.file, "-M", "-C")
+		if len(lines) != len(c.d) || len(gitCommits) != len(c.d) {
+			t.Fatalf("%s: %d lines, git %d, want %d", c.file, len(lines), len(gitCommits), len(c.d))
+		}
+		// The case is exercised only if git itself followed the lines:
+		// the moved function (Second in moves.go, First in copy.go) is
+		// older than the commit that moved it.
+		sig := "func Second(a int) int {"
+		if c.file == "copy.go" {
+			sig = "func First(a int) int {"
+		}
+		if head := r.git("rev-parse", "HEAD"); gitCommits[c.d.find(t, sig)] == head {
+			t.Fatalf("%s: git blame -M -C did not follow the moved lines", c.file)
+		}
+		for i, l := range lines {
+			got := ""
+			if l.Origin != nil {
+				got = l.Origin.Writer
+			}
+			if got != c.d[i].owner {
+				t.Errorf("%s line %d %q: origin %q, want %q", c.file, i+1, l.Text, got, c.d[i].owner)
+			}
+			if l.Commit != gitCommits[i] {
+				t.Errorf("%s line %d: commit %s, git blame -M -C says %s", c.file, i+1, l.Commit, gitCommits[i])
+			}
+		}
+	}
+	// Without -C the copy is the copying commit's, and so a person's.
+	lines, err := blame.File(context.Background(), r.st, "HEAD", "copy.go", blame.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if l.Origin != nil {
+			t.Errorf("without -C, copy.go line %d %q has origin %s", l.N, l.Text, l.Origin.Writer)
+		}
+	}
+}

@@ -130,7 +130,7 @@ func TestToolsListBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 10 {
+	if len(res.Tools) != 11 {
 		t.Fatalf("%d tools", len(res.Tools))
 	}
 	for _, tl := range res.Tools {

@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/git-lossless/git-lossless/anchor"
+	"github.com/git-lossless/git-lossless/blame"
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/recall"
@@ -80,6 +81,13 @@ type whoIn struct {
 	Limit int      `json:"limit,omitempty" jsonschema:"files, default 30"`
 }
 
+type blameIn struct {
+	Path string `json:"path" jsonschema:"file, relative to the repository"`
+	Line int    `json:"line,omitempty" jsonschema:"explain this line: request, files seen, call, receipt"`
+	From int    `json:"from,omitempty" jsonschema:"without line: first line to list, default 1"`
+	To   int    `json:"to,omitempty" jsonschema:"without line: last line, default from+49"`
+}
+
 type receiptIn struct {
 	Commit string `json:"commit,omitempty" jsonschema:"default HEAD"`
 }
@@ -105,6 +113,97 @@ func (s *Server) addTools() {
 		Annotations: readOnly("Commit receipt")}, s.receipt)
 	sdk.AddTool(s.sdk, &sdk.Tool{Name: "who", Description: "Which agent contexts (any harness) hold each file's current or a stale version, and its last writer. Not counted as seeing it.",
 		Annotations: readOnly("Who holds a file")}, s.who)
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "blame", Description: "Who wrote each line (agent context or person) and, for one line, why: the request, the files that context had seen, the call, the receipt.",
+		Annotations: readOnly("Line provenance")}, s.blame)
+}
+
+// blame is `git lossless blame` for a model: with line, the context at
+// the moment that line was written (--why); else the origin of each line
+// of a range of the working tree's file.
+func (s *Server) blame(ctx context.Context, _ *sdk.CallToolRequest, in blameIn) (*sdk.CallToolResult, any, error) {
+	_, rel, err := s.absInRepo(in.Path)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	opt := blame.Options{HarnessOf: s.cfg.HarnessOf, Identities: s.cfg.Identities}
+	var b strings.Builder
+	if in.Line > 0 {
+		w, err := blame.WhyLine(ctx, s.cfg.Store, "", rel, in.Line, blame.WhyOptions{Options: opt})
+		if err != nil && !errors.Is(err, blame.ErrNoOrigin) {
+			return toolError("blame: %v", err), nil, nil
+		}
+		writeWhy(&b, rel, w)
+		return s.data("why this line is what it is:", b.String(), ""), nil, nil
+	}
+	from, to := max(in.From, 1), in.To
+	if to < from {
+		to = from + 49
+	}
+	opt.Start, opt.End = from, to
+	lines, err := blame.File(ctx, s.cfg.Store, "", rel, opt)
+	if err != nil {
+		return toolError("blame: %v", err), nil, nil
+	}
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%d %s %s| %s\n", l.N, shortID(l.Commit), originText(l.Origin), l.Text)
+	}
+	return s.data(fmt.Sprintf("who wrote lines %d-%d of %s (commit, origin):", from, to, rel), b.String(), ""), nil, nil
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// originText names a line's origin for a model.
+func originText(o *blame.Origin) string {
+	if o == nil {
+		return "person"
+	}
+	c := hooks.Change{Harness: o.Harness, Writer: o.Writer, Session: o.Session, Agent: o.Agent}
+	s := c.Describe()
+	if o.Model != "" {
+		s += " model " + o.Model
+	}
+	return s + " " + o.TS.UTC().Format(time.RFC3339)
+}
+
+func writeWhy(b *strings.Builder, rel string, w *blame.Why) {
+	l := w.Line
+	fmt.Fprintf(b, "%s:%d %s\ncommit %s %q\n", rel, l.N, l.Text, shortID(l.Commit), l.Summary)
+	o := l.Origin
+	if o == nil {
+		b.WriteString("no archived agent write made this line: a person, or an unrecorded agent\n")
+		return
+	}
+	fmt.Fprintf(b, "written by %s, %s call %s (%s)\n", originText(o), o.Op, o.Call, o.Tool)
+	switch {
+	case w.Request != "":
+		fmt.Fprintf(b, "request: %s\n", w.Request)
+	case w.RequestLocked:
+		b.WriteString("request: encrypted\n")
+	}
+	if w.Call != nil && len(w.Call.Input) > 0 {
+		fmt.Fprintf(b, "call input: %s\n", w.Call.Input)
+	}
+	fmt.Fprintf(b, "files that context had seen before the write (%d):\n", len(w.Seen))
+	for _, s := range w.Seen {
+		state := "stale"
+		switch {
+		case s.Excluded:
+			state = "deny-listed"
+		case s.Compacted:
+			state = "compacted"
+		case s.CurrentAtWrite:
+			state = "current"
+		}
+		fmt.Fprintf(b, "  %s %s (%s %s, blob %.12s)\n", state, s.Path, s.Op, s.TS.UTC().Format(time.RFC3339), orNone(s.Blob))
+	}
+	for _, r := range w.Receipts {
+		fmt.Fprintf(b, "receipt %s: lists this context %v, carried %v\n", r.Writer, r.Names, r.Carried)
+	}
 }
 
 // who is `git lossless who` for a model: presence of other contexts

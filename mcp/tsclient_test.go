@@ -276,7 +276,7 @@ func TestTypeScriptClient(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	if got, want := strings.Join(names, " "), "context_status digests file_history read_file read_span receipt restore_context seal_status search who"; got != want {
+	if got, want := strings.Join(names, " "), "blame context_status digests file_history read_file read_span receipt restore_context seal_status search who"; got != want {
 		t.Errorf("tools/list names %s, want %s", got, want)
 	}
 	var compact bytes.Buffer
@@ -387,6 +387,8 @@ func TestTypeScriptClient(t *testing.T) {
 	good("context_status latest", false, "session "+tsSession)
 	good("receipt", true, "commit "+head[:12], "note.txt")
 	good("who", true, "note.txt (on disk "+gitBlobPrefix(t, repo, env, "note.txt"), "current: ")
+	good("blame", true, "| hello mcp\n", "| second line\n")
+	good("blame line 1", true, "note.txt:1 hello mcp\n")
 	if c, ok := get("receipt HEAD~1 (none)"); ok && (c.IsError == nil || !*c.IsError || !strings.Contains(c.Text, "no receipt")) {
 		t.Errorf("receipt HEAD~1: want a tool error \"no receipt\", got %s", c)
 	}

@@ -129,6 +129,8 @@ if (!summary.fatal) {
   await call('receipt', 'receipt', {});
   await call('receipt HEAD~1 (none)', 'receipt', { commit: 'HEAD~1' });
   await call('who', 'who', { paths: ['note.txt'] });
+  await call('blame', 'blame', { path: 'note.txt' });
+  await call('blame line 1', 'blame', { path: 'note.txt', line: 1 });
 
   // Bad arguments: each must be a tool error (or a JSON-RPC invalid
   // params / unknown tool error), never a crash.
@@ -165,6 +167,8 @@ if (!summary.fatal) {
     ['receipt: commit is a number', 'receipt', { commit: 7 }],
     ['who: path outside the repository', 'who', { paths: ['../x'] }],
     ['who: paths is a string', 'who', { paths: 'note.txt' }],
+    ['blame: no path', 'blame', {}],
+    ['blame: line is a string', 'blame', { path: 'note.txt', line: '1' }],
     ['unknown tool', 'no_such_tool', {}],
   ];
   for (const [label, tool, args] of bad) {
