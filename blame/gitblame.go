@@ -111,7 +111,7 @@ func parsePorcelain(r io.Reader) ([]gitLine, error) {
 			if e1 != nil || e2 != nil {
 				return nil, fmt.Errorf("unexpected porcelain line %q", line)
 			}
-			out = append(out, gitLine{Line: Line{Commit: f[0], OrigLine: orig, N: fin}})
+			out = append(out, gitLine{Line: Line{Commit: f[0], OrigLine: orig, N: fin, Head: string(line)}})
 			cur = &out[len(out)-1]
 			continue
 		}

@@ -45,6 +45,9 @@ type Line struct {
 	// Headers are git blame's --line-porcelain key-value lines for the
 	// line, as git wrote them (for a porcelain output that extends git's).
 	Headers []string `json:"-"`
+	// Head is git's header line for the line ("<commit> <orig> <final>",
+	// with a group's line count on the first line of a group).
+	Head string `json:"-"`
 }
 
 // AddedLine is a line a commit added to a file (relative to its first

@@ -57,6 +57,7 @@ type Seen struct {
 	View string    `json:"view,omitempty"`
 	// CurrentAtWrite: no other version of the file is archived between
 	// this one and the write (the archive knows no newer version then).
+	// Never set for a partial view (View lines:A-B): it pins no version.
 	CurrentAtWrite bool `json:"current_at_write"`
 	// Compacted: seen before the context's last compaction before the
 	// write, so no longer in its window when it wrote.
@@ -256,7 +257,7 @@ func whyContext(ctx context.Context, st *gitstore.Store, o *Origin, w *Why, opt 
 			Compacted: !boundary.IsZero() && e.TS.Before(boundary)}
 		if !e.Excluded {
 			s.Blob = e.Blob
-			if n, ok := newest[p]; ok {
+			if n, ok := newest[p]; ok && (e.View == "" || e.View == "full") {
 				s.CurrentAtWrite = n.Blob == e.Blob
 			}
 		}

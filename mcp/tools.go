@@ -194,6 +194,8 @@ func writeWhy(b *strings.Builder, rel string, w *blame.Why) {
 		switch {
 		case s.Excluded:
 			state = "deny-listed"
+		case s.View != "" && s.View != "full":
+			state = "partial"
 		case s.Compacted:
 			state = "compacted"
 		case s.CurrentAtWrite:

@@ -275,7 +275,8 @@ func authorLabel(l blame.Line) string {
 // known). Values are single-line: control characters are escaped.
 func printBlamePorcelain(bw *bufio.Writer, lines []blame.Line) {
 	for _, l := range lines {
-		fmt.Fprintf(bw, "%s %d %d 1\n", l.Commit, l.OrigLine, l.N)
+		bw.WriteString(l.Head)
+		bw.WriteByte('\n')
 		for _, h := range l.Headers {
 			bw.WriteString(h)
 			bw.WriteByte('\n')
@@ -349,6 +350,8 @@ func printWhy(bw *bufio.Writer, rel string, w *blame.Why) {
 			switch {
 			case s.Excluded:
 				state = "denied"
+			case s.View != "" && s.View != "full":
+				state = "partial"
 			case s.Compacted:
 				state = "compacted"
 			case s.CurrentAtWrite:
