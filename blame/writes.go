@@ -103,6 +103,18 @@ func (a *archive) load(ctx context.Context, paths []string) error {
 	if err != nil {
 		return fmt.Errorf("blame: %w", err)
 	}
+	// A pruned version (git lossless prune) is gone on purpose: its
+	// write adds nothing, cached or not.
+	prunes, err := a.st.Select(ctx, gitstore.Selection{Any: [][]byte{[]byte(`"op":"prune"`)}})
+	if err != nil {
+		return fmt.Errorf("blame: prune records: %w", err)
+	}
+	pruned := map[string]bool{}
+	for i := range prunes {
+		for _, b := range gitstore.PrunedBlobs(&prunes[i]) {
+			pruned[b] = true
+		}
+	}
 	// Per file, every whole version in time order; the version before a
 	// write is the latest one archived before it (any context, any op):
 	// the guard lets a model edit only a file whose current version its
@@ -114,7 +126,7 @@ func (a *archive) load(ctx context.Context, paths []string) error {
 	}
 	per := map[string][]seen{}
 	for _, e := range evs {
-		if e.Excluded || e.Blob == "" || (e.View != "" && e.View != "full") {
+		if e.Excluded || e.Blob == "" || (e.View != "" && e.View != "full") || pruned[e.Blob] {
 			continue
 		}
 		p := hooks.RealPath(e)

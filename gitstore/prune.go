@@ -217,3 +217,22 @@ func cutMessage(body []byte) (string, string, bool) {
 	}
 	return string(body), "", false
 }
+
+// PrunedBlobs returns the blobs a prune record (op "prune") names as
+// removed; nil for any other event or a record that does not parse.
+func PrunedBlobs(e *Event) []string {
+	if e.Op != "prune" {
+		return nil
+	}
+	var list []struct {
+		Blob string `json:"blob"`
+	}
+	if err := json.Unmarshal(e.Extra["pruned"], &list); err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(list))
+	for _, p := range list {
+		out = append(out, p.Blob)
+	}
+	return out
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -444,32 +443,14 @@ func checkWriter(ctx context.Context, st *gitstore.Store, w note.Writer, rep *se
 	var out []*gitstore.Event
 	for i := range evs {
 		e := &evs[i]
-		if e.Op == "prune" {
-			if raw, ok := e.Extra["pruned"]; ok {
-				for _, b := range prunedBlobs(raw) {
-					pruned[b] = true
-				}
-			}
+		for _, b := range gitstore.PrunedBlobs(e) {
+			pruned[b] = true
 		}
 		if need[e.Seq] {
 			out = append(out, e)
 		}
 	}
 	return out, pruned, true
-}
-
-func prunedBlobs(raw []byte) []string {
-	var list []struct {
-		Blob string `json:"blob"`
-	}
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil
-	}
-	var out []string
-	for _, p := range list {
-		out = append(out, p.Blob)
-	}
-	return out
 }
 
 // harnessMismatch checks the harness a receipt names for a context
