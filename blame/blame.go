@@ -103,11 +103,16 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 		}
 		rest = append(rest, i)
 	}
+	var local []int
 	for _, i := range rest {
 		l := &gl[i]
 		if fv != nil {
 			if c := a.anchored(fv, i, beforeOf(l), func(j int) *Origin { return gl[j].Origin }); c != nil {
 				l.Origin = a.origin(c, opt)
+				continue
+			}
+			if sameRuns(gl, fv, i) {
+				local = append(local, i)
 				continue
 			}
 		}
@@ -116,6 +121,18 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], i)
+	}
+	// A line whose context runs in the blamed version came whole from
+	// the line's own commit has the same runs there: rules 1 and 2 said
+	// no already, and rule 3 aligns with the blamed version instead of
+	// reading the commit's.
+	if len(local) > 0 {
+		al := a.newAligner(fv)
+		for _, i := range local {
+			if c := al.match(i, beforeOf(&gl[i]), gl[i].OrigPath); c != nil {
+				gl[i].Origin = a.origin(c, opt)
+			}
+		}
 	}
 	// The groups are independent (each sets the origins of its own
 	// lines): they run on every core, as reading and cutting versions is
@@ -161,6 +178,27 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 		}
 	}
 	return out, nil
+}
+
+// sameRuns reports whether the lines of line i's context runs in the
+// blamed version came from the same commit and path as line i, in the
+// same order and without gaps: then the commit's version holds the same
+// runs around the line.
+func sameRuns(gl []gitLine, fv *version, i int) bool {
+	same := func(step int) bool {
+		for j, n := i+step, 0; j >= 0 && j < len(gl); j, n = j+step, n+1 {
+			if gl[j].Commit != gl[i].Commit || gl[j].OrigPath != gl[i].OrigPath || gl[j].OrigLine-gl[i].OrigLine != j-i {
+				return false
+			}
+			if distinctive(fv.lines[j]) || n+1 == maxRun {
+				return true
+			}
+		}
+		// The blamed version's edge: the commit's version must end
+		// there too, which its line numbers cannot tell.
+		return false
+	}
+	return same(-1) && same(1)
 }
 
 // parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines and returns
@@ -254,33 +292,48 @@ func (a *archive) attribute(fc *version, idx []int, before time.Time, path strin
 	if len(weak) == 0 {
 		return out
 	}
-	aligned := map[*write][]int{}
-	addedAt := map[*write]map[int]int{}
+	al := a.newAligner(fc)
 	for _, j := range weak {
-		i := idx[j]
-		for _, w := range a.latestCandidates(fc, i, before, path) {
-			al, ok := aligned[w]
-			if !ok {
-				if pv, err := a.versionOf(w.ev.Blob); err == nil {
-					al = align(pv.hash, fc.hash)
-				}
-				aligned[w] = al
-				at := map[int]int{}
-				for k, l := range w.lines {
-					at[l.m] = k
-				}
-				addedAt[w] = at
-			}
-			if al == nil || al[i] < 0 {
-				continue
-			}
-			if k, ok := addedAt[w][al[i]]; ok {
-				out[j] = &cand{w: w, i: k}
-				break
-			}
-		}
+		out[j] = al.match(idx[j], before, path)
 	}
 	return out
+}
+
+// aligner runs rule 3 against one version, each candidate write's
+// version diffed with it once.
+type aligner struct {
+	a       *archive
+	fc      *version
+	aligned map[*write][]int
+	addedAt map[*write]map[int]int
+}
+
+func (a *archive) newAligner(fc *version) *aligner {
+	return &aligner{a: a, fc: fc, aligned: map[*write][]int{}, addedAt: map[*write]map[int]int{}}
+}
+
+func (al *aligner) match(i int, before time.Time, path string) *cand {
+	for _, w := range al.a.latestCandidates(al.fc, i, before, path) {
+		m, ok := al.aligned[w]
+		if !ok {
+			if pv, err := al.a.versionOf(w.ev.Blob); err == nil {
+				m = align(pv.hash, al.fc.hash)
+			}
+			al.aligned[w] = m
+			at := map[int]int{}
+			for k, l := range w.lines {
+				at[l.m] = k
+			}
+			al.addedAt[w] = at
+		}
+		if m == nil || m[i] < 0 {
+			continue
+		}
+		if k, ok := al.addedAt[w][m[i]]; ok {
+			return &cand{w: w, i: k}
+		}
+	}
+	return nil
 }
 
 // strong is rule 2 for the line at index i of fc: the best strong match,
