@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
 
 // ModelIndex says which model wrote what, from the archive: blame asks it
@@ -26,6 +27,7 @@ type ModelIndex struct {
 	// context of that name.
 	calls map[callRef]string
 	spans map[ctxKey][]modelSpan // per context, in timestamp order
+	names map[string]string      // each model's name once (a session names it thousands of times)
 }
 
 // callRef names a tool call; anyAgent marks the entry that ignores the
@@ -49,38 +51,22 @@ var modelNeedle = []byte(`"model":`)
 
 // Models reads the archive of writers (every writer when nil) once and
 // indexes the models its events name. Only lines holding the bytes
-// `"model":` are parsed.
+// `"model":` are parsed, and none is kept: the index holds strings only.
 func Models(ctx context.Context, st *gitstore.Store, writers []string) (*ModelIndex, error) {
-	evs, err := st.Select(ctx, gitstore.Selection{Writers: writers, Any: [][]byte{modelNeedle}})
-	if err != nil {
-		return nil, fmt.Errorf("models: %w", err)
+	m := &ModelIndex{calls: map[callRef]string{}, spans: map[ctxKey][]modelSpan{}, names: map[string]string{}}
+	keep := func(writer string, line []byte) bool {
+		if m.addPlain(writer, line) {
+			return false
+		}
+		e, err := gitstore.ParseEvent(line)
+		if err != nil {
+			return true // Select reports it as it reports any unreadable line
+		}
+		m.add(writer, e.Op, e.Key, e.Session, e.Agent, e.TS, extraString(e, "model"), extraString(e, "tool_use_id"))
+		return false
 	}
-	m := &ModelIndex{calls: map[callRef]string{}, spans: map[ctxKey][]modelSpan{}}
-	for _, e := range evs {
-		model := extraString(e, "model")
-		if model == "" {
-			continue // a nested "model" member, or not a string
-		}
-		var calls []string
-		if e.Op == "span" {
-			if id := extraString(e, "tool_use_id"); id != "" {
-				calls = append(calls, id)
-			}
-		} else if e.Key != "" {
-			calls = callIDs(e.Key)
-		}
-		for _, call := range calls {
-			// Archive order: a later event for the same call (the sweep's
-			// span after the hook's evidence) names the same model; the
-			// first one stands.
-			for _, ref := range []callRef{{writer: e.Writer, agent: e.Agent, call: call}, {writer: e.Writer, call: call, anyAgent: true}} {
-				if _, ok := m.calls[ref]; !ok {
-					m.calls[ref] = model
-				}
-			}
-		}
-		k := ctxKey{e.Writer, e.Session, e.Agent}
-		m.spans[k] = append(m.spans[k], modelSpan{ts: e.TS, model: model})
+	if _, err := st.Select(ctx, gitstore.Selection{Writers: writers, Any: [][]byte{modelNeedle}, Keep: keep}); err != nil {
+		return nil, fmt.Errorf("models: %w", err)
 	}
 	for _, s := range m.spans {
 		// Stable: events of one timestamp stay in archive order, so the
@@ -88,6 +74,87 @@ func Models(ctx context.Context, st *gitstore.Store, writers []string) (*ModelIn
 		slices.SortStableFunc(s, func(a, b modelSpan) int { return a.ts.Compare(b.ts) })
 	}
 	return m, nil
+}
+
+// addPlain indexes a line in jsonscan's plain form (every line a writer
+// produces with string, integer and boolean fields only: a span's), read
+// in one pass without decoding the event; false for any other line,
+// which the caller decodes.
+func (m *ModelIndex) addPlain(writer string, line []byte) bool {
+	var op, key, ts, session, agent, model, call string
+	ok := jsonscan.Plain(line, func(k, v []byte, quoted bool) bool {
+		var p *string
+		switch string(k) {
+		case "op":
+			p = &op
+		case "key":
+			p = &key
+		case "ts":
+			p = &ts
+		case "session":
+			p = &session
+		case "agent":
+			p = &agent
+		case "model":
+			p = &model
+		case "tool_use_id":
+			p = &call
+		default:
+			return true
+		}
+		if quoted {
+			*p = string(v)
+		} else if p != &model && p != &call {
+			return false // a known field of another type: the caller decides
+		}
+		return true
+	})
+	if !ok {
+		return false
+	}
+	var t time.Time
+	if ts != "" {
+		var err error
+		if t, err = time.Parse(time.RFC3339Nano, ts); err != nil {
+			return false
+		}
+	}
+	m.add(writer, op, key, session, agent, t, model, call)
+	return true
+}
+
+// add indexes one event of writer, in archive order: its model (""
+// when it names none, or not as a string), and call, the tool_use_id
+// of a span.
+func (m *ModelIndex) add(writer, op, key, session, agent string, ts time.Time, model, call string) {
+	if model == "" {
+		return // a nested "model" member, or not a string
+	}
+	if name, ok := m.names[model]; ok {
+		model = name
+	} else {
+		m.names[model] = model
+	}
+	var calls []string
+	if op == "span" {
+		if call != "" {
+			calls = append(calls, call)
+		}
+	} else if key != "" {
+		calls = callIDs(key)
+	}
+	for _, c := range calls {
+		// Archive order: a later event for the same call (the sweep's
+		// span after the hook's evidence) names the same model; the
+		// first one stands.
+		for _, ref := range []callRef{{writer: writer, agent: agent, call: c}, {writer: writer, call: c, anyAgent: true}} {
+			if _, ok := m.calls[ref]; !ok {
+				m.calls[ref] = model
+			}
+		}
+	}
+	k := ctxKey{writer, session, agent}
+	m.spans[k] = append(m.spans[k], modelSpan{ts: ts, model: model})
 }
 
 // At returns the model behind an event of context (writer, session,

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -108,5 +110,74 @@ func TestModelsAt(t *testing.T) {
 	var none *ModelIndex
 	if got := none.At("cx-s1", "s1", "", sec(9), "call_1"); got != "" {
 		t.Errorf("nil index: %q", got)
+	}
+
+	// The one-pass reading of plain lines indexes what decoding them
+	// does.
+	evs, err := st.Events(ctx, gitstore.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newIndex := func() *ModelIndex {
+		return &ModelIndex{calls: map[callRef]string{}, spans: map[ctxKey][]modelSpan{}, names: map[string]string{}}
+	}
+	fast, slow, plain := newIndex(), newIndex(), 0
+	for _, e := range evs {
+		if fast.addPlain(e.Writer, e.Raw) {
+			plain++
+		} else {
+			fast.add(e.Writer, e.Op, e.Key, e.Session, e.Agent, e.TS, extraString(e, "model"), extraString(e, "tool_use_id"))
+		}
+		slow.add(e.Writer, e.Op, e.Key, e.Session, e.Agent, e.TS, extraString(e, "model"), extraString(e, "tool_use_id"))
+	}
+	if plain < 7 || plain == len(evs) {
+		t.Errorf("%d of %d lines read in one pass", plain, len(evs))
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Errorf("one-pass index %+v\ndecoded index %+v", fast, slow)
+	}
+}
+
+// BenchmarkModels indexes an archive of 8 sessions of 4096 spans each,
+// a third of them naming their model (assistant text and tool calls),
+// as blame does once per run.
+func BenchmarkModels(b *testing.B) {
+	repo := filepath.Join(b.TempDir(), "repo")
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		b.Fatalf("git init: %v %s", err, out)
+	}
+	st, err := gitstore.OpenDir(repo, gitstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	lines := 0
+	for w := range 8 {
+		var recs []gitstore.Record
+		for i := range 4096 {
+			x := map[string]json.RawMessage{"kind": json.RawMessage(`"user"`), "uuid": json.RawMessage(`"u-` + strconv.Itoa(i) + `"`)}
+			if i%3 == 1 {
+				x["kind"], x["model"] = json.RawMessage(`"tool_use"`), json.RawMessage(`"claude-opus-5-5"`)
+				x["tool_use_id"] = json.RawMessage(`"toolu_` + strconv.Itoa(i) + `"`)
+			}
+			recs = append(recs, gitstore.Record{Event: gitstore.Event{TS: t0.Add(time.Duration(i) * time.Second), Session: "s" + strconv.Itoa(w),
+				Source: "sweep", Op: "span", Key: "span:u-" + strconv.Itoa(i), Harness: "claude-code", Extra: x},
+				Content: []byte(`{"kind":"user","role":"user","text":"` + strconv.Itoa(i) + `"}`), HasContent: true})
+		}
+		if _, err := st.Import(ctx, "cc-s"+strconv.Itoa(w), recs, 0); err != nil {
+			b.Fatal(err)
+		}
+		lines += len(recs)
+	}
+	b.ReportMetric(float64(lines), "lines")
+	for b.Loop() {
+		idx, err := Models(ctx, st, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if idx.At("cc-s3", "s3", "", t0, "toolu_4") != "claude-opus-5-5" {
+			b.Fatal("no model for toolu_4")
+		}
 	}
 }
