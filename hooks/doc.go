@@ -172,8 +172,11 @@
 // disk bytes equal what was shown up to line endings — for a partial
 // view, the lines shown — so a file changed between the read and the hook
 // is never vouched for; the guard still treats a partial view as
-// unhashed), "kind" (spans), "trigger" (compact), "uuid" (the transcript
-// line).
+// unhashed), "kind" (spans), "model" (spans of what the model produced
+// — assistant text, thinking, tool calls — when the transcript names
+// the model, a tool call's span with "tool_use_id", its call id; a
+// hook's write and edit when the payload names it, Call.Model; see
+// Models), "trigger" (compact), "uuid" (the transcript line).
 //
 // Events of no harness: the proxy's spans, `git lossless record`, and the
 // MCP server's read_file outside any session (writer mcp-<clone>) carry no

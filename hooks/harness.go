@@ -181,6 +181,13 @@ type Call struct {
 	// Tool is the tool's name as the harness names it, CallID the call's
 	// id (the dedupe key of its evidence).
 	Tool, CallID string
+	// Model is the model the payload names, when it names one (Codex's
+	// every payload; opencode's plugin, once it saw the session's
+	// assistant message): PostToolUse records it on its write and edit
+	// evidence (extra "model"), so that the model behind a write is
+	// known before any sweep (see Models). An adapter only copies it
+	// from a payload it decodes anyway.
+	Model string
 	// Files: at PreToolUse the files the call will change (the guard
 	// decides each), at PostToolUse the files it read or changed. None
 	// for a call that touches no file the runtime records.

@@ -313,6 +313,9 @@ func (h *handler) resultRecord(f FileOp) (rec gitstore.Record, ok bool, err erro
 		return rec, true, nil
 	}
 	rec.SetPath(h.st.RelPath(abs))
+	if h.c.Model != "" && (f.Op == "write" || f.Op == "edit") {
+		setExtra(&rec, "model", jsonStr(h.c.Model))
+	}
 	// After the tool ran the file exists (for a write through a dangling
 	// symlink: its target), so its resolution names what the model saw.
 	setRealPath(&rec, h.st.RelPath(realFile(abs)))

@@ -35,6 +35,10 @@ package hooks
 //     compact JSON, key span:<uuid> (span:<uuid>:<block> when a line holds
 //     several), extra "kind". Spans of file tools carry the file's path,
 //     so that the deny list also keeps a denied file's text out of them.
+//     What the model produced (assistant text, thinking, tool calls)
+//     carries extra "model" when the transcript names it
+//     (transcript.LineMeta.Model), and such a tool call extra
+//     "tool_use_id", its id: see Models.
 //
 // Paths are Store.RelPath of the absolute path, and Record.File is the
 // absolute path (the deny list follows its symlinks). File evidence
@@ -712,9 +716,21 @@ func (b *sweepBatch) addLine(tl *transcript.Line) {
 			switch x := it.(type) {
 			case *transcript.TextSpan:
 				r.Key = x.Key
+				if x.Role == "assistant" && m.Model != "" {
+					extra["model"] = jsonscan.Quote(m.Model)
+				}
 			case *transcript.ToolUse:
 				r.Key, r.Tool = x.SpanKey, x.Name
 				setPath(x.Path) // the deny list applies to what a span holds
+				if m.Model != "" {
+					extra["model"] = jsonscan.Quote(m.Model)
+					// The call's id, in the clear beside the (maybe
+					// encrypted) content: evidence is keyed by it, and
+					// this is how its model is found (see Models).
+					if x.ID != "" {
+						extra["tool_use_id"] = jsonscan.Quote(x.ID)
+					}
+				}
 			case *transcript.ToolResult:
 				r.Key, r.Tool = x.SpanKey, x.Tool
 				setPath(x.Path)

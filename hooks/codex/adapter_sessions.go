@@ -42,11 +42,37 @@ func (Harness) ReadTranscript(r io.Reader, at hooks.TranscriptPos) hooks.Transcr
 	}
 	rd := NewReaderSize(r, at.Offset, meta, size)
 	rd.SetPending(at.Pending)
+	if at.Offset > 0 && len(at.State) > 0 {
+		var st rolloutState
+		if json.Unmarshal(at.State, &st) == nil {
+			rd.SetModel(st.Model)
+		}
+	}
 	return &rolloutReader{r: rd}
 }
 
 // rolloutReader is the Reader as a hooks.TranscriptReader.
 type rolloutReader struct{ r *Reader }
+
+// rolloutState is what a rollout's cursor keeps beside its offset: the
+// model of the turn the offset is in, named only by the turn_context
+// line that began it (a sweep resuming mid-turn would not know it).
+type rolloutState struct {
+	Model string `json:"model,omitempty"`
+}
+
+// State implements hooks.TranscriptStater: nil until a turn_context
+// named the model.
+func (t *rolloutReader) State() json.RawMessage {
+	if t.r.model == "" {
+		return nil
+	}
+	b, err := json.Marshal(rolloutState{Model: t.r.model})
+	if err != nil {
+		return nil
+	}
+	return b
+}
 
 func (t *rolloutReader) Next() (*transcript.Line, error) {
 	l, err := t.r.Next()

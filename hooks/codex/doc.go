@@ -69,7 +69,10 @@
 //     history after the message is not read.
 //   - session_meta: Line.Meta, and the reader's session (LineMeta's
 //     SessionID is the root session, Agent the thread id of a subagent's
-//     rollout, as the hooks' agent_id; Cwd follows turn_context).
+//     rollout, as the hooks' agent_id; Cwd and Model follow
+//     turn_context: a turn's items carry the model its turn_context
+//     names, which a sweep keeps in the cursor's state so that one
+//     resuming mid-turn still knows it).
 //   - event_msg item_completed of a FileChange: Line.FileChange (paths,
 //     kinds, unified diffs and status of what an apply_patch did), for a
 //     recorder's cross-check; every other event_msg, world_state,

@@ -90,7 +90,7 @@ func (Harness) Decode(ev hooks.HookEvent, stdin io.Reader) (hooks.Call, error) {
 	}
 	c := hooks.Call{Event: ev, Session: p.SessionID, Agent: p.AgentID, Cwd: p.Cwd,
 		Transcript: mainTranscript(&p), ContextTranscript: p.ContextTranscript(),
-		Tool: p.ToolName, CallID: p.ToolUseID, Prompt: p.Prompt, Source: p.Source, Trigger: p.Trigger}
+		Tool: p.ToolName, CallID: p.ToolUseID, Model: p.Model, Prompt: p.Prompt, Source: p.Source, Trigger: p.Trigger}
 	if ev != hooks.PreToolUse && ev != hooks.PostToolUse {
 		return c, nil
 	}

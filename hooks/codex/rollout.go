@@ -82,6 +82,7 @@ type Reader struct {
 	buf     []byte
 	meta    SessionMeta
 	cwd     string
+	model   string // the last turn_context's model
 	pending map[string]*pending
 	seq     int64
 	stats   transcript.Stats
@@ -301,9 +302,7 @@ func (r *Reader) parse(line []byte, l *Line) {
 	case "compacted":
 		r.compacted(l, env.payload)
 	case "turn_context":
-		if cwd, _ := jsonscan.String(jsonscan.Field(env.payload, "cwd")); cwd != "" {
-			r.cwd = cwd
-		}
+		r.turnContext(env.payload)
 		l.Skipped = true
 	}
 }
@@ -342,11 +341,10 @@ func (r *Reader) peekPayload(env *envelope, rest []byte, l *Line) bool {
 			return false
 		}
 	case "turn_context":
-		// Only the cwd matters (it resolves later relative paths); it
-		// comes early, the permission profile after it does not.
-		if cwd := leadingMember(rest, "cwd"); cwd != "" {
-			r.cwd = cwd
-		}
+		// Only the cwd (it resolves later relative paths) and the model
+		// (it wrote the turn's items) matter; the values between them
+		// are skipped unchecked.
+		r.turnContext(rest)
 		env.skip = true
 		return false
 	case "compacted":
@@ -388,6 +386,35 @@ func leadingMember(v []byte, key string) string {
 	return s
 }
 
+// turnContext takes the cwd and the model from a turn_context payload,
+// scanning its members until it has both.
+func (r *Reader) turnContext(v []byte) {
+	var cwd, model string
+	jsonscan.Object(v, 0, jsonscan.Quotes, nil, func(k, val []byte) bool {
+		switch string(k) {
+		case "cwd":
+			cwd, _ = jsonscan.String(val)
+		case "model":
+			model, _ = jsonscan.String(val)
+		}
+		return cwd == "" || model == ""
+	})
+	if cwd != "" {
+		r.cwd = cwd
+	}
+	if model != "" {
+		r.model = model
+	}
+}
+
+// Model is the model of the turn being read: the last turn_context's
+// ("" before the first).
+func (r *Reader) Model() string { return r.model }
+
+// SetModel sets the model of the turn being read, for a reader that
+// starts past its turn_context (the sweep keeps it in its cursor).
+func (r *Reader) SetModel(m string) { r.model = m }
+
 // itemType returns an item_completed payload's item type without
 // scanning the item.
 func itemType(v []byte) string {
@@ -427,6 +454,7 @@ func (r *Reader) lineMeta(l *Line, ts []byte) {
 	m.SessionID = r.meta.SessionID
 	m.Agent = r.meta.Agent()
 	m.Cwd = r.cwd
+	m.Model = r.model
 }
 
 func (r *Reader) sessionMeta(l *Line, payload []byte) {

@@ -260,16 +260,18 @@ type message struct {
 	content   []byte // a string, a part or an array of parts
 	thoughts  []byte // gemini: [{subject, description}]
 	toolCalls []byte // gemini: [{id, name, args, result, status, resultDisplay}]
+	model     string // gemini: the model that wrote it
 }
 
 func parseMessage(obj []byte) (*message, bool) {
-	f, ok := fields(obj, "id", "type", "timestamp", "content", "thoughts", "toolCalls")
+	f, ok := fields(obj, "id", "type", "timestamp", "content", "thoughts", "toolCalls", "model")
 	if !ok {
 		return nil, false
 	}
 	m := &message{content: f["content"], thoughts: f["thoughts"], toolCalls: f["toolCalls"]}
 	m.id, _ = jsonscan.String(f["id"])
 	m.typ, _ = jsonscan.String(f["type"])
+	m.model, _ = jsonscan.String(f["model"])
 	if s, ok := jsonscan.String(f["timestamp"]); ok {
 		m.ts, _ = time.Parse(time.RFC3339Nano, s)
 	}

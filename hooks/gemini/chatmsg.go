@@ -76,6 +76,9 @@ func jsonSafe(raw []byte) json.RawMessage {
 func (c *ChatReader) emit(m *message, subs map[string]bool, evidenceOnly bool) []transcript.Item {
 	meta := c.meta()
 	meta.UUID, meta.TS = m.id, m.ts
+	if m.typ == "gemini" {
+		meta.Model = m.model
+	}
 	e := &emitter{c: c, m: m, meta: meta, subs: subs, evidenceOnly: evidenceOnly}
 	switch m.typ {
 	case "user":

@@ -39,6 +39,9 @@
 //	output              post-tool-use: the tool's output text as the model
 //	                    receives it
 //	source              session-start: "compact"
+//	model               post-tool-use: the model of the session's latest
+//	                    assistant message (providerID/modelID), "" before
+//	                    the plugin saw one; recorded on edits and writes
 //
 // Evidence: a read is recorded only when it is exact. opencode's read
 // output is "<path>P</path>\n<type>file</type>\n<content>\n1: line\n...
@@ -59,7 +62,10 @@
 // (chat.message), finished assistant text (message.part.updated), tool
 // call with its output (tool.execute.after), compaction summary and
 // boundary (session.compacted, keyed by the compaction part's id), and
-// each finished model turn's tokens (message.updated: ContextUsage) in
+// each finished model turn's tokens (message.updated: ContextUsage), the
+// assistant text and tool lines naming their model (providerID/modelID,
+// from the assistant message's message.updated; an export's lines name
+// it too), in
 // $XDG_STATE_HOME/git-lossless/opencode/<root session>.jsonl (default
 // ~/.local/state), a child session's in <root session>/<child>.jsonl
 // (LogLine, transcript.go). It comes from the plugin's own hooks: no

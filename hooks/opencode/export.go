@@ -22,6 +22,9 @@ type Export struct {
 		Info struct {
 			ID   string `json:"id"`
 			Role string `json:"role"`
+			// An assistant message's model.
+			ProviderID string `json:"providerID"`
+			ModelID    string `json:"modelID"`
 			// Summary is true on the compaction's summary (a user
 			// message holds an object of diffs here).
 			Summary json.RawMessage `json:"summary"`
@@ -100,6 +103,10 @@ func exportLines(ex *Export) []LogLine {
 	for _, m := range ex.Messages {
 		ts := m.Info.Time.Created
 		summary := string(m.Info.Summary) == "true"
+		model := ""
+		if m.Info.Role == "assistant" && m.Info.ModelID != "" {
+			model = m.Info.ProviderID + "/" + m.Info.ModelID // as the plugin writes it
+		}
 		for _, p := range m.Parts {
 			pts := ts
 			if p.Time.Start > 0 {
@@ -111,9 +118,9 @@ func exportLines(ex *Export) []LogLine {
 			case p.Type == "text" && !p.Synthetic && summary:
 				add(LogLine{Type: "summary", ID: p.ID, Message: m.Info.ID, TS: pts, Text: p.Text})
 			case p.Type == "text" && !p.Synthetic && (m.Info.Role == "user" || m.Info.Role == "assistant"):
-				add(LogLine{Type: m.Info.Role, ID: p.ID, Message: m.Info.ID, TS: pts, Text: p.Text})
+				add(LogLine{Type: m.Info.Role, ID: p.ID, Message: m.Info.ID, TS: pts, Text: p.Text, Model: model})
 			case p.Type == "tool" && p.CallID != "" && (p.State.Status == "completed" || p.State.Status == "error"):
-				l := LogLine{Type: "tool", ID: p.CallID, Message: m.Info.ID, TS: max(pts, p.State.Time.End), Tool: p.Tool, Args: p.State.Input}
+				l := LogLine{Type: "tool", ID: p.CallID, Message: m.Info.ID, TS: max(pts, p.State.Time.End), Tool: p.Tool, Args: p.State.Input, Model: model}
 				if p.State.Status == "completed" {
 					l.Output = p.State.Output
 				} else {

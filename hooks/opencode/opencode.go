@@ -74,6 +74,9 @@ type Payload struct {
 	Args              json.RawMessage `json:"args"`
 	Output            *string         `json:"output"`
 	Source            string          `json:"source"`
+	// Model is the model of the session's latest assistant message,
+	// providerID/modelID, when the plugin saw one ("" else).
+	Model string `json:"model"`
 }
 
 // editTools are the tools the guard checks, with the op their results
@@ -146,7 +149,7 @@ func (Harness) Decode(ev hooks.HookEvent, stdin io.Reader) (hooks.Call, error) {
 		return hooks.Call{}, err
 	}
 	c := hooks.Call{Event: ev, Session: p.Session, Agent: p.Agent, Cwd: p.Cwd, Transcript: p.Transcript,
-		ContextTranscript: p.ContextTranscript, Tool: p.Tool, CallID: p.CallID, Source: p.Source}
+		ContextTranscript: p.ContextTranscript, Tool: p.Tool, CallID: p.CallID, Source: p.Source, Model: p.Model}
 	if c.ContextTranscript == "" {
 		c.ContextTranscript = c.Transcript
 	}

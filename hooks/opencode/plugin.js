@@ -71,6 +71,8 @@ export const GitLossless = async (ctx) => {
   const pending = new Set()    // sessions compacted, working set not fetched yet
   const restored = new Map()   // session id -> the text handed back after its last compaction
   const compactions = new Map() // session id -> its compaction part's id (the boundary's key, as in an export)
+  const models = new Map()     // assistant message id -> its model, providerID/modelID
+  const current = new Map()    // session id -> the model of its latest assistant message (its tool calls')
 
   const root = (sid) => {
     let s = sid
@@ -122,10 +124,10 @@ export const GitLossless = async (ctx) => {
       try {
         if (!input) return
         const text = output && typeof output.output === "string" ? output.output : null
-        log(input.sessionID, { type: "tool", id: input.callID || "", tool: input.tool, args: input.args || {}, output: text })
+        log(input.sessionID, { type: "tool", id: input.callID || "", tool: input.tool, args: input.args || {}, output: text, model: current.get(input.sessionID) })
         if (!RECORDED.has(input.tool)) return
         await runHook("post-tool-use", payload("tool.execute.after", input.sessionID,
-          { tool: input.tool, call_id: input.callID || "", args: input.args || {}, output: text }))
+          { tool: input.tool, call_id: input.callID || "", args: input.args || {}, output: text, model: current.get(input.sessionID) || "" }))
       } catch (e) { warn("tool.execute.after", e) }
     },
     "chat.message": async (input, output) => {
@@ -167,6 +169,12 @@ export const GitLossless = async (ctx) => {
             const info = pr.info
             if (!info || !info.id) break
             roles.set(info.id, info.summary === true ? "summary" : info.role)
+            // The model that writes the message (and its tool calls).
+            if (info.role === "assistant" && info.modelID) {
+              const m = (info.providerID || "") + "/" + info.modelID
+              models.set(info.id, m)
+              if (info.sessionID) current.set(info.sessionID, m)
+            }
             // A finished model turn's token counts: how full the context is.
             const tk = info.tokens
             if (info.role === "assistant" && info.summary !== true && info.time && info.time.completed && tk && !written.has("usage:" + info.id)) {
@@ -183,7 +191,7 @@ export const GitLossless = async (ctx) => {
             if (!p || p.type !== "text" || p.synthetic || !(p.time && p.time.end) || written.has(p.id)) break
             if (role !== "assistant" && role !== "summary") break
             written.add(p.id)
-            log(p.sessionID, { type: role, id: p.id, message: p.messageID, text: p.text || "" })
+            log(p.sessionID, { type: role, id: p.id, message: p.messageID, text: p.text || "", model: role === "assistant" ? models.get(p.messageID) : undefined })
             break
           }
           case "session.compacted":

@@ -29,8 +29,10 @@ type LogLine struct {
 	Args    json.RawMessage `json:"args"`
 	Output  *string         `json:"output"`
 	Error   *string         `json:"error,omitempty"` // a failed call's error (exports only)
-	// usage lines: a finished model turn's model and tokens (no items:
-	// ContextUsage reads them).
+	// Model is the model as providerID/modelID: on usage lines (a
+	// finished model turn's model and tokens: no items, ContextUsage
+	// reads them), and on the assistant and tool lines of a plugin that
+	// knew the model of their message (transcript.LineMeta.Model).
 	Model  string `json:"model,omitempty"`
 	Tokens *struct {
 		Input      int64 `json:"input"`
@@ -118,6 +120,9 @@ func (r *logReader) Next() (*transcript.Line, error) {
 func (l *LogLine) items(m transcript.LineMeta) []transcript.Item {
 	if l.ID == "" {
 		return nil
+	}
+	if l.Type == "assistant" || l.Type == "tool" {
+		m.Model = l.Model
 	}
 	str := func(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
 	switch l.Type {

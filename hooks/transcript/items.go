@@ -15,6 +15,14 @@ type LineMeta struct {
 	Agent     string    // the subagent; "" in a main context
 	Sidechain bool      // the line is a subagent's
 	Cwd       string
+	// Model is the model that wrote the line, as the harness names it
+	// (Claude Code: message.model; Codex: the turn's turn_context model;
+	// Gemini CLI: the message's model; opencode: providerID/modelID),
+	// "" when the transcript does not say. Adapters may set it on every
+	// item of an assistant line; the sweep archives it (extra "model")
+	// on the spans the model produced only: assistant text, thinking and
+	// tool calls. It is what lets blame name the model behind a write.
+	Model string
 }
 
 // Item is one thing a line yields: *TextSpan, *ToolUse,

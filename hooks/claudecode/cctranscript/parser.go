@@ -350,10 +350,24 @@ func spanKeys(uuid string, items []transcript.Item) {
 }
 
 func (p *Parser) parseAssistant(tl *transcript.Line, env *envelope) {
-	content := jsonscan.Field(env.message, "content")
+	var content, model []byte
+	jsonscan.Members(env.message, func(k, v []byte) bool {
+		switch string(k) {
+		case "content":
+			content = v
+		case "model":
+			model = v
+		}
+		return content == nil || model == nil
+	})
 	if content == nil {
 		tl.Skipped = true
 		return
+	}
+	// The model that wrote the message; "<synthetic>" marks a message
+	// Claude Code made up itself (an API error, an interruption).
+	if m, _ := jsonscan.String(model); m != "<synthetic>" {
+		tl.Model = m
 	}
 	if content[0] == '"' {
 		if !emptyString(content) {
