@@ -16,6 +16,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
@@ -33,9 +34,6 @@ type Options struct {
 	// HarnessOf names the harness of a writer whose events predate the
 	// harness field (gitstore.HarnessOf).
 	HarnessOf func(writer string) string
-	// Model, when set, names the model behind a write where the archive
-	// knows it.
-	Model func(writer, session, agent string, ts time.Time, call string) string
 	// Identities open encrypted spans (requests, calls).
 	Identities []age.Identity
 }
@@ -172,6 +170,13 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 		out[i] = gl[i].Line
 		out[i].Headers = gl[i].headers
 	}
+	origins := make([]*Origin, 0, len(out))
+	for i := range out {
+		origins = append(origins, out[i].Origin)
+	}
+	if err := fillModels(ctx, st, origins); err != nil {
+		return nil, err
+	}
 	if opt.Requests {
 		if err := fillRequests(ctx, st, out, opt.Identities); err != nil {
 			return nil, err
@@ -199,6 +204,33 @@ func sameRuns(gl []gitLine, fv *version, i int) bool {
 		return false
 	}
 	return same(-1) && same(1)
+}
+
+// fillModels names the model behind each origin where the archive knows
+// it (hooks.Models: the model on the write's call, else the context's
+// latest before it): one read of the writing writers' model lines.
+func fillModels(ctx context.Context, st *gitstore.Store, origins []*Origin) error {
+	var writers []string
+	seen := map[string]bool{}
+	for _, o := range origins {
+		if o != nil && !seen[o.Writer] {
+			seen[o.Writer] = true
+			writers = append(writers, o.Writer)
+		}
+	}
+	if len(writers) == 0 {
+		return nil
+	}
+	idx, err := hooks.Models(ctx, st, writers)
+	if err != nil {
+		return fmt.Errorf("blame: models: %w", err)
+	}
+	for _, o := range origins {
+		if o != nil {
+			o.Model = idx.At(o.Writer, o.Session, o.Agent, o.TS, o.Call)
+		}
+	}
+	return nil
 }
 
 // parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines and returns
@@ -448,9 +480,6 @@ func (a *archive) origin(c *cand, opt Options) *Origin {
 	o := &Origin{Harness: gitstore.HarnessOf(e.Harness, e.Writer, opt.HarnessOf), Writer: e.Writer, Seq: e.Seq,
 		Session: e.Session, Agent: e.Agent, Op: e.Op, Tool: e.Tool, Call: e.Key, TS: e.TS.UTC(),
 		Path: c.w.path, Blob: e.Blob, Line: c.w.lines[c.i].m + 1}
-	if opt.Model != nil {
-		o.Model = opt.Model(e.Writer, e.Session, e.Agent, e.TS, e.Key)
-	}
 	return o
 }
 

@@ -93,6 +93,19 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 			}
 		}
 	}
+	var origins []*Origin
+	for ci := range changes {
+		for fi := range changes[ci].Files {
+			for li := range changes[ci].Files[fi].Added {
+				if o := changes[ci].Files[fi].Added[li].Origin; o != nil {
+					origins = append(origins, o)
+				}
+			}
+		}
+	}
+	if err := fillModels(ctx, st, origins); err != nil {
+		return nil, err
+	}
 	return changes, nil
 }
 

@@ -122,7 +122,8 @@ func TestBlameCommand(t *testing.T) {
 	var one struct{ Lines []blame.Line }
 	json.Unmarshal([]byte(r.stdout), &one)
 	if len(one.Lines) != 1 || one.Lines[0].Origin == nil || one.Lines[0].Origin.Agent != "" || one.Lines[0].Origin.Harness != "claude-code" ||
-		one.Lines[0].Origin.Op != "edit" || one.Lines[0].Origin.Tool != "Edit" || one.Lines[0].Origin.Call != "toolu_main_5_13" {
+		one.Lines[0].Origin.Op != "edit" || one.Lines[0].Origin.Tool != "Edit" || one.Lines[0].Origin.Call != "toolu_main_5_13" ||
+		one.Lines[0].Origin.Model != "claude-opus-5-5" {
 		t.Fatalf("main.go:3: %s", r.stdout)
 	}
 
@@ -149,7 +150,7 @@ func TestBlameCommand(t *testing.T) {
 	// The default output: git's columns with the origin.
 	def := sb.ok(repo, "blame", "notes.md").stdout
 	if lines := strings.Split(strings.TrimSuffix(def, "\n"), "\n"); len(lines) != 4 ||
-		!strings.Contains(lines[0], "claude-code:9e33e208") || !strings.Contains(lines[1], " - ") || !strings.HasSuffix(lines[2], ") - first item from the cli context") {
+		!strings.Contains(lines[0], "claude-code:9e33e208 claude-opus-5-5") || !strings.Contains(lines[1], " - ") || !strings.HasSuffix(lines[2], ") - first item from the cli context") {
 		t.Errorf("blame notes.md:\n%s", def)
 	}
 
@@ -184,7 +185,7 @@ func TestBlameCommand(t *testing.T) {
 		t.Errorf("--why main.go:3: no request")
 	}
 	text := sb.ok(repo, "blame", "--why", "main.go:3").stdout
-	for _, w := range []string{"main.go:3", "written by claude-code:9e33e208 at", "the context had seen 3 files before the write:", "partial   main.go  read"} {
+	for _, w := range []string{"main.go:3", "written by claude-code:9e33e208 claude-opus-5-5 at", "the context had seen 3 files before the write:", "partial   main.go  read"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("--why text lacks %q:\n%s", w, text)
 		}
