@@ -348,8 +348,8 @@ func (al *aligner) match(i int, before time.Time, path string) *cand {
 	for _, w := range al.a.latestCandidates(al.fc, i, before, path) {
 		m, ok := al.aligned[w]
 		if !ok {
-			if pv, err := al.a.versionOf(w.ev.Blob); err == nil {
-				m = align(pv.hash, al.fc.hash)
+			if h, err := al.a.hashesOf(w.ev.Blob); err == nil {
+				m = align(h, al.fc.hash)
 			}
 			al.aligned[w] = m
 			at := map[int]int{}

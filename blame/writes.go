@@ -1,6 +1,7 @@
 package blame
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -59,7 +60,8 @@ type archive struct {
 		v    *version
 	}
 	next   int
-	mu     sync.Mutex // guards recent: groups run in parallel
+	mu     sync.Mutex // guards recent and hashed: groups run in parallel
+	hashed map[string][]uint64
 	loaded map[string]bool
 	cache  *addedCache
 }
@@ -72,7 +74,7 @@ type cand struct {
 func newArchive(st *gitstore.Store, harnessOf func(string) string) *archive {
 	dir, _ := st.StateDir("blame") // read-only: no cache
 	return &archive{cache: openCache(dir), st: st, h: newHasher(), harnessOf: harnessOf, byPath: map[string][]*write{},
-		byHash: map[uint64][]cand{}, indexed: map[string]bool{}, loaded: map[string]bool{}}
+		byHash: map[uint64][]cand{}, hashed: map[string][]uint64{}, indexed: map[string]bool{}, loaded: map[string]bool{}}
 }
 
 // load reads the archived events about the given files (repository-relative
@@ -178,6 +180,39 @@ func (a *archive) versionOf(blob string) (*version, error) {
 	a.mu.Unlock()
 	return v, nil
 }
+
+// hashesOf is a blob's line hashes, for aligning: kept for the whole
+// blame (a few writes are the latest candidates of many commits), up to
+// maxHashed versions.
+func (a *archive) hashesOf(blob string) ([]uint64, error) {
+	a.mu.Lock()
+	h, ok := a.hashed[blob]
+	a.mu.Unlock()
+	if ok {
+		return h, nil
+	}
+	typ, body, err := a.st.ReadObject(blob)
+	if err != nil {
+		return nil, fmt.Errorf("blame: reading version %s: %w", blob, err)
+	}
+	if typ != "blob" {
+		return nil, fmt.Errorf("blame: version %s is a %s, not a blob", blob, typ)
+	}
+	h = make([]uint64, 0, bytes.Count(body, []byte{'\n'})+1)
+	for _, l := range splitLines(body) {
+		h = append(h, a.h.line(l))
+	}
+	a.mu.Lock()
+	if len(a.hashed) < maxHashed {
+		a.hashed[blob] = h
+	}
+	a.mu.Unlock()
+	return h, nil
+}
+
+// maxHashed bounds the versions hashesOf keeps (a 5,000-line version is
+// 40 KB of hashes).
+const maxHashed = 1024
 
 // index computes the added lines of every write of the files and enters
 // them in byHash. A write whose versions are gone from the object store
