@@ -30,9 +30,15 @@ func write(harness, writer string, seq int64, session, agent, model, blob string
 // write with a different model and person-written lines; also a binary
 // file and a file with removals only. The second adds nothing.
 func fixture() []blame.CommitChange {
-	w1 := func(l int) *blame.Origin { return write("claude-code", "cc-1", 7, "sess-1", "", "claude-opus-4-5-20251101", "b1", l) }
-	w2 := func(l int) *blame.Origin { return write("claude-code", "cc-1", 9, "sess-1", "", "claude-sonnet-4-5", "b2", l) }
-	sub := func(l int) *blame.Origin { return write("claude-code", "cc-1", 11, "sess-1", "agent a/1", "claude-haiku-4-5", "b3", l) }
+	w1 := func(l int) *blame.Origin {
+		return write("claude-code", "cc-1", 7, "sess-1", "", "claude-opus-4-5-20251101", "b1", l)
+	}
+	w2 := func(l int) *blame.Origin {
+		return write("claude-code", "cc-1", 9, "sess-1", "", "claude-sonnet-4-5", "b2", l)
+	}
+	sub := func(l int) *blame.Origin {
+		return write("claude-code", "cc-1", 11, "sess-1", "agent a/1", "claude-haiku-4-5", "b3", l)
+	}
 	cx := func(l int) *blame.Origin { return write("codex", "cx-1", 3, "", "", "gpt-5-codex", "b4", l) }
 	return []blame.CommitChange{{
 		Commit: strings.Repeat("a", 40), Parent: strings.Repeat("0", 39) + "1",
@@ -250,7 +256,7 @@ func TestSchemaRejects(t *testing.T) {
 		t.Fatalf("the unbroken record fails: %v", err)
 	}
 	for _, tc := range []struct {
-		name  string
+		name   string
 		break_ func(r map[string]any)
 	}{
 		{"no version", func(r map[string]any) { delete(r, "version") }},
@@ -268,7 +274,9 @@ func TestSchemaRejects(t *testing.T) {
 		{"conversation without ranges", func(r map[string]any) { delete(conv0(r), "ranges") }},
 		{"contributor type unknown", func(r map[string]any) { conv0(r)["contributor"].(map[string]any)["type"] = "robot" }},
 		{"contributor without type", func(r map[string]any) { delete(conv0(r)["contributor"].(map[string]any), "type") }},
-		{"model_id too long", func(r map[string]any) { conv0(r)["contributor"].(map[string]any)["model_id"] = strings.Repeat("m", 251) }},
+		{"model_id too long", func(r map[string]any) {
+			conv0(r)["contributor"].(map[string]any)["model_id"] = strings.Repeat("m", 251)
+		}},
 		{"url not a URI", func(r map[string]any) { conv0(r)["url"] = "session 1" }},
 		{"related without url", func(r map[string]any) {
 			conv0(r)["related"] = []any{map[string]any{"type": "session"}}
