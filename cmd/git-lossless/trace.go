@@ -26,8 +26,8 @@ rev-list --reverse REV-RANGE lists them (default HEAD: every commit HEAD
 reaches; main..HEAD or HEAD~10..HEAD limit it), one JSON object per line,
 to FILE (written whole, mode 0600) or stdout. The records say, for the lines
 each commit added relative to its first parent, which archived agent write
-produced them (found by content, as git lossless blame finds them) or that
-none did. The line numbers are the commit's, so git blame finds the record
+produced them (found by content: it survives amend, rebase and squash
+merges) or that none did. The line numbers are the commit's, so git blame finds the record
 of any line.
 
   version      0.1.0
@@ -38,7 +38,8 @@ of any line.
   tool         git-lossless and its version (the harness is per line, in
                metadata)
   files        the files the commit added lines to; ranges of consecutive
-               lines of one write, or of no write
+               lines of one write, or of no write, each with content_hash
+               sha256: and the SHA-256 of its lines
   conversation one per agent context: url git-lossless:session/SESSION
                (/agent/AGENT for a subagent, related to its session),
                contributor ai with the model as provider/model
