@@ -357,3 +357,46 @@ func changedBy(ctx context.Context, st *gitstore.Store, key fileKey, self ctxKey
 	return &Change{Harness: gitstore.HarnessOf(match.Harness, match.Writer, harnessOf), Writer: match.Writer, Session: match.Session, Agent: match.Agent,
 		Op: match.Op, TS: match.TS, Blob: match.Blob, Current: diskBlob != "" && match.Blob == diskBlob}, nil
 }
+
+// FileEvents returns the archived events about the files at the given
+// repository-relative paths (the path the model named, or the file it
+// resolved to) whose op is in ops: one selection over every writer, sifted
+// on the stored bytes before parsing, writer by writer in seq order. Line
+// provenance (package blame) reads the versions agents saw and wrote
+// through it, so blame, who and the guard agree on which events are about
+// a file. No paths: every event whose op is in ops.
+func FileEvents(ctx context.Context, st *gitstore.Store, rels []string, ops map[string]bool) ([]gitstore.Event, error) {
+	var keys []fileKey
+	var needles [][]byte
+	for _, rel := range rels {
+		k := fileKey{rel: rel, real: rel}
+		n := k.needles()
+		if n == nil {
+			return nil, fmt.Errorf("path %q cannot be searched for", rel)
+		}
+		keys = append(keys, k)
+		needles = append(needles, n...)
+	}
+	keep := func(_ string, line []byte) bool { return ops[lineOp(line)] }
+	evs, err := st.Select(ctx, gitstore.Selection{Any: needles, Keep: keep})
+	if err != nil {
+		return nil, fmt.Errorf("events of %d files: %w", len(keys), err)
+	}
+	if len(keys) == 0 {
+		return evs, nil
+	}
+	out := evs[:0]
+	for _, e := range evs {
+		for _, k := range keys {
+			if k.matches(e) {
+				out = append(out, e)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// RealPath is the file an archived event is about: the path it resolved
+// to when it was recorded (a symlink's target), else the path it names.
+func RealPath(e gitstore.Event) string { return realPathOf(e) }
