@@ -4,7 +4,7 @@
 // format see which lines of each commit an agent wrote and which a person
 // did, without reading git-lossless's archive.
 //
-// One record per commit, in the order given (git rev-list --reverse), one
+// One record per commit, in the order given (blame.Commits: oldest first), one
 // compact JSON object per line (JSON Lines, as the specification's reference
 // store .agent-trace/traces.jsonl keeps them). In a record:
 //

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/git-lossless/git-lossless/blame"
 	"github.com/git-lossless/git-lossless/blame/agenttrace"
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/hooks/harnesses"
 )
 
 func traceCmd() *command {
@@ -22,9 +22,10 @@ func traceCmd() *command {
 		usage:   "export [REV-RANGE] [-o FILE] [--unrecorded human|unknown]",
 		long: `trace export writes one Agent Trace record (specification 0.1.0,
 https://github.com/cursor/agent-trace) per commit of REV-RANGE, as git
-rev-list --reverse REV-RANGE lists them (default HEAD: every commit HEAD
-reaches; main..HEAD or HEAD~10..HEAD limit it), one JSON object per line,
-to FILE (written whole, mode 0600) or stdout. The records say, for the lines
+rev-list --reverse --no-merges REV-RANGE lists them (default HEAD: every
+commit HEAD reaches; main..HEAD or HEAD~10..HEAD limit it; merge commits
+are left out), one JSON object per line, to FILE (written whole, mode
+0600) or stdout. The records say, for the lines
 each commit added relative to its first parent, which archived agent write
 produced them (found by content: it survives amend, rebase and squash
 merges) or that none did. The line numbers are the commit's, so git blame finds the record
@@ -79,9 +80,8 @@ docs/agent-trace.md has the mapping and what the format cannot carry.`,
 
 // commitChanges finds the attributed changes of a range's commits; tests
 // replace it to feed hand-made changes.
-var commitChanges = func(ctx context.Context, st *gitstore.Store, dir, revRange string) ([]blame.CommitChange, error) {
-	// TODO(i21-trace): blame.Commits(ctx, st, dir, revRange, blame.Options{}) once it is on main.
-	return nil, errors.New("blame.Commits is not on main yet")
+var commitChanges = func(ctx context.Context, st *gitstore.Store, revRange string) ([]blame.CommitChange, error) {
+	return blame.Commits(ctx, st, revRange, blame.Options{HarnessOf: harnesses.WriterHarness()})
 }
 
 func runTraceExport(ctx context.Context, e *env, revRange, output string, opt agenttrace.EncodeOptions) error {
@@ -89,11 +89,7 @@ func runTraceExport(ctx context.Context, e *env, revRange, output string, opt ag
 	if err != nil {
 		return err
 	}
-	dir := st.Location().WorkTree
-	if dir == "" {
-		dir = st.Location().GitDir
-	}
-	changes, err := commitChanges(ctx, st, dir, revRange)
+	changes, err := commitChanges(ctx, st, revRange)
 	if err != nil {
 		return fmt.Errorf("trace export %s: %w", revRange, err)
 	}

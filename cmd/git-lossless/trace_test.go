@@ -21,9 +21,9 @@ func fakeCommitChanges(t *testing.T, changes []blame.CommitChange) *[]string {
 	t.Helper()
 	var asked []string
 	old := commitChanges
-	commitChanges = func(_ context.Context, _ *gitstore.Store, dir, revRange string) ([]blame.CommitChange, error) {
-		if dir == "" {
-			t.Error("no directory passed")
+	commitChanges = func(_ context.Context, st *gitstore.Store, revRange string) ([]blame.CommitChange, error) {
+		if st == nil {
+			t.Error("no store passed")
 		}
 		asked = append(asked, revRange)
 		return changes, nil
