@@ -10,8 +10,9 @@
 //
 //   - version is "0.1.0", the specification's version.
 //   - id is a name-based UUID (version 5) of the commit and of the record's
-//     content: the same attribution of the same commit always gets the same
-//     id, a different attribution a different one.
+//     content (without id and tool): the same attribution of the same
+//     commit always gets the same id, whatever git-lossless's version, a
+//     different attribution a different one.
 //   - timestamp is the commit's committer time (UTC, RFC 3339): when the
 //     change was recorded, and the same on every run.
 //   - vcs is {"type": "git", "revision": the commit's full id}.
@@ -245,7 +246,12 @@ func Build(c *blame.CommitChange, opt EncodeOptions) (*Record, error) {
 		}
 		r.Metadata.Lossless.Files = append(r.Metadata.Lossless.Files, fm)
 	}
+	// The id covers the record without id and tool: a new git-lossless
+	// version re-exporting the same attribution keeps the ids.
+	tool := r.Tool
+	r.Tool = nil
 	b, err := marshal(r)
+	r.Tool = tool
 	if err != nil {
 		return nil, fmt.Errorf("agent trace of %s: %w", c.Commit, err)
 	}
@@ -402,7 +408,8 @@ func limitModel(m string) string {
 var idNamespace = uuid5(mustUUID("6ba7b811-9dad-11d1-80b4-00c04fd430c8"), []byte("https://github.com/git-lossless/git-lossless/blame/agenttrace"))
 
 // recordID is the version 5 UUID of the commit and the record's bytes
-// without an id: stable across runs, different when the attribution is.
+// without id and tool: stable across runs, different when the attribution
+// is.
 func recordID(commit string, withoutID []byte) string {
 	sum := sha256.Sum256(withoutID)
 	u := uuid5(idNamespace, []byte(commit+"\x00"+hex.EncodeToString(sum[:])))

@@ -173,7 +173,7 @@ func TestEncodeUnrecorded(t *testing.T) {
 
 // TestEncodeDeterministic: the same input gives the same bytes, whatever
 // the order of the files in it; a different attribution of the same
-// commit gets a different id.
+// commit gets a different id, another git-lossless version the same.
 func TestEncodeDeterministic(t *testing.T) {
 	a := encode(t, fixture(), agenttrace.EncodeOptions{ToolVersion: "v"})
 	b := encode(t, fixture(), agenttrace.EncodeOptions{ToolVersion: "v"})
@@ -193,6 +193,11 @@ func TestEncodeDeterministic(t *testing.T) {
 	json.Unmarshal(bytes.SplitN(encode(t, other, agenttrace.EncodeOptions{ToolVersion: "v"}), []byte("\n"), 2)[0], &r2)
 	if r1.ID == "" || r1.ID == r2.ID {
 		t.Errorf("ids %q and %q: a different attribution must get a different id", r1.ID, r2.ID)
+	}
+	var r3 agenttrace.Record
+	json.Unmarshal(bytes.SplitN(encode(t, fixture(), agenttrace.EncodeOptions{ToolVersion: "v2"}), []byte("\n"), 2)[0], &r3)
+	if r3.ID != r1.ID || r3.Tool.Version != "v2" {
+		t.Errorf("another git-lossless version changed the id: %q, %q", r1.ID, r3.ID)
 	}
 	if r1.ID[14] != '5' {
 		t.Errorf("id %s is not a version 5 UUID", r1.ID)

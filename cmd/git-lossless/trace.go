@@ -33,7 +33,8 @@ of any line.
 
   version      0.1.0
   id           a version 5 UUID of the commit and the record's content
-               (the same on every run; new when the attribution changes)
+               without tool (the same on every run and across versions;
+               new when the attribution changes)
   timestamp    the committer time
   vcs          git and the full commit id
   tool         git-lossless and its version (the harness is per line, in
