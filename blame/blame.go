@@ -132,6 +132,12 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 			}
 		}
 	}
+	// Oldest commit first: a pack stores a file's versions as chains of
+	// deltas, and the reader's base cache then serves each from the one
+	// before instead of replaying its chain.
+	sort.SliceStable(order, func(i, j int) bool {
+		return gl[groups[order[i]][0]].commitTime.Before(gl[groups[order[j]][0]].commitTime)
+	})
 	// The groups are independent (each sets the origins of its own
 	// lines): they run on every core, as reading and cutting versions is
 	// most of a blame's own time.
