@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/git-lossless/git-lossless/blame"
@@ -40,4 +41,43 @@ func BenchmarkFile(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestFixtureDistinctiveLinesExact: on a generated history (a person and
+// two agent contexts, random edits, person edits between commits) every
+// distinctive line's origin is the one the generator's bookkeeping gives;
+// lines that are not (braces, blank lines) may differ only as FORMAT.md
+// says, and are counted.
+func TestFixtureDistinctiveLinesExact(t *testing.T) {
+	f, st := openFixture(t, blamedata.Params{Lines: 400, Writes: 300, PerCommit: 3, Seed: 5})
+	lines, err := blame.File(context.Background(), st, "HEAD", f.File, blame.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != len(f.Owners) {
+		t.Fatalf("%d lines, the fixture has %d", len(lines), len(f.Owners))
+	}
+	agent, trivial := 0, 0
+	for i, l := range lines {
+		got := ""
+		if l.Origin != nil {
+			got = l.Origin.Writer
+			agent++
+		}
+		if got == f.Owners[i] {
+			continue
+		}
+		if strings.ContainsAny(l.Text, "abcdefghijklmnopqrstuvwxyz") {
+			t.Errorf("line %d %q: origin %q, want %q", i+1, l.Text, got, f.Owners[i])
+		} else {
+			trivial++
+		}
+	}
+	if agent < len(lines)/4 {
+		t.Fatalf("only %d of %d lines by agents: the fixture does not exercise blame", agent, len(lines))
+	}
+	if trivial > len(lines)/20 {
+		t.Errorf("%d braces and blank lines differ from the bookkeeping (more than 5%%)", trivial)
+	}
+	t.Logf("%d lines, %d by agents, %d braces or blank lines differ", len(lines), agent, trivial)
 }
