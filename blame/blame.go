@@ -386,10 +386,10 @@ func (a *archive) strong(fc *version, i int, before time.Time, path string) (bes
 			continue
 		}
 		eligible = true
-		up, down := l.up == fc.up[i], l.down == fc.down[i]
+		up, down := l.up == fc.upAt(i), l.down == fc.downAt(i)
 		ok := up && down
 		if distinctive(l.text) {
-			ok = up || down || l.uniq && fc.count[fc.hash[i]] == 1
+			ok = up || down || l.uniq && fc.countOf(fc.hash[i]) == 1
 		}
 		if !ok {
 			continue
@@ -435,7 +435,7 @@ func (a *archive) anchored(fc *version, i int, before time.Time, originOf func(i
 			o := originOf(j)
 			return o != nil && o.Writer == c.w.ev.Writer && o.Seq == c.w.ev.Seq
 		}
-		if l.up == fc.up[i] && above >= 0 && same(above) || l.down == fc.down[i] && below >= 0 && same(below) {
+		if l.up == fc.upAt(i) && above >= 0 && same(above) || l.down == fc.downAt(i) && below >= 0 && same(below) {
 			return c
 		}
 	}
@@ -458,7 +458,7 @@ func (a *archive) latestCandidates(fc *version, i int, before time.Time, path st
 		if !bytes.Equal(l.text, fc.lines[i]) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
 			continue
 		}
-		one := l.up == fc.up[i] || l.down == fc.down[i]
+		one := l.up == fc.upAt(i) || l.down == fc.downAt(i)
 		if s, seen := side[c.w]; seen {
 			side[c.w] = s || one
 			continue
@@ -466,6 +466,25 @@ func (a *archive) latestCandidates(fc *version, i int, before time.Time, path st
 		side[c.w] = one
 		ws = append(ws, c.w)
 	}
+	// Only a write whose lines surround this one is aligned with: one
+	// side of its context the same, or a strong match within maxRun
+	// lines. A blank line or brace is a block's; aligning it with every
+	// write that ever added one would cost a diff per write for nothing.
+	near := map[*write]bool{}
+	for j := max(0, i-maxRun); j < min(len(fc.lines), i+maxRun+1); j++ {
+		if j != i && distinctive(fc.lines[j]) {
+			if c, _ := a.strong(fc, j, before, path); c != nil {
+				near[c.w] = true
+			}
+		}
+	}
+	keep := ws[:0]
+	for _, w := range ws {
+		if side[w] || near[w] {
+			keep = append(keep, w)
+		}
+	}
+	ws = keep
 	sort.Slice(ws, func(i, j int) bool {
 		if side[ws[i]] != side[ws[j]] {
 			return side[ws[i]]

@@ -86,7 +86,7 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 			}
 			for w := range credited {
 				for _, al := range w.lines {
-					if fc.count[al.h] == 0 {
+					if fc.countOf(al.h) == 0 {
 						f.Rewritten++
 					}
 				}

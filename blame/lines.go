@@ -13,9 +13,12 @@ import (
 type version struct {
 	lines [][]byte
 	hash  []uint64
-	up    []uint64 // the line and the lines above it up to the nearest distinctive one
-	down  []uint64 // the same, below
-	count map[uint64]int32
+	// The rest is filled on first use (upAt, downAt, dist, countOf). A
+	// version is used by one goroutine at a time.
+	up, down         []uint64
+	upDone, downDone []bool
+	distK            []int8
+	count            map[uint64]int32
 }
 
 // hasher hashes lines with a fixed function, so the hashes can be kept in
@@ -92,49 +95,95 @@ func (h hasher) version(content []byte) *version {
 	v := &version{lines: splitLines(content)}
 	n := len(v.lines)
 	v.hash = make([]uint64, n)
-	v.count = make(map[uint64]int32, n)
-	dist := make([]bool, n)
 	for i, l := range v.lines {
 		v.hash[i] = h.line(l)
-		v.count[v.hash[i]]++
-		dist[i] = distinctive(l)
-	}
-	// up[i] hashes lines a..i where a is the nearest distinctive line
-	// strictly above i (or the file's start); down[i] likewise below.
-	// The boundary itself is included, so a brace is tied to the code it
-	// closes and a blank line to its neighbours.
-	v.up = make([]uint64, n)
-	v.down = make([]uint64, n)
-	const start, end = 0x9e3779b97f4a7c15, 0xc2b2ae3d27d4eb4f
-	for i := 0; i < n; i++ {
-		acc := uint64(start)
-		for j := i; ; j-- {
-			acc = mix(acc, v.hash[j])
-			if j < i && dist[j] || i-j == maxRun {
-				break
-			}
-			if j == 0 {
-				acc = mix(acc, start)
-				break
-			}
-		}
-		v.up[i] = acc
-	}
-	for i := n - 1; i >= 0; i-- {
-		acc := uint64(end)
-		for j := i; ; j++ {
-			acc = mix(acc, v.hash[j])
-			if j > i && dist[j] || j-i == maxRun {
-				break
-			}
-			if j == n-1 {
-				acc = mix(acc, end)
-				break
-			}
-		}
-		v.down[i] = acc
 	}
 	return v
+}
+
+// Run hashes and counts are computed on first use: most lines of most
+// versions a blame reads are never asked for.
+const (
+	runStart, runEnd = 0x9e3779b97f4a7c15, 0xc2b2ae3d27d4eb4f
+)
+
+// upAt hashes lines a..i where a is the nearest distinctive line strictly
+// above i (at most maxRun lines up, or the file's start); downAt likewise
+// below. The boundary itself is included, so a brace is tied to the code
+// it closes and a blank line to its neighbours.
+func (v *version) upAt(i int) uint64 {
+	if v.up == nil {
+		v.up, v.upDone = make([]uint64, len(v.hash)), make([]bool, len(v.hash))
+	}
+	if v.upDone[i] {
+		return v.up[i]
+	}
+	acc := uint64(runStart)
+	for j := i; ; j-- {
+		acc = mix(acc, v.hash[j])
+		if j < i && v.dist(j) || i-j == maxRun {
+			break
+		}
+		if j == 0 {
+			acc = mix(acc, runStart)
+			break
+		}
+	}
+	v.up[i], v.upDone[i] = acc, true
+	return acc
+}
+
+func (v *version) downAt(i int) uint64 {
+	if v.down == nil {
+		v.down, v.downDone = make([]uint64, len(v.hash)), make([]bool, len(v.hash))
+	}
+	if v.downDone[i] {
+		return v.down[i]
+	}
+	n := len(v.hash)
+	acc := uint64(runEnd)
+	for j := i; ; j++ {
+		acc = mix(acc, v.hash[j])
+		if j > i && v.dist(j) || j-i == maxRun {
+			break
+		}
+		if j == n-1 {
+			acc = mix(acc, runEnd)
+			break
+		}
+	}
+	v.down[i], v.downDone[i] = acc, true
+	return acc
+}
+
+// dist is distinctive(line j), memoised.
+func (v *version) dist(j int) bool {
+	if v.distK == nil {
+		v.distK = make([]int8, len(v.lines))
+	}
+	switch v.distK[j] {
+	case 1:
+		return true
+	case -1:
+		return false
+	}
+	d := distinctive(v.lines[j])
+	v.distK[j] = -1
+	if d {
+		v.distK[j] = 1
+	}
+	return d
+}
+
+// countOf is how many lines of the version have hash h.
+func (v *version) countOf(h uint64) int32 {
+	if v.count == nil {
+		v.count = make(map[uint64]int32, len(v.hash))
+		for _, x := range v.hash {
+			v.count[x]++
+		}
+	}
+	return v.count[h]
 }
 
 // maxRun bounds a context run, so a file of lines none of which is
@@ -290,6 +339,11 @@ func lcsPairs(a, b []uint64, limit int) []int {
 	return matched
 }
 
+// maxAlignD bounds the diffs rule 3 runs: a write whose version is that
+// far from the version a line is looked up in is no guide to where its
+// lines went.
+const maxAlignD = 200
+
 // align matches the lines of b (a version a line is looked up in) to the
 // lines of a (an archived write's version): for each line of b the index
 // of its line in a, -1 when the diff does not match it. The common prefix
@@ -304,7 +358,7 @@ func align(a, b []uint64) []int {
 		out[p] = p
 		p++
 	}
-	rest := lcsPairs(a[p:], b[p:], maxD)
+	rest := lcsPairs(a[p:], b[p:], maxAlignD)
 	for i := p; i < len(b); i++ {
 		out[i] = -1
 		if rest != nil && rest[i-p] >= 0 {

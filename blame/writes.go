@@ -256,6 +256,6 @@ func (a *archive) addedOf(w *write) {
 	defer a.cache.put(w)
 	for _, m := range added(preHash, post.hash) {
 		w.lines = append(w.lines, addedLine{m: m, text: append([]byte(nil), post.lines[m]...), h: post.hash[m],
-			up: post.up[m], down: post.down[m], uniq: post.count[post.hash[m]] == 1})
+			up: post.upAt(m), down: post.downAt(m), uniq: post.countOf(post.hash[m]) == 1})
 	}
 }

@@ -16,8 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
 // packReader reads packed objects itself: version 2 pack indexes, whole
@@ -554,7 +552,7 @@ func (r *packReader) readAt(p *packFile, off uint64, depth int) (byte, []byte, e
 		}
 		var delta []byte
 		if delta, err = inflateExact(buf[i:], size); err == nil {
-			out, err = packfile.PatchDelta(base, delta)
+			out, err = applyDelta(base, delta)
 		}
 		typ = bt
 	default:
