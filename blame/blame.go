@@ -148,9 +148,9 @@ const slack = time.Second
 //     brace, a blank line) whose runs above and below are both the same.
 //     The strong match of the same path, then the latest write, wins.
 //  3. A line left without a strong match, with candidates, is looked up
-//     by aligning: the versions of its latest candidate writes (up to
-//     alignWrites) are each diffed with fc, and the first whose added
-//     line the diff matches it to wins.
+//     by aligning: the versions of its latest candidate writes of the
+//     same path (up to alignWrites) are each diffed with fc, and the
+//     first whose added line the diff matches it to wins.
 func (a *archive) attribute(fc *version, idx []int, before time.Time, path string) []*cand {
 	out := make([]*cand, len(idx))
 	var weak []int
@@ -222,24 +222,24 @@ func (a *archive) attribute(fc *version, idx []int, before time.Time, path strin
 // with.
 const alignWrites = 3
 
-// latestCandidates are the writes at or before the commit that added a
-// line with this text, the same path first, then the latest first.
+// latestCandidates are the writes of the same path, at or before the
+// commit, that added a line with this text, the latest first. A write of
+// another file is never aligned with: the two versions share their
+// non-distinctive lines (braces, blank lines, "return x") by chance, and
+// the diff matches a person's closing brace to the other file's brace an
+// agent added (TestCommitsFixtureBookkeeping found a person's lines in
+// one file credited to an agent's write of another).
 func (a *archive) latestCandidates(text []byte, h uint64, before time.Time, path string) []*write {
 	var ws []*write
 	seen := map[*write]bool{}
 	for _, c := range a.byHash[h] {
-		if seen[c.w] || !bytes.Equal(c.w.lines[c.i].text, text) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
+		if seen[c.w] || c.w.path != path || !bytes.Equal(c.w.lines[c.i].text, text) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
 			continue
 		}
 		seen[c.w] = true
 		ws = append(ws, c.w)
 	}
-	sort.Slice(ws, func(i, j int) bool {
-		if (ws[i].path == path) != (ws[j].path == path) {
-			return ws[i].path == path
-		}
-		return ws[i].ev.TS.After(ws[j].ev.TS)
-	})
+	sort.Slice(ws, func(i, j int) bool { return ws[i].ev.TS.After(ws[j].ev.TS) })
 	if len(ws) > alignWrites {
 		ws = ws[:alignWrites]
 	}
