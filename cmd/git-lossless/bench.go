@@ -25,7 +25,7 @@ func benchCmd() *command {
 	return &command{
 		name:    "bench",
 		summary: "measure against the peers (C git, the seed's figures), side by side",
-		usage:   "store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt [flags]",
+		usage:   "store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|stats [flags]",
 		long: `Each bench builds its own fixtures, measures ours and the closest peer in
 one run, and prints both with the target and whether it was met. The
 benches, each with its own flags (listed below under its name):
@@ -81,7 +81,10 @@ bench replay [DIR...]: replays Claude Code sessions against the archive:
   into a scratch repository); without DIR, the sessions this repository
   has swept, in place; with none, generated sessions, labelled so.
 bench meter: git lossless meter over the 100,000-event receipt fixture, token cache cold and warm, in process and as a process.
-bench import: import of a generated 120 MB projects directory, fresh process, vs the disk floor and git hash-object.`,
+bench import: import of a generated 120 MB projects directory, fresh process, vs the disk floor and git hash-object.
+bench stats [--stats-commits N] [--rounds R]: git lossless stats over a
+  1,000-commit history, half of it with archived agent writes, as a fresh
+  process beside git log --numstat of the same range, run alternately.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			events := fs.Int("events", 100_000, "events in the verify and session fixture (smaller runs faster)")
 			batch := fs.Int("batch", 50, "events per batch commit in the imported fixtures")
@@ -96,6 +99,7 @@ bench import: import of a generated 120 MB projects directory, fresh process, vs
 			replayBench := benchReplayFlags(fs)   // `bench replay`: bench_replay.go
 			meterBench := benchMeterFlags(fs)     // `bench meter`: bench_meter.go
 			importBench := benchImportFlags(fs)   // `bench import`: bench_import.go
+			statsBench := benchStatsFlags(fs)     // `bench stats`: bench_stats.go
 			return func(ctx context.Context, e *env, args []string) error {
 				if handled, err := anchorBench(ctx, e, args); handled {
 					return err
@@ -112,6 +116,9 @@ bench import: import of a generated 120 MB projects directory, fresh process, vs
 				if handled, err := importBench(ctx, e, args); handled {
 					return err
 				}
+				if handled, err := statsBench(ctx, e, args); handled {
+					return err
+				}
 				if handled, err := secretsBench(ctx, e, args); handled {
 					return err
 				}
@@ -125,7 +132,7 @@ bench import: import of a generated 120 MB projects directory, fresh process, vs
 					return err
 				}
 				if len(args) != 1 || args[0] != "store" {
-					return usagef("usage: git lossless bench store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt [flags] (see git lossless bench --help)")
+					return usagef("usage: git lossless bench store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|stats [flags] (see git lossless bench --help)")
 				}
 				if *events < 100 {
 					return usagef("--events must be at least 100")
