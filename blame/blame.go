@@ -158,8 +158,17 @@ func (a *archive) attribute(fc *version, idx []int, before time.Time, path strin
 		var best *cand
 		var bestRank [2]int64
 		eligible := false
-		for k := range a.byHash[fc.hash[i]] {
-			c := &a.byHash[fc.hash[i]][k]
+		// A line that is not distinctive is a strong match only where its
+		// runs above and below are the same: byCtx lists those writes.
+		// Whether any write at all added it before the commit is first's
+		// answer (unless two texts share the hash: then the full pass).
+		cands := a.byHash[fc.hash[i]]
+		if f, ok := a.first[fc.hash[i]]; ok && !f.mixed && !distinctive(fc.lines[i]) {
+			eligible = bytes.Equal(f.text, fc.lines[i]) && (before.IsZero() || !f.ts.After(before.Add(slack)))
+			cands = a.byCtx[[3]uint64{fc.hash[i], fc.up[i], fc.down[i]}]
+		}
+		for k := range cands {
+			c := &cands[k]
 			l := &c.w.lines[c.i]
 			if !bytes.Equal(l.text, fc.lines[i]) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
 				continue
@@ -196,8 +205,8 @@ func (a *archive) attribute(fc *version, idx []int, before time.Time, path strin
 		for _, w := range a.latestCandidates(fc.lines[i], fc.hash[i], before, path) {
 			al, ok := aligned[w]
 			if !ok {
-				if pv, err := a.versionOf(w.ev.Blob); err == nil {
-					al = align(pv.hash, fc.hash)
+				if ph, err := a.hashesOf(w.ev.Blob); err == nil {
+					al = align(ph, fc.hash)
 				}
 				aligned[w] = al
 				at := map[int]int{}

@@ -1,6 +1,7 @@
 package blame
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -48,18 +49,38 @@ type archive struct {
 	harnessOf func(string) string
 	byPath    map[string][]*write
 	// byHash finds the writes that added a line with a given text.
-	byHash  map[uint64][]cand
+	byHash map[uint64][]cand
+	// byCtx finds, for a line that is not distinctive, the writes that
+	// added it with the same runs above and below: its strong matches,
+	// without a pass over every write that added a brace (Commits over a
+	// long history otherwise spends its time there).
+	byCtx map[[3]uint64][]cand
+	// first is, per line hash, the earliest time a write added a line of
+	// that text; mixed marks a hash two different texts share.
+	first   map[uint64]firstAdd
 	indexed map[string]bool
-	// recent keeps the last versions cut: a write's version before is
-	// usually the version the write before it produced, so writes taken
-	// in time order read each blob once while memory stays small.
-	recent [4]struct {
-		blob string
-		v    *version
-	}
-	next   int
+	// recent keeps the last versions cut (recentVersions of them): a
+	// write's version before is usually the version the write before it
+	// produced, and a commit's version is often the one an agent's write
+	// produced, so each blob is read and cut about once while memory
+	// stays bounded.
+	recent map[string]*version
+	order  []string // recent's blobs, oldest first
+	// hashes keeps the line hashes of every blob read, all a version
+	// before a write and a version aligned with need: a few bytes a line,
+	// so none is read twice for them.
+	hashes map[string][]uint64
 	loaded map[string]bool
 }
+
+type firstAdd struct {
+	text  []byte
+	ts    time.Time
+	mixed bool
+}
+
+// recentVersions bounds the versions kept cut.
+const recentVersions = 128
 
 type cand struct {
 	w *write
@@ -68,7 +89,8 @@ type cand struct {
 
 func newArchive(st *gitstore.Store, harnessOf func(string) string) *archive {
 	return &archive{st: st, h: newHasher(), harnessOf: harnessOf, byPath: map[string][]*write{},
-		byHash: map[uint64][]cand{}, indexed: map[string]bool{}, loaded: map[string]bool{}}
+		byHash: map[uint64][]cand{}, byCtx: map[[3]uint64][]cand{}, first: map[uint64]firstAdd{}, indexed: map[string]bool{},
+		loaded: map[string]bool{}, recent: map[string]*version{}, hashes: map[string][]uint64{}}
 }
 
 // load reads the archived events about the given files (repository-relative
@@ -140,10 +162,8 @@ func (a *archive) load(ctx context.Context, paths []string) error {
 
 // versionOf reads and cuts a blob.
 func (a *archive) versionOf(blob string) (*version, error) {
-	for _, r := range a.recent {
-		if r.blob == blob && r.v != nil {
-			return r.v, nil
-		}
+	if v, ok := a.recent[blob]; ok {
+		return v, nil
 	}
 	typ, body, err := a.st.ReadObject(blob)
 	if err != nil {
@@ -153,9 +173,35 @@ func (a *archive) versionOf(blob string) (*version, error) {
 		return nil, fmt.Errorf("blame: version %s is a %s, not a blob", blob, typ)
 	}
 	v := a.h.version(body)
-	a.recent[a.next].blob, a.recent[a.next].v = blob, v
-	a.next = (a.next + 1) % len(a.recent)
+	a.hashes[blob] = v.hash
+	if len(a.order) == recentVersions {
+		delete(a.recent, a.order[0])
+		a.order = append(a.order[:0], a.order[1:]...)
+	}
+	a.recent[blob] = v
+	a.order = append(a.order, blob)
 	return v, nil
+}
+
+// hashesOf is the line hashes of a blob, read once.
+func (a *archive) hashesOf(blob string) ([]uint64, error) {
+	if h, ok := a.hashes[blob]; ok {
+		return h, nil
+	}
+	typ, body, err := a.st.ReadObject(blob)
+	if err != nil {
+		return nil, fmt.Errorf("blame: reading version %s: %w", blob, err)
+	}
+	if typ != "blob" {
+		return nil, fmt.Errorf("blame: version %s is a %s, not a blob", blob, typ)
+	}
+	lines := splitLines(body)
+	h := make([]uint64, len(lines))
+	for i, l := range lines {
+		h[i] = a.h.line(l)
+	}
+	a.hashes[blob] = h
+	return h, nil
 }
 
 // index computes the added lines of every write of the files and enters
@@ -170,7 +216,23 @@ func (a *archive) index(paths []string) {
 		for _, w := range a.byPath[p] {
 			a.addedOf(w)
 			for i, l := range w.lines {
-				a.byHash[l.h] = append(a.byHash[l.h], cand{w, i})
+				c := cand{w, i}
+				a.byHash[l.h] = append(a.byHash[l.h], c)
+				if !distinctive(l.text) {
+					k := [3]uint64{l.h, l.up, l.down}
+					a.byCtx[k] = append(a.byCtx[k], c)
+				}
+				f, ok := a.first[l.h]
+				switch {
+				case !ok:
+					a.first[l.h] = firstAdd{text: l.text, ts: w.ev.TS}
+				case !bytes.Equal(f.text, l.text):
+					f.mixed = true
+					a.first[l.h] = f
+				case w.ev.TS.Before(f.ts):
+					f.ts = w.ev.TS
+					a.first[l.h] = f
+				}
 			}
 		}
 	}
@@ -187,8 +249,8 @@ func (a *archive) addedOf(w *write) {
 	}
 	var preHash []uint64
 	if w.pre != "" {
-		if pv, err := a.versionOf(w.pre); err == nil {
-			preHash = pv.hash
+		if h, err := a.hashesOf(w.pre); err == nil {
+			preHash = h
 		}
 	}
 	for _, m := range added(preHash, post.hash) {
