@@ -31,8 +31,8 @@ func statsCmd() *command {
 		long: `For each commit of REV-RANGE (git log's notation: A..B, A...B or one revision
 for all of its history; merges are left out, as git log --numstat leaves
 them out), the lines it added, how many of them came from an archived agent
-write (found by content, as git lossless blame finds them) and how many from
-a person, the lines it removed, and the lines agent writes added that the
+write (found by content: the write whose version carries the line, see
+package blame) and how many from a person, the lines it removed, and the lines agent writes added that the
 commit does not carry as written (changed or dropped before the commit).
 Then the totals grouped by --by, and ` + "`git diff --shortstat`" + ` of the same range
 as the real git prints it (A..B: git diff A..B, the same as git diff A B;
@@ -46,8 +46,10 @@ Without REV-RANGE: @{upstream}..HEAD when the branch has an upstream (the
 commits not pushed yet), else HEAD (all history).
 
 --by groups agent lines by harness (default), model ("unknown" where the
-archive does not name one), session, or author (the commit's author, who
-committed the agent's lines); lines of people are grouped as "human".
+archive does not name one; archived events do not record the model yet, so
+for now every agent line is "unknown"), session, or author (the commit's
+author, who committed the agent's lines); lines of people are grouped as
+"human".
 
 --json prints one document:
   {"range": R, "by": "harness",
