@@ -314,9 +314,9 @@ const slack = time.Second
 //     brace, a blank line) whose runs above and below are both the same.
 //     The strong match of the same path, then the latest write, wins.
 //  3. A line left without a strong match, with candidates, is looked up
-//     by aligning: the versions of its latest candidate writes (up to
-//     alignWrites) are each diffed with fc, and the first whose added
-//     line the diff matches it to wins.
+//     by aligning: the versions of its latest candidate writes of the
+//     same path (up to alignWrites) are each diffed with fc, and the
+//     first whose added line the diff matches it to wins.
 func (a *archive) attribute(fc *version, idx []int, before time.Time, path string) []*cand {
 	out := make([]*cand, len(idx))
 	var weak []int
@@ -379,6 +379,14 @@ func (al *aligner) match(i int, before time.Time, path string) *cand {
 func (a *archive) strong(fc *version, i int, before time.Time, path string) (best *cand, eligible bool) {
 	var bestRank [2]int64
 	cands := a.byHash[fc.hash[i]]
+	// A line that is not distinctive is a strong match only where its
+	// runs above and below are the same: byCtx lists those writes, and
+	// whether any write at all added it before the commit is first's
+	// answer (unless two texts share the hash: then the full pass).
+	if f, ok := a.first[fc.hash[i]]; ok && !f.mixed && !fc.dist(i) {
+		eligible = bytes.Equal(f.text, fc.lines[i]) && (before.IsZero() || !f.ts.After(before.Add(slack)))
+		cands = a.byCtx[[3]uint64{fc.hash[i], fc.upAt(i), fc.downAt(i)}]
+	}
 	for k := range cands {
 		c := &cands[k]
 		l := &c.w.lines[c.i]
@@ -446,16 +454,22 @@ func (a *archive) anchored(fc *version, i int, before time.Time, originOf func(i
 // with.
 const alignWrites = 3
 
-// latestCandidates are the writes at or before the commit that added a
-// line with this text: first those whose added line has the same context
-// on one side as the line at index i of fc, then the others; within each,
-// the same path first, then the latest first.
+// latestCandidates are the writes of the same path, at or before the
+// commit, that added a line with this text and surround the line at index
+// i of fc: first those whose added line has the same context on one side,
+// then those with a strong match within maxRun lines; the latest first
+// within each. A write of another file is never aligned with: the two
+// versions share their non-distinctive lines (braces, blank lines,
+// "return x") by chance, and the diff would match a person's closing brace
+// to the other file's brace an agent added (TestCommitsFixtureBookkeeping
+// found a person's lines in one file credited to an agent's write of
+// another).
 func (a *archive) latestCandidates(fc *version, i int, before time.Time, path string) []*write {
 	var ws []*write
 	side := map[*write]bool{}
 	for _, c := range a.byHash[fc.hash[i]] {
 		l := &c.w.lines[c.i]
-		if !bytes.Equal(l.text, fc.lines[i]) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
+		if c.w.path != path || !bytes.Equal(l.text, fc.lines[i]) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
 			continue
 		}
 		one := l.up == fc.upAt(i) || l.down == fc.downAt(i)
@@ -488,9 +502,6 @@ func (a *archive) latestCandidates(fc *version, i int, before time.Time, path st
 	sort.Slice(ws, func(i, j int) bool {
 		if side[ws[i]] != side[ws[j]] {
 			return side[ws[i]]
-		}
-		if (ws[i].path == path) != (ws[j].path == path) {
-			return ws[i].path == path
 		}
 		return ws[i].ev.TS.After(ws[j].ev.TS)
 	})

@@ -30,7 +30,7 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 	if strings.HasPrefix(revRange, "-") {
 		return nil, fmt.Errorf("blame: %q is not a revision range", revRange)
 	}
-	changes, commitTimes, err := runGitLog(ctx, top, revRange)
+	changes, commitTimes, blobs, err := runGitLog(ctx, top, revRange)
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +64,21 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 			if !need {
 				continue
 			}
-			content, err := blobAt(st, c.Commit, f.Path)
-			if err != nil {
-				return nil, err
+			// The version git log names (--full-index), through the
+			// archive's cache: a commit's version is often the one an
+			// agent's write produced, read and cut already.
+			var fc *version
+			if blob := blobs[blobKey{ci, fi}]; blob != "" {
+				if fc, err = a.versionOf(blob); err != nil {
+					return nil, err
+				}
+			} else {
+				content, err := blobAt(st, c.Commit, f.Path)
+				if err != nil {
+					return nil, err
+				}
+				fc = a.h.version(content)
 			}
-			fc := a.h.version(content)
 			credited := map[*write]bool{}
 			idx := make([]int, len(f.Added))
 			for li, l := range f.Added {
@@ -111,40 +121,46 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 
 // runGitLog runs git log -p over the range and reads, per commit, the
 // files and the added lines with their numbers in the commit's version.
-func runGitLog(ctx context.Context, top, revRange string) ([]CommitChange, []time.Time, error) {
-	args := []string{"-C", top, "-c", "core.quotePath=false", "log", "--reverse", "--no-merges", "-p", "--unified=0",
+func runGitLog(ctx context.Context, top, revRange string) ([]CommitChange, []time.Time, map[blobKey]string, error) {
+	args := []string{"-C", top, "-c", "core.quotePath=false", "log", "--reverse", "--no-merges", "-p", "--unified=0", "--full-index",
 		"--no-color", "--no-ext-diff", "--no-textconv", "--format=%x00%H%x00%P%x00%an%x00%ae%x00%at%x00%ct%x00%s", revRange, "--"}
 	cmd := exec.CommandContext(ctx, "git", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, nil, fmt.Errorf("git log: %w", err)
+		return nil, nil, nil, fmt.Errorf("git log: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("git log: %w", err)
+		return nil, nil, nil, fmt.Errorf("git log: %w", err)
 	}
-	changes, times, perr := parseLog(out)
+	changes, times, blobs, perr := parseLog(out)
 	io.Copy(io.Discard, out)
 	if err := cmd.Wait(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = err.Error()
 		}
-		return nil, nil, fmt.Errorf("git log %s: %s", revRange, msg)
+		return nil, nil, nil, fmt.Errorf("git log %s: %s", revRange, msg)
 	}
 	if perr != nil {
-		return nil, nil, fmt.Errorf("git log %s: %w", revRange, perr)
+		return nil, nil, nil, fmt.Errorf("git log %s: %w", revRange, perr)
 	}
-	return changes, times, nil
+	return changes, times, blobs, nil
 }
 
-func parseLog(r io.Reader) ([]CommitChange, []time.Time, error) {
+// blobKey names a file change: the commit's and the file's index.
+type blobKey struct{ commit, file int }
+
+// parseLog reads git log's patches; blobs are the versions the index
+// lines name (the file as the commit has it).
+func parseLog(r io.Reader) ([]CommitChange, []time.Time, map[blobKey]string, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var out []CommitChange
 	var times []time.Time
 	var c *CommitChange
 	var f *FileChange
+	blobs := map[blobKey]string{}
 	next := 0          // the number of the next added line in the current hunk
 	oldN, newN := 0, 0 // lines of the current hunk still to come
 	for {
@@ -159,9 +175,9 @@ func parseLog(r io.Reader) ([]CommitChange, []time.Time, error) {
 		}
 		if len(raw) == 0 && err != nil {
 			if err == io.EOF {
-				return out, times, nil
+				return out, times, blobs, nil
 			}
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		line := bytes.TrimSuffix(raw, []byte{'\n'})
 		if f != nil && (oldN > 0 || newN > 0) && len(line) > 0 {
@@ -185,7 +201,7 @@ func parseLog(r io.Reader) ([]CommitChange, []time.Time, error) {
 		case len(line) > 0 && line[0] == 0:
 			fs := strings.Split(string(line[1:]), "\x00")
 			if len(fs) < 7 {
-				return nil, nil, fmt.Errorf("unexpected commit header %q", line)
+				return nil, nil, nil, fmt.Errorf("unexpected commit header %q", line)
 			}
 			at, _ := strconv.ParseInt(fs[4], 10, 64)
 			ct, _ := strconv.ParseInt(fs[5], 10, 64)
@@ -203,6 +219,12 @@ func parseLog(r io.Reader) ([]CommitChange, []time.Time, error) {
 			c.Files = append(c.Files, FileChange{Added: []AddedLine{}})
 			f = &c.Files[len(c.Files)-1]
 		case f == nil:
+		case bytes.HasPrefix(line, []byte("index ")):
+			// index OLD..NEW[ MODE]
+			v, _, _ := bytes.Cut(line[len("index "):], []byte{' '})
+			if _, nb, ok := bytes.Cut(v, []byte("..")); ok && len(nb) >= 40 && strings.Trim(string(nb), "0") != "" {
+				blobs[blobKey{len(out) - 1, len(c.Files) - 1}] = string(nb)
+			}
 		case bytes.HasPrefix(line, []byte("rename from ")):
 			f.OldPath = unquotePath(string(line[len("rename from "):]))
 		case bytes.HasPrefix(line, []byte("--- ")):
@@ -231,13 +253,13 @@ func parseLog(r io.Reader) ([]CommitChange, []time.Time, error) {
 			// @@ -a[,b] +c[,d] @@
 			fs := strings.Fields(string(line))
 			if len(fs) < 3 || !strings.HasPrefix(fs[2], "+") {
-				return nil, nil, fmt.Errorf("unexpected hunk header %q", line)
+				return nil, nil, nil, fmt.Errorf("unexpected hunk header %q", line)
 			}
 			var e1, e2 error
 			next, newN, e1 = hunkRange(fs[2])
 			_, oldN, e2 = hunkRange(fs[1])
 			if e1 != nil || e2 != nil {
-				return nil, nil, fmt.Errorf("unexpected hunk header %q", line)
+				return nil, nil, nil, fmt.Errorf("unexpected hunk header %q", line)
 			}
 		}
 	}

@@ -50,21 +50,39 @@ type archive struct {
 	harnessOf func(string) string
 	byPath    map[string][]*write
 	// byHash finds the writes that added a line with a given text.
-	byHash  map[uint64][]cand
+	byHash map[uint64][]cand
+	// byCtx finds, for a line that is not distinctive, the writes that
+	// added it with the same runs above and below: its strong matches,
+	// without a pass over every write that added a brace (Commits over a
+	// long history otherwise spends its time there).
+	byCtx map[[3]uint64][]cand
+	// first is, per line hash, the earliest time a write added a line of
+	// that text; mixed marks a hash two different texts share.
+	first   map[uint64]firstAdd
 	indexed map[string]bool
-	// recent keeps the last versions cut: a write's version before is
-	// usually the version the write before it produced, so writes taken
-	// in time order read each blob once while memory stays small.
-	recent [4]struct {
-		blob string
-		v    *version
-	}
-	next   int
-	mu     sync.Mutex // guards recent and hashed: groups run in parallel
-	hashed map[string][]uint64
+	// recent keeps the last versions cut (recentVersions of them): a
+	// write's version before is usually the version the write before it
+	// produced, and a commit's version is often the one an agent's write
+	// produced, so each blob is read and cut about once while memory
+	// stays bounded.
+	recent map[string]*version
+	order  []string // recent's blobs, oldest first
+	// hashes keeps the line hashes of blobs read (up to maxHashed), all
+	// a version before a write and a version aligned with need.
+	hashes map[string][]uint64
+	mu     sync.Mutex // guards recent, order and hashes: groups run in parallel
 	loaded map[string]bool
 	cache  *addedCache
 }
+
+type firstAdd struct {
+	text  []byte
+	ts    time.Time
+	mixed bool
+}
+
+// recentVersions bounds the versions kept cut.
+const recentVersions = 128
 
 type cand struct {
 	w *write
@@ -74,7 +92,8 @@ type cand struct {
 func newArchive(st *gitstore.Store, harnessOf func(string) string) *archive {
 	dir, _ := st.StateDir("blame") // read-only: no cache
 	return &archive{cache: openCache(dir), st: st, h: newHasher(), harnessOf: harnessOf, byPath: map[string][]*write{},
-		byHash: map[uint64][]cand{}, hashed: map[string][]uint64{}, indexed: map[string]bool{}, loaded: map[string]bool{}}
+		byHash: map[uint64][]cand{}, byCtx: map[[3]uint64][]cand{}, first: map[uint64]firstAdd{}, indexed: map[string]bool{},
+		loaded: map[string]bool{}, recent: map[string]*version{}, hashes: map[string][]uint64{}}
 }
 
 // load reads the archived events about the given files (repository-relative
@@ -159,11 +178,9 @@ func (a *archive) load(ctx context.Context, paths []string) error {
 // versionOf reads and cuts a blob.
 func (a *archive) versionOf(blob string) (*version, error) {
 	a.mu.Lock()
-	for _, r := range a.recent {
-		if r.blob == blob && r.v != nil {
-			a.mu.Unlock()
-			return r.v, nil
-		}
+	if v, ok := a.recent[blob]; ok {
+		a.mu.Unlock()
+		return v, nil
 	}
 	a.mu.Unlock()
 	typ, body, err := a.st.ReadObject(blob)
@@ -175,18 +192,24 @@ func (a *archive) versionOf(blob string) (*version, error) {
 	}
 	v := a.h.version(body)
 	a.mu.Lock()
-	a.recent[a.next].blob, a.recent[a.next].v = blob, v
-	a.next = (a.next + 1) % len(a.recent)
+	if len(a.hashes) < maxHashed {
+		a.hashes[blob] = v.hash
+	}
+	if len(a.order) == recentVersions {
+		delete(a.recent, a.order[0])
+		a.order = append(a.order[:0], a.order[1:]...)
+	}
+	a.recent[blob] = v
+	a.order = append(a.order, blob)
 	a.mu.Unlock()
 	return v, nil
 }
 
-// hashesOf is a blob's line hashes, for aligning: kept for the whole
-// blame (a few writes are the latest candidates of many commits), up to
-// maxHashed versions.
+// hashesOf is the line hashes of a blob, read once (up to maxHashed
+// blobs are kept).
 func (a *archive) hashesOf(blob string) ([]uint64, error) {
 	a.mu.Lock()
-	h, ok := a.hashed[blob]
+	h, ok := a.hashes[blob]
 	a.mu.Unlock()
 	if ok {
 		return h, nil
@@ -198,21 +221,22 @@ func (a *archive) hashesOf(blob string) ([]uint64, error) {
 	if typ != "blob" {
 		return nil, fmt.Errorf("blame: version %s is a %s, not a blob", blob, typ)
 	}
-	h = make([]uint64, 0, bytes.Count(body, []byte{'\n'})+1)
-	for _, l := range splitLines(body) {
-		h = append(h, a.h.line(l))
+	lines := splitLines(body)
+	h = make([]uint64, len(lines))
+	for i, l := range lines {
+		h[i] = a.h.line(l)
 	}
 	a.mu.Lock()
-	if len(a.hashed) < maxHashed {
-		a.hashed[blob] = h
+	if len(a.hashes) < maxHashed {
+		a.hashes[blob] = h
 	}
 	a.mu.Unlock()
 	return h, nil
 }
 
-// maxHashed bounds the versions hashesOf keeps (a 5,000-line version is
-// 40 KB of hashes).
-const maxHashed = 1024
+// maxHashed bounds the blobs whose line hashes are kept (a 5,000-line
+// version is 40 KB of hashes).
+const maxHashed = 4096
 
 // index computes the added lines of every write of the files and enters
 // them in byHash. A write whose versions are gone from the object store
@@ -226,7 +250,23 @@ func (a *archive) index(paths []string) {
 		for _, w := range a.byPath[p] {
 			a.addedOf(w)
 			for i, l := range w.lines {
-				a.byHash[l.h] = append(a.byHash[l.h], cand{w, i})
+				c := cand{w, i}
+				a.byHash[l.h] = append(a.byHash[l.h], c)
+				if !distinctive(l.text) {
+					k := [3]uint64{l.h, l.up, l.down}
+					a.byCtx[k] = append(a.byCtx[k], c)
+				}
+				f, ok := a.first[l.h]
+				switch {
+				case !ok:
+					a.first[l.h] = firstAdd{text: l.text, ts: w.ev.TS}
+				case !bytes.Equal(f.text, l.text):
+					f.mixed = true
+					a.first[l.h] = f
+				case w.ev.TS.Before(f.ts):
+					f.ts = w.ev.TS
+					a.first[l.h] = f
+				}
 			}
 		}
 	}
@@ -247,11 +287,11 @@ func (a *archive) addedOf(w *write) {
 	}
 	var preHash []uint64
 	if w.pre != "" {
-		pv, err := a.versionOf(w.pre)
+		h, err := a.hashesOf(w.pre)
 		if err != nil {
 			return
 		}
-		preHash = pv.hash
+		preHash = h
 	}
 	defer a.cache.put(w)
 	for _, m := range added(preHash, post.hash) {

@@ -25,7 +25,7 @@ func benchCmd() *command {
 	return &command{
 		name:    "bench",
 		summary: "measure against the peers (C git, the seed's figures), side by side",
-		usage:   "store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|blame [flags]",
+		usage:   "store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|blame|stats [flags]",
 		long: `Each bench builds its own fixtures, measures ours and the closest peer in
 one run, and prints both with the target and whether it was met. The
 benches, each with its own flags (listed below under its name):
@@ -85,7 +85,10 @@ bench import: import of a generated 120 MB projects directory, fresh process, vs
 bench blame [--rounds N] [--keep DIR]: git lossless blame of a 4,863-line file whose
   history holds 2,000 agent writes in 502 commits, against git blame of the same
   file, whole processes alternately; cache of added lines warm and cold; origin
-  accuracy against the fixture's bookkeeping.`,
+  accuracy against the fixture's bookkeeping.
+bench stats [--stats-commits N] [--rounds R]: git lossless stats over a
+  1,000-commit history, half of it with archived agent writes, as a fresh
+  process beside git log --numstat of the same range, run alternately.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			events := fs.Int("events", 100_000, "events in the verify and session fixture (smaller runs faster)")
 			batch := fs.Int("batch", 50, "events per batch commit in the imported fixtures")
@@ -101,6 +104,7 @@ bench blame [--rounds N] [--keep DIR]: git lossless blame of a 4,863-line file w
 			meterBench := benchMeterFlags(fs)     // `bench meter`: bench_meter.go
 			importBench := benchImportFlags(fs)   // `bench import`: bench_import.go
 			blameBench := benchBlameFlags(fs)     // `bench blame`: bench_blame.go
+			statsBench := benchStatsFlags(fs)     // `bench stats`: bench_stats.go
 			return func(ctx context.Context, e *env, args []string) error {
 				if handled, err := blameBench(ctx, e, args); handled {
 					return err
@@ -120,6 +124,9 @@ bench blame [--rounds N] [--keep DIR]: git lossless blame of a 4,863-line file w
 				if handled, err := importBench(ctx, e, args); handled {
 					return err
 				}
+				if handled, err := statsBench(ctx, e, args); handled {
+					return err
+				}
 				if handled, err := secretsBench(ctx, e, args); handled {
 					return err
 				}
@@ -133,7 +140,7 @@ bench blame [--rounds N] [--keep DIR]: git lossless blame of a 4,863-line file w
 					return err
 				}
 				if len(args) != 1 || args[0] != "store" {
-					return usagef("usage: git lossless bench store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|blame [flags] (see git lossless bench --help)")
+					return usagef("usage: git lossless bench store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|blame|stats [flags] (see git lossless bench --help)")
 				}
 				if *events < 100 {
 					return usagef("--events must be at least 100")
