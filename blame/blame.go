@@ -90,7 +90,7 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 	var rest []int
 	for i := range gl {
 		l := &gl[i]
-		if !a.hasCandidate([]byte(l.Text)) {
+		if !a.hasCandidate(l.OrigPath, []byte(l.Text)) {
 			continue
 		}
 		if fv != nil {
@@ -105,7 +105,7 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 	for _, i := range rest {
 		l := &gl[i]
 		if fv != nil {
-			if c := a.anchored(fv, i, beforeOf(l), func(j int) *Origin { return gl[j].Origin }); c != nil {
+			if c := a.anchored(fv, i, beforeOf(l), l.OrigPath, func(j int) *Origin { return gl[j].Origin }); c != nil {
 				l.Origin = a.origin(c, opt)
 				continue
 			}
@@ -287,10 +287,10 @@ func short(id string) string {
 	return id
 }
 
-// hasCandidate reports whether some archived write added a line with
-// this text: only such lines need the version they were committed in.
-func (a *archive) hasCandidate(text []byte) bool {
-	for _, c := range a.byHash[a.h.line(text)] {
+// hasCandidate reports whether some archived write of path added a line
+// with this text: only such lines need the version they were committed in.
+func (a *archive) hasCandidate(path string, text []byte) bool {
+	for _, c := range a.byPathHash[pathHash{path, a.h.line(text)}] {
 		if bytes.Equal(c.w.lines[c.i].text, text) {
 			return true
 		}
@@ -344,14 +344,32 @@ type aligner struct {
 	fc      *version
 	aligned map[*write][]int
 	addedAt map[*write]map[int]int
+	strongs map[strongKey]*write // strong match of a line of fc (nil: none), memoised
+}
+
+type strongKey struct {
+	j      int
+	before time.Time
+	path   string
 }
 
 func (a *archive) newAligner(fc *version) *aligner {
-	return &aligner{a: a, fc: fc, aligned: map[*write][]int{}, addedAt: map[*write]map[int]int{}}
+	return &aligner{a: a, fc: fc, aligned: map[*write][]int{}, addedAt: map[*write]map[int]int{}, strongs: map[strongKey]*write{}}
 }
 
 func (al *aligner) match(i int, before time.Time, path string) *cand {
-	for _, w := range al.a.latestCandidates(al.fc, i, before, path) {
+	strongAt := func(j int) *write {
+		k := strongKey{j, before, path}
+		w, ok := al.strongs[k]
+		if !ok {
+			if c, _ := al.a.strong(al.fc, j, before, path); c != nil {
+				w = c.w
+			}
+			al.strongs[k] = w
+		}
+		return w
+	}
+	for _, w := range al.a.latestCandidates(al.fc, i, before, path, strongAt) {
 		m, ok := al.aligned[w]
 		if !ok {
 			if h, err := al.a.hashesOf(w.ev.Blob); err == nil {
@@ -377,16 +395,20 @@ func (al *aligner) match(i int, before time.Time, path string) *cand {
 // strong is rule 2 for the line at index i of fc: the best strong match,
 // and whether the line has any candidate at all.
 func (a *archive) strong(fc *version, i int, before time.Time, path string) (best *cand, eligible bool) {
-	var bestRank [2]int64
-	cands := a.byHash[fc.hash[i]]
+	// Only writes of the path git names for the line are candidates: a
+	// line moved or copied from another file is followed where git blame
+	// -M -C follows it (it then names that file), and not otherwise.
+	ph := pathHash{path, fc.hash[i]}
+	cands := a.byPathHash[ph]
 	// A line that is not distinctive is a strong match only where its
 	// runs above and below are the same: byCtx lists those writes, and
 	// whether any write at all added it before the commit is first's
 	// answer (unless two texts share the hash: then the full pass).
-	if f, ok := a.first[fc.hash[i]]; ok && !f.mixed && !fc.dist(i) {
+	if f, ok := a.first[ph]; ok && !f.mixed && !fc.dist(i) {
 		eligible = bytes.Equal(f.text, fc.lines[i]) && (before.IsZero() || !f.ts.After(before.Add(slack)))
-		cands = a.byCtx[[3]uint64{fc.hash[i], fc.upAt(i), fc.downAt(i)}]
+		cands = a.byCtx[ctxKey{path, fc.hash[i], fc.upAt(i), fc.downAt(i)}]
 	}
+	var bestTS int64
 	for k := range cands {
 		c := &cands[k]
 		l := &c.w.lines[c.i]
@@ -402,12 +424,8 @@ func (a *archive) strong(fc *version, i int, before time.Time, path string) (bes
 		if !ok {
 			continue
 		}
-		r := [2]int64{0, c.w.ev.TS.UnixNano()}
-		if c.w.path == path {
-			r[0] = 1
-		}
-		if best == nil || r[0] > bestRank[0] || r[0] == bestRank[0] && r[1] > bestRank[1] {
-			best, bestRank = c, r
+		if ts := c.w.ev.TS.UnixNano(); best == nil || ts > bestTS {
+			best, bestTS = c, ts
 		}
 	}
 	return best, eligible
@@ -419,7 +437,7 @@ func (a *archive) strong(fc *version, i int, before time.Time, path string) (bes
 // (originOf gives the origins found so far). A closing brace after the
 // agent's last line, or a blank line after its block, is the agent's even
 // when what follows it changed.
-func (a *archive) anchored(fc *version, i int, before time.Time, originOf func(int) *Origin) *cand {
+func (a *archive) anchored(fc *version, i int, before time.Time, path string, originOf func(int) *Origin) *cand {
 	if distinctive(fc.lines[i]) {
 		return nil
 	}
@@ -432,7 +450,7 @@ func (a *archive) anchored(fc *version, i int, before time.Time, originOf func(i
 		return -1
 	}
 	above, below := anchor(-1), anchor(1)
-	cands := a.byHash[fc.hash[i]]
+	cands := a.byPathHash[pathHash{path, fc.hash[i]}]
 	for k := range cands {
 		c := &cands[k]
 		l := &c.w.lines[c.i]
@@ -464,12 +482,12 @@ const alignWrites = 3
 // to the other file's brace an agent added (TestCommitsFixtureBookkeeping
 // found a person's lines in one file credited to an agent's write of
 // another).
-func (a *archive) latestCandidates(fc *version, i int, before time.Time, path string) []*write {
+func (a *archive) latestCandidates(fc *version, i int, before time.Time, path string, strongAt func(j int) *write) []*write {
 	var ws []*write
 	side := map[*write]bool{}
-	for _, c := range a.byHash[fc.hash[i]] {
+	for _, c := range a.byPathHash[pathHash{path, fc.hash[i]}] {
 		l := &c.w.lines[c.i]
-		if c.w.path != path || !bytes.Equal(l.text, fc.lines[i]) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
+		if !bytes.Equal(l.text, fc.lines[i]) || !before.IsZero() && c.w.ev.TS.After(before.Add(slack)) {
 			continue
 		}
 		one := l.up == fc.upAt(i) || l.down == fc.downAt(i)
@@ -485,10 +503,14 @@ func (a *archive) latestCandidates(fc *version, i int, before time.Time, path st
 	// lines. A blank line or brace is a block's; aligning it with every
 	// write that ever added one would cost a diff per write for nothing.
 	near := map[*write]bool{}
-	for j := max(0, i-maxRun); j < min(len(fc.lines), i+maxRun+1); j++ {
-		if j != i && distinctive(fc.lines[j]) {
-			if c, _ := a.strong(fc, j, before, path); c != nil {
-				near[c.w] = true
+	needNear := false
+	for _, w := range ws {
+		needNear = needNear || !side[w]
+	}
+	for j := max(0, i-maxRun); needNear && j < min(len(fc.lines), i+maxRun+1); j++ {
+		if j != i && fc.dist(j) {
+			if w := strongAt(j); w != nil {
+				near[w] = true
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -50,13 +51,19 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 	}
 	a.index(paths)
 	a.cache.flush()
+	// The files whose added lines have candidates, each read once: the
+	// version git log names (--full-index) through git cat-file, all of
+	// them asked at once, matched on every core as they arrive.
+	type job struct{ ci, fi int }
+	var jobs []job
+	var specs []string
 	for ci := range changes {
 		c := &changes[ci]
 		for fi := range c.Files {
 			f := &c.Files[fi]
-			var need bool
+			need := false
 			for _, l := range f.Added {
-				if a.hasCandidate([]byte(l.Text)) {
+				if a.hasCandidate(f.Path, []byte(l.Text)) {
 					need = true
 					break
 				}
@@ -64,44 +71,50 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 			if !need {
 				continue
 			}
-			// The version git log names (--full-index), through the
-			// archive's cache: a commit's version is often the one an
-			// agent's write produced, read and cut already.
-			var fc *version
-			if blob := blobs[blobKey{ci, fi}]; blob != "" {
-				if fc, err = a.versionOf(blob); err != nil {
-					return nil, err
-				}
-			} else {
-				content, err := blobAt(st, c.Commit, f.Path)
-				if err != nil {
-					return nil, err
-				}
-				fc = a.h.version(content)
+			jobs = append(jobs, job{ci, fi})
+			spec := blobs[blobKey{ci, fi}]
+			if spec == "" {
+				spec = c.Commit + ":" + f.Path
 			}
-			credited := map[*write]bool{}
-			idx := make([]int, len(f.Added))
-			for li, l := range f.Added {
-				at := l.N - 1
-				if at < 0 || at >= len(fc.lines) || string(fc.lines[at]) != l.Text {
-					return nil, fmt.Errorf("blame: git log puts an added line at %s:%d in %s, which does not hold it", f.Path, l.N, short(c.Commit))
-				}
-				idx[li] = at
+			specs = append(specs, spec)
+		}
+	}
+	err = parallelOver(ctx, prefetch(ctx, top, specs, 4*runtime.GOMAXPROCS(0)), func(r fetched) error {
+		c, f := &changes[jobs[r.i].ci], &changes[jobs[r.i].ci].Files[jobs[r.i].fi]
+		content := r.body
+		if r.err != nil || r.typ != "blob" {
+			var err error
+			if content, err = blobAt(st, c.Commit, f.Path); err != nil {
+				return err
 			}
-			for li, m := range a.attribute(fc, idx, commitTimes[ci], f.Path) {
-				if m != nil {
-					f.Added[li].Origin = a.origin(m, opt)
-					credited[m.w] = true
-				}
+		}
+		fc := a.h.version(content)
+		idx := make([]int, len(f.Added))
+		for li, l := range f.Added {
+			at := l.N - 1
+			if at < 0 || at >= len(fc.lines) || string(fc.lines[at]) != l.Text {
+				return fmt.Errorf("blame: git log puts an added line at %s:%d in %s, which does not hold it", f.Path, l.N, short(c.Commit))
 			}
-			for w := range credited {
-				for _, al := range w.lines {
-					if fc.countOf(al.h) == 0 {
-						f.Rewritten++
-					}
+			idx[li] = at
+		}
+		credited := map[*write]bool{}
+		for li, m := range a.attribute(fc, idx, commitTimes[jobs[r.i].ci], f.Path) {
+			if m != nil {
+				f.Added[li].Origin = a.origin(m, opt)
+				credited[m.w] = true
+			}
+		}
+		for w := range credited {
+			for _, al := range w.lines {
+				if fc.countOf(al.h) == 0 {
+					f.Rewritten++
 				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	var origins []*Origin
 	for ci := range changes {

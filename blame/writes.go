@@ -49,16 +49,18 @@ type archive struct {
 	h         hasher
 	harnessOf func(string) string
 	byPath    map[string][]*write
-	// byHash finds the writes that added a line with a given text.
-	byHash map[uint64][]cand
 	// byCtx finds, for a line that is not distinctive, the writes that
 	// added it with the same runs above and below: its strong matches,
 	// without a pass over every write that added a brace (Commits over a
 	// long history otherwise spends its time there).
-	byCtx map[[3]uint64][]cand
+	byCtx map[ctxKey][]cand
+	// byPathHash finds the writes of a path that added a line with a
+	// given text: only writes of the path git names for a line are its
+	// candidates.
+	byPathHash map[pathHash][]cand
 	// first is, per line hash, the earliest time a write added a line of
 	// that text; mixed marks a hash two different texts share.
-	first   map[uint64]firstAdd
+	first   map[pathHash]firstAdd
 	indexed map[string]bool
 	// recent keeps the last versions cut (recentVersions of them): a
 	// write's version before is usually the version the write before it
@@ -73,6 +75,16 @@ type archive struct {
 	mu     sync.Mutex // guards recent, order and hashes: groups run in parallel
 	loaded map[string]bool
 	cache  *addedCache
+}
+
+type pathHash struct {
+	path string
+	h    uint64
+}
+
+type ctxKey struct {
+	path        string
+	h, up, down uint64
 }
 
 type firstAdd struct {
@@ -92,7 +104,7 @@ type cand struct {
 func newArchive(st *gitstore.Store, harnessOf func(string) string) *archive {
 	dir, _ := st.StateDir("blame") // read-only: no cache
 	return &archive{cache: openCache(dir), st: st, h: newHasher(), harnessOf: harnessOf, byPath: map[string][]*write{},
-		byHash: map[uint64][]cand{}, byCtx: map[[3]uint64][]cand{}, first: map[uint64]firstAdd{}, indexed: map[string]bool{},
+		byCtx: map[ctxKey][]cand{}, byPathHash: map[pathHash][]cand{}, first: map[pathHash]firstAdd{}, indexed: map[string]bool{},
 		loaded: map[string]bool{}, recent: map[string]*version{}, hashes: map[string][]uint64{}}
 }
 
@@ -239,7 +251,7 @@ func (a *archive) hashesOf(blob string) ([]uint64, error) {
 const maxHashed = 4096
 
 // index computes the added lines of every write of the files and enters
-// them in byHash. A write whose versions are gone from the object store
+// them in byPathHash. A write whose versions are gone from the object store
 // (pruned) adds nothing.
 func (a *archive) index(paths []string) {
 	for _, p := range paths {
@@ -251,21 +263,22 @@ func (a *archive) index(paths []string) {
 			a.addedOf(w)
 			for i, l := range w.lines {
 				c := cand{w, i}
-				a.byHash[l.h] = append(a.byHash[l.h], c)
+				ph := pathHash{w.path, l.h}
+				a.byPathHash[ph] = append(a.byPathHash[ph], c)
 				if !distinctive(l.text) {
-					k := [3]uint64{l.h, l.up, l.down}
+					k := ctxKey{w.path, l.h, l.up, l.down}
 					a.byCtx[k] = append(a.byCtx[k], c)
 				}
-				f, ok := a.first[l.h]
+				f, ok := a.first[ph]
 				switch {
 				case !ok:
-					a.first[l.h] = firstAdd{text: l.text, ts: w.ev.TS}
+					a.first[ph] = firstAdd{text: l.text, ts: w.ev.TS}
 				case !bytes.Equal(f.text, l.text):
 					f.mixed = true
-					a.first[l.h] = f
+					a.first[ph] = f
 				case w.ev.TS.Before(f.ts):
 					f.ts = w.ev.TS
-					a.first[l.h] = f
+					a.first[ph] = f
 				}
 			}
 		}
