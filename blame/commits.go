@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
@@ -31,90 +32,61 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 	if strings.HasPrefix(revRange, "-") {
 		return nil, fmt.Errorf("blame: %q is not a revision range", revRange)
 	}
-	changes, commitTimes, blobs, err := runGitLog(ctx, top, revRange)
-	if err != nil {
-		return nil, err
-	}
+	// git log runs (and its output is read) while the archive loads:
+	// every file's writes, as which files the range touches is known only
+	// once git log has run. Its commits are then matched on every core as
+	// it prints them, beside git's diffing instead of after it.
+	var order []*CommitChange
+	commits := make(chan loggedCommit, 1<<16)
+	logDone := make(chan error, 1)
+	go func() {
+		logDone <- runGitLog(ctx, top, revRange, func(lc loggedCommit) {
+			order = append(order, lc.c)
+			commits <- lc
+		})
+		close(commits)
+	}()
 	a := newArchive(st, opt.HarnessOf)
-	var paths []string
-	seen := map[string]bool{}
-	for _, c := range changes {
-		for _, f := range c.Files {
-			if !seen[f.Path] {
-				seen[f.Path] = true
-				paths = append(paths, f.Path)
-			}
+	if err := a.load(ctx, nil); err != nil {
+		for range commits {
 		}
-	}
-	if err := a.load(ctx, paths); err != nil {
+		<-logDone
 		return nil, err
 	}
-	a.index(paths)
+	var all []string
+	for p := range a.byPath {
+		all = append(all, p)
+	}
+	a.index(all)
 	a.cache.flush()
-	// The files whose added lines have candidates, each read once: the
-	// version git log names (--full-index) through git cat-file, all of
-	// them asked at once, matched on every core as they arrive.
-	type job struct{ ci, fi int }
-	var jobs []job
-	var specs []string
-	for ci := range changes {
-		c := &changes[ci]
-		for fi := range c.Files {
-			f := &c.Files[fi]
-			need := false
-			for _, l := range f.Added {
-				if a.hasCandidate(f.Path, []byte(l.Text)) {
-					need = true
-					break
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var werr error
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for lc := range commits {
+				if err := a.attributeCommit(st, lc, opt); err != nil {
+					mu.Lock()
+					if werr == nil {
+						werr = err
+					}
+					mu.Unlock()
 				}
 			}
-			if !need {
-				continue
-			}
-			jobs = append(jobs, job{ci, fi})
-			spec := blobs[blobKey{ci, fi}]
-			if spec == "" {
-				spec = c.Commit + ":" + f.Path
-			}
-			specs = append(specs, spec)
-		}
+		}()
 	}
-	err = parallelOver(ctx, prefetch(ctx, top, specs, 4*runtime.GOMAXPROCS(0)), func(r fetched) error {
-		c, f := &changes[jobs[r.i].ci], &changes[jobs[r.i].ci].Files[jobs[r.i].fi]
-		content := r.body
-		if r.err != nil || r.typ != "blob" {
-			var err error
-			if content, err = blobAt(st, c.Commit, f.Path); err != nil {
-				return err
-			}
-		}
-		fc := a.h.version(content)
-		idx := make([]int, len(f.Added))
-		for li, l := range f.Added {
-			at := l.N - 1
-			if at < 0 || at >= len(fc.lines) || string(fc.lines[at]) != l.Text {
-				return fmt.Errorf("blame: git log puts an added line at %s:%d in %s, which does not hold it", f.Path, l.N, short(c.Commit))
-			}
-			idx[li] = at
-		}
-		credited := map[*write]bool{}
-		for li, m := range a.attribute(fc, idx, commitTimes[jobs[r.i].ci], f.Path) {
-			if m != nil {
-				f.Added[li].Origin = a.origin(m, opt)
-				credited[m.w] = true
-			}
-		}
-		for w := range credited {
-			for _, al := range w.lines {
-				if fc.countOf(al.h) == 0 {
-					f.Rewritten++
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	wg.Wait()
+	if err := <-logDone; err != nil {
 		return nil, err
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	changes := make([]CommitChange, len(order))
+	for k, c := range order {
+		changes[k] = *c
 	}
 	var origins []*Origin
 	for ci := range changes {
@@ -132,9 +104,66 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 	return changes, nil
 }
 
+// attributeCommit finds the origin of every added line of one commit
+// that has candidates, reading the commit's version of each such file (by
+// the blob id git log names).
+func (a *archive) attributeCommit(st *gitstore.Store, lc loggedCommit, opt Options) error {
+	c := lc.c
+	for fi := range c.Files {
+		f := &c.Files[fi]
+		need := false
+		for _, l := range f.Added {
+			if a.hasCandidate(f.Path, []byte(l.Text)) {
+				need = true
+				break
+			}
+		}
+		if !need {
+			continue
+		}
+		var content []byte
+		var err error
+		if blob := lc.blobs[fi]; blob != "" {
+			var typ string
+			if typ, content, err = a.st.ReadObject(blob); err == nil && typ != "blob" {
+				err = fmt.Errorf("blame: %s:%s is a %s", short(c.Commit), f.Path, typ)
+			}
+		} else {
+			content, err = blobAt(st, c.Commit, f.Path)
+		}
+		if err != nil {
+			return err
+		}
+		fc := a.h.version(content)
+		idx := make([]int, len(f.Added))
+		for li, l := range f.Added {
+			at := l.N - 1
+			if at < 0 || at >= len(fc.lines) || string(fc.lines[at]) != l.Text {
+				return fmt.Errorf("blame: git log puts an added line at %s:%d in %s, which does not hold it", f.Path, l.N, short(c.Commit))
+			}
+			idx[li] = at
+		}
+		credited := map[*write]bool{}
+		for li, m := range a.attribute(fc, idx, c.CommitTime, f.Path) {
+			if m != nil {
+				f.Added[li].Origin = a.origin(m, opt)
+				credited[m.w] = true
+			}
+		}
+		for w := range credited {
+			for _, al := range w.lines {
+				if fc.countOf(al.h) == 0 {
+					f.Rewritten++
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // runGitLog runs git log -p over the range and reads, per commit, the
 // files and the added lines with their numbers in the commit's version.
-func runGitLog(ctx context.Context, top, revRange string) ([]CommitChange, []time.Time, map[blobKey]string, error) {
+func runGitLog(ctx context.Context, top, revRange string, emit func(loggedCommit)) error {
 	args := []string{"-C", top, "-c", "core.quotePath=false", "log", "--reverse", "--no-merges", "-p", "--unified=0", "--full-index",
 		"--no-color", "--no-ext-diff", "--no-textconv", "--format=%x00%H%x00%P%x00%an%x00%ae%x00%at%x00%ct%x00%s", revRange, "--"}
 	cmd := exec.CommandContext(ctx, "git", args...)
@@ -142,38 +171,41 @@ func runGitLog(ctx context.Context, top, revRange string) ([]CommitChange, []tim
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("git log: %w", err)
+		return fmt.Errorf("git log: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, nil, nil, fmt.Errorf("git log: %w", err)
+		return fmt.Errorf("git log: %w", err)
 	}
-	changes, times, blobs, perr := parseLog(out)
+	perr := parseLog(out, emit)
 	io.Copy(io.Discard, out)
 	if err := cmd.Wait(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = err.Error()
 		}
-		return nil, nil, nil, fmt.Errorf("git log %s: %s", revRange, msg)
+		return fmt.Errorf("git log %s: %s", revRange, msg)
 	}
 	if perr != nil {
-		return nil, nil, nil, fmt.Errorf("git log %s: %w", revRange, perr)
+		return fmt.Errorf("git log %s: %w", revRange, perr)
 	}
-	return changes, times, blobs, nil
+	return nil
 }
 
-// blobKey names a file change: the commit's and the file's index.
-type blobKey struct{ commit, file int }
+// loggedCommit is one commit as git log printed it: its change, and per
+// file the version the index line names (the file as the commit has it;
+// "" when not named).
+type loggedCommit struct {
+	c     *CommitChange
+	blobs []string
+}
 
-// parseLog reads git log's patches; blobs are the versions the index
-// lines name (the file as the commit has it).
-func parseLog(r io.Reader) ([]CommitChange, []time.Time, map[blobKey]string, error) {
+// parseLog reads git log's patches and hands each commit to emit once
+// its patch is whole.
+func parseLog(r io.Reader, emit func(loggedCommit)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var out []CommitChange
-	var times []time.Time
+	var cur *loggedCommit
 	var c *CommitChange
 	var f *FileChange
-	blobs := map[blobKey]string{}
 	next := 0          // the number of the next added line in the current hunk
 	oldN, newN := 0, 0 // lines of the current hunk still to come
 	for {
@@ -188,9 +220,12 @@ func parseLog(r io.Reader) ([]CommitChange, []time.Time, map[blobKey]string, err
 		}
 		if len(raw) == 0 && err != nil {
 			if err == io.EOF {
-				return out, times, blobs, nil
+				if cur != nil {
+					emit(*cur)
+				}
+				return nil
 			}
-			return nil, nil, nil, err
+			return err
 		}
 		line := bytes.TrimSuffix(raw, []byte{'\n'})
 		if f != nil && (oldN > 0 || newN > 0) && len(line) > 0 {
@@ -214,7 +249,7 @@ func parseLog(r io.Reader) ([]CommitChange, []time.Time, map[blobKey]string, err
 		case len(line) > 0 && line[0] == 0:
 			fs := strings.Split(string(line[1:]), "\x00")
 			if len(fs) < 7 {
-				return nil, nil, nil, fmt.Errorf("unexpected commit header %q", line)
+				return fmt.Errorf("unexpected commit header %q", line)
 			}
 			at, _ := strconv.ParseInt(fs[4], 10, 64)
 			ct, _ := strconv.ParseInt(fs[5], 10, 64)
@@ -223,20 +258,23 @@ func parseLog(r io.Reader) ([]CommitChange, []time.Time, map[blobKey]string, err
 			if ps := strings.Fields(fs[1]); len(ps) > 0 {
 				cc.Parent = ps[0]
 			}
-			out = append(out, cc)
-			times = append(times, cc.CommitTime)
-			c, f = &out[len(out)-1], nil
+			if cur != nil {
+				emit(*cur)
+			}
+			cur = &loggedCommit{c: &cc}
+			c, f = cur.c, nil
 		case c == nil:
 			// Nothing before the first commit header.
 		case bytes.HasPrefix(line, []byte("diff --git ")):
 			c.Files = append(c.Files, FileChange{Added: []AddedLine{}})
+			cur.blobs = append(cur.blobs, "")
 			f = &c.Files[len(c.Files)-1]
 		case f == nil:
 		case bytes.HasPrefix(line, []byte("index ")):
 			// index OLD..NEW[ MODE]
 			v, _, _ := bytes.Cut(line[len("index "):], []byte{' '})
 			if _, nb, ok := bytes.Cut(v, []byte("..")); ok && len(nb) >= 40 && strings.Trim(string(nb), "0") != "" {
-				blobs[blobKey{len(out) - 1, len(c.Files) - 1}] = string(nb)
+				cur.blobs[len(cur.blobs)-1] = string(nb)
 			}
 		case bytes.HasPrefix(line, []byte("rename from ")):
 			f.OldPath = unquotePath(string(line[len("rename from "):]))
@@ -266,13 +304,13 @@ func parseLog(r io.Reader) ([]CommitChange, []time.Time, map[blobKey]string, err
 			// @@ -a[,b] +c[,d] @@
 			fs := strings.Fields(string(line))
 			if len(fs) < 3 || !strings.HasPrefix(fs[2], "+") {
-				return nil, nil, nil, fmt.Errorf("unexpected hunk header %q", line)
+				return fmt.Errorf("unexpected hunk header %q", line)
 			}
 			var e1, e2 error
 			next, newN, e1 = hunkRange(fs[2])
 			_, oldN, e2 = hunkRange(fs[1])
 			if e1 != nil || e2 != nil {
-				return nil, nil, nil, fmt.Errorf("unexpected hunk header %q", line)
+				return fmt.Errorf("unexpected hunk header %q", line)
 			}
 		}
 	}

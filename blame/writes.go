@@ -118,14 +118,16 @@ func (a *archive) load(ctx context.Context, paths []string) error {
 			todo = append(todo, p)
 		}
 	}
-	if len(todo) == 0 {
+	if len(todo) == 0 && paths != nil {
 		return nil
 	}
 	// Many files: one pass over every event, sifted here, costs less
-	// than a needle per file.
+	// than a needle per file. paths nil: every file.
 	var want map[string]bool
 	sel := todo
-	if len(todo) > maxNeedles {
+	if paths == nil {
+		sel = nil
+	} else if len(todo) > maxNeedles {
 		want = map[string]bool{}
 		for _, p := range todo {
 			want[p] = true
