@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-lossless/git-lossless/blame"
 	"github.com/git-lossless/git-lossless/receipt"
 	"github.com/git-lossless/git-lossless/receipt/note"
 )
@@ -121,6 +122,37 @@ func (r *carryRepo) check(t *testing.T, rev string, wantFrom []string, written .
 	return rc
 }
 
+// blameHolds: at rev, every agent file's line has its writer as origin
+// and README (the person's root commit) has none, found by content with
+// package blame — the same repository whose receipts were carried.
+func (r *carryRepo) blameHolds(t *testing.T, rev string) {
+	t.Helper()
+	files := strings.Fields(r.git("ls-tree", "--name-only", rev))
+	agentFiles := 0
+	for _, f := range files {
+		lines, err := blame.File(context.Background(), r.st, rev, f, blame.Options{})
+		if err != nil {
+			t.Fatalf("blame %s %s: %v", rev, f, err)
+		}
+		want := ""
+		if name, ok := strings.CutSuffix(f, ".txt"); ok {
+			want, agentFiles = "cc-s-"+name, agentFiles+1
+		}
+		for _, l := range lines {
+			got := ""
+			if l.Origin != nil {
+				got = l.Origin.Writer
+			}
+			if got != want {
+				t.Errorf("%s: blame %s:%d %q: origin %q, want %q", rev, f, l.N, l.Text, got, want)
+			}
+		}
+	}
+	if agentFiles == 0 {
+		t.Fatalf("%s holds no agent file", rev)
+	}
+}
+
 // plainTools: git verify-commit on the notes ref (real gpg), fsck --strict,
 // and our verify --all through the binary.
 func (r *carryRepo) plainTools(t *testing.T) {
@@ -151,6 +183,8 @@ func seqEditor(t *testing.T, todo string) string {
 // filter-branch through `receipt carry OLD..NEW`; every new commit's
 // receipt names its sources, verifies, keeps the agents' writes as
 // written, and plain git and gpg still read and verify the notes.
+// After every step blame (found by content) still gives each agent file's
+// line its writer and the person's README none.
 func TestCarryThroughRewrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and drives git rebase")
@@ -174,6 +208,7 @@ func TestCarryThroughRewrites(t *testing.T) {
 	}
 	r.check(t, "HEAD", []string{a}, "a.txt")
 	r.plainTools(t)
+	r.blameHolds(t, "HEAD")
 
 	// With git's notes.rewriteRef covering our refs, git copies the old
 	// note (which names the old commit) before the hook runs: the hook
@@ -189,6 +224,7 @@ func TestCarryThroughRewrites(t *testing.T) {
 	}
 	r.check(t, "HEAD", []string{a2}, "a.txt")
 	r.plainTools(t)
+	r.blameHolds(t, "HEAD")
 	a2 = r.git("rev-parse", "HEAD")
 
 	// interactive rebase: reorder, squash, fixup, edit, drop
@@ -214,6 +250,7 @@ func TestCarryThroughRewrites(t *testing.T) {
 		t.Fatal("g was not dropped")
 	}
 	r.plainTools(t)
+	r.blameHolds(t, "HEAD")
 
 	// edit: stop at the middle commit, amend it, continue.
 	mid := r.git("rev-parse", "HEAD~1")
@@ -235,6 +272,7 @@ func TestCarryThroughRewrites(t *testing.T) {
 	r.check(t, "HEAD~1", []string{mid}, "b.txt", "d.txt")
 	r.check(t, "HEAD", []string{top}, "e.txt", "f.txt")
 	r.plainTools(t)
+	r.blameHolds(t, "HEAD")
 
 	// cherry-pick onto another branch
 	pick := r.git("rev-parse", "HEAD~1")
@@ -242,6 +280,7 @@ func TestCarryThroughRewrites(t *testing.T) {
 	r.git("cherry-pick", pick)
 	r.check(t, "HEAD", []string{pick}, "b.txt", "d.txt")
 	r.plainTools(t)
+	r.blameHolds(t, "HEAD")
 
 	// git merge --squash + receipt carry
 	r.git("checkout", "-q", "-b", "feature", a2)
@@ -258,6 +297,7 @@ func TestCarryThroughRewrites(t *testing.T) {
 		t.Fatalf("second carry added something: %s", out)
 	}
 	r.plainTools(t)
+	r.blameHolds(t, "HEAD")
 
 	// filter-branch (no hook): carry by patch id
 	r.git("checkout", "-q", "main")
@@ -276,6 +316,7 @@ func TestCarryThroughRewrites(t *testing.T) {
 	r.check(t, "main", []string{olds[0]}, "e.txt", "f.txt")
 	r.check(t, "main~1", []string{olds[1]}, "b.txt", "d.txt")
 	r.plainTools(t)
+	r.blameHolds(t, "HEAD")
 
 	// verify says which receipts were carried, from which commits.
 	if out := r.cli(t, "receipt", "verify", "main"); !strings.Contains(out, "carried from "+olds[0][:12]+": its receipt is on the same ref") {
