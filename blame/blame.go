@@ -47,6 +47,9 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 	if top == "" {
 		return nil, fmt.Errorf("blame: the archive of a bare repository has no work tree to blame")
 	}
+	if strings.HasPrefix(rev, "-") {
+		return nil, fmt.Errorf("blame: %q is not a revision", rev)
+	}
 	gl, err := runGitBlame(ctx, top, rev, path, opt)
 	if err != nil {
 		return nil, err

@@ -116,3 +116,30 @@ func TestBlameCacheIsOnlyACache(t *testing.T) {
 	wg.Wait()
 	same("after concurrent writers")
 }
+
+// TestBlameOddNames: a file whose name git quotes in its porcelain
+// (spaces, quotes, a tab, bytes outside ASCII) is blamed and attributed
+// like any other; a revision that looks like an option is refused.
+func TestBlameOddNames(t *testing.T) {
+	r := newRepo(t)
+	name := "dir é/we \"ird\"\tname.go"
+	base := doc{}.insert(0, "", "package p")
+	r.writeFile(name, base.bytes())
+	r.commit("Pat", "start")
+	next := base.insert(1, alpha.writer, "func OddlyNamedFile() int { return 7 }")
+	r.event(alpha, "read", "Read", "", name, base.bytes())
+	r.event(alpha, "edit", "Edit", "toolu_o", name, next.bytes())
+	r.writeFile(name, next.bytes())
+	r.commit("Pat", "agent")
+	got := owners(t, r, "HEAD", name)
+	if len(got) != 2 || got[0] != "" || got[1] != alpha.writer {
+		t.Fatalf("owners %q", got)
+	}
+	lines, err := blame.File(context.Background(), r.st, "HEAD", name, blame.Options{})
+	if err != nil || lines[1].OrigPath != name {
+		t.Fatalf("orig path %q (%v)", lines[1].OrigPath, err)
+	}
+	if _, err := blame.File(context.Background(), r.st, "--output=/tmp/x", name, blame.Options{}); err == nil {
+		t.Fatal("a revision starting with - was passed to git")
+	}
+}

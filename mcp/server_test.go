@@ -319,6 +319,33 @@ func TestReadFileHostilePaths(t *testing.T) {
 	}
 }
 
+// TestBlameToolRefusesDenied: blame prints a file's lines, so a committed
+// deny-listed file, and an innocent name linking to it, are refused as
+// read_file refuses them, and nothing of them reaches the output.
+func TestBlameToolRefusesDenied(t *testing.T) {
+	f := newFixture(t)
+	const marker = "BLAME-SECRET-4b2e"
+	if err := os.WriteFile(filepath.Join(f.dir, ".env"), []byte("TOKEN="+marker+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".env", filepath.Join(f.dir, "config.txt")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "-f", ".env", "config.txt"}, {"-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "-m", "secrets"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = f.dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	for _, in := range []map[string]any{{"path": ".env"}, {"path": ".env", "line": 1}, {"path": "config.txt"}, {"path": "config.txt", "line": 1}} {
+		out, bad := f.call("blame", in)
+		if !bad || strings.Contains(out, marker) || !strings.Contains(out, "deny list") {
+			t.Errorf("blame %v: error %v, output:\n%s", in, bad, out)
+		}
+	}
+}
+
 // claudeEnv is an environment whose Claude Code config dir is dir (and
 // nothing else): the server finds its sessions' transcripts there only.
 func claudeEnv(dir string) func(string) string {

@@ -121,9 +121,14 @@ func (s *Server) addTools() {
 // the moment that line was written (--why); else the origin of each line
 // of a range of the working tree's file.
 func (s *Server) blame(ctx context.Context, _ *sdk.CallToolRequest, in blameIn) (*sdk.CallToolResult, any, error) {
-	_, rel, err := s.absInRepo(in.Path)
+	abs, rel, err := s.absInRepo(in.Path)
 	if err != nil {
 		return toolError("%v", err), nil, nil
+	}
+	// Blame prints the file's lines: a deny-listed file (or a link to
+	// one) is refused as read_file refuses it, committed or not.
+	if glob, _, denied := s.cfg.Store.Deny().Check(abs); denied {
+		return toolError("%s is on the deny list (%s): its content is kept out of the archive and out of this tool", rel, glob), nil, nil
 	}
 	opt := blame.Options{HarnessOf: s.cfg.HarnessOf, Identities: s.cfg.Identities}
 	var b strings.Builder
