@@ -209,15 +209,7 @@ func parseLog(r io.Reader, emit func(loggedCommit)) error {
 	next := 0          // the number of the next added line in the current hunk
 	oldN, newN := 0, 0 // lines of the current hunk still to come
 	for {
-		raw, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			full := append([]byte(nil), raw...)
-			for err == bufio.ErrBufferFull {
-				raw, err = br.ReadSlice('\n')
-				full = append(full, raw...)
-			}
-			raw = full
-		}
+		raw, err := readLine(br)
 		if len(raw) == 0 && err != nil {
 			if err == io.EOF {
 				if cur != nil {

@@ -81,16 +81,7 @@ func parsePorcelain(r io.Reader) ([]gitLine, error) {
 	var atz, ctz string
 	var atime, ctime int64
 	for {
-		raw, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// A long line of text: gather it whole.
-			full := append([]byte(nil), raw...)
-			for err == bufio.ErrBufferFull {
-				raw, err = br.ReadSlice('\n')
-				full = append(full, raw...)
-			}
-			raw = full
-		}
+		raw, err := readLine(br)
 		if len(raw) == 0 && err != nil {
 			if err == io.EOF {
 				if cur != nil {
@@ -145,6 +136,22 @@ func parsePorcelain(r io.Reader) ([]gitLine, error) {
 			cur.OrigPath = unquotePath(v)
 		}
 	}
+}
+
+// readLine reads one line of git's output, whole however long (the
+// buffer's slice when it fits, a copy when it does not); valid until the
+// next read.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	raw, err := br.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return raw, err
+	}
+	full := append([]byte(nil), raw...)
+	for err == bufio.ErrBufferFull {
+		raw, err = br.ReadSlice('\n')
+		full = append(full, raw...)
+	}
+	return full, err
 }
 
 // zoned is a unix time in the offset git wrote (+hhmm), so times print as

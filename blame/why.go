@@ -65,6 +65,24 @@ type Seen struct {
 	Excluded  bool `json:"excluded,omitempty"`
 }
 
+// State names what the version was to the context when it wrote: denied
+// (a deny-listed file: accessed, not archived), partial (lines only: no
+// version pinned), compacted (seen before its last compaction), current
+// (no newer version archived before the write) or stale.
+func (s Seen) State() string {
+	switch {
+	case s.Excluded:
+		return "denied"
+	case s.View != "" && s.View != "full":
+		return "partial"
+	case s.Compacted:
+		return "compacted"
+	case s.CurrentAtWrite:
+		return "current"
+	}
+	return "stale"
+}
+
 // ReceiptRef names a receipt of the commit that carries the line.
 type ReceiptRef struct {
 	Writer  string `json:"writer"`
@@ -266,7 +284,7 @@ func whyContext(ctx context.Context, st *gitstore.Store, o *Origin, w *Why, opt 
 	return nil
 }
 
-func spanKind(e *gitstore.Event) string { return extraString(e, "kind") }
+func spanKind(e *gitstore.Event) string { return e.ExtraString("kind") }
 
 // maxCallSpans bounds the spans opened to find a write's call.
 const maxCallSpans = 8
@@ -292,18 +310,6 @@ func absDur(d time.Duration) time.Duration {
 		return -d
 	}
 	return d
-}
-
-func extraString(e *gitstore.Event, k string) string {
-	raw, ok := e.Extra[k]
-	if !ok {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
 }
 
 // fillRequests sets Origin.Request on every line with an origin: the

@@ -297,3 +297,19 @@ func (e *Event) RawPath() string {
 func EstimateTokens(n int) int64 {
 	return int64((n + 3) / 4)
 }
+
+// ExtraString returns the field k this version does not decode itself
+// (Extra) when its value is a JSON string, "" otherwise: how adapters,
+// blame and recall read the optional keys FORMAT.md lists (kind, model,
+// epoch, real_path, ...).
+func (e *Event) ExtraString(k string) string {
+	raw, ok := e.Extra[k]
+	if !ok {
+		return ""
+	}
+	var v string
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	return v
+}

@@ -41,7 +41,6 @@ package gitstore
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -541,27 +540,14 @@ func (s *Store) objectSize(id string) int64 {
 // realPathOf is the raw real_path recorded beside an event's path (hooks
 // record it when the path resolves through a symlink), "" when none.
 func realPathOf(e *Event) string {
-	if s := extraStringOf(e, "real_path64"); s != "" {
+	if s := e.ExtraString("real_path64"); s != "" {
 		if b, err := base64.StdEncoding.DecodeString(s); err == nil {
 			return string(b)
 		}
 	}
-	return extraStringOf(e, "real_path")
+	return e.ExtraString("real_path")
 }
 
-// extraStringOf returns an unknown field's value when it is a JSON
-// string, "" otherwise.
-func extraStringOf(e *Event, k string) string {
-	raw, ok := e.Extra[k]
-	if !ok {
-		return ""
-	}
-	var v string
-	if json.Unmarshal(raw, &v) != nil {
-		return ""
-	}
-	return v
-}
 
 // planNotes plans one notes ref's update from remote commit rid to local
 // commit id: the notes commits the remote lacks (every commit reachable

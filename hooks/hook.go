@@ -683,10 +683,10 @@ func archivedBoundary(ctx context.Context, st *gitstore.Store, writer, session, 
 // from the transcript, and carry the epoch they were in there.
 func evidenceOf(e gitstore.Event) guard.Evidence {
 	ev := guard.Evidence{TS: e.TS, Op: e.Op, Blob: e.Blob, Partial: e.View != "" && e.View != "full"}
-	ev.DiskBlob = extraString(e, "disk_blob")
+	ev.DiskBlob = e.ExtraString("disk_blob")
 	if e.Source == "sweep" {
 		ev.Transcript = true
-		ev.Epoch = extraString(e, "epoch")
+		ev.Epoch = e.ExtraString("epoch")
 	}
 	if e.Excluded {
 		ev.Blob, ev.DiskBlob = "", ""
@@ -694,17 +694,6 @@ func evidenceOf(e gitstore.Event) guard.Evidence {
 	return ev
 }
 
-func extraString(e gitstore.Event, k string) string {
-	raw, ok := e.Extra[k]
-	if !ok {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
-}
 
 // seenEvidence is evidence read from the transcript's unswept tail.
 func seenEvidence(x *transcript.FileSeen, epoch string) guard.Evidence {

@@ -62,7 +62,7 @@ func Models(ctx context.Context, st *gitstore.Store, writers []string) (*ModelIn
 		if err != nil {
 			return true // Select reports it as it reports any unreadable line
 		}
-		m.add(writer, e.Op, e.Key, e.Session, e.Agent, e.TS, extraString(e, "model"), extraString(e, "tool_use_id"))
+		m.add(writer, e.Op, e.Key, e.Session, e.Agent, e.TS, e.ExtraString("model"), e.ExtraString("tool_use_id"))
 		return false
 	}
 	if _, err := st.Select(ctx, gitstore.Selection{Writers: writers, Any: [][]byte{modelNeedle}, Keep: keep}); err != nil {

@@ -126,9 +126,9 @@ func TestModelsAt(t *testing.T) {
 		if fast.addPlain(e.Writer, e.Raw) {
 			plain++
 		} else {
-			fast.add(e.Writer, e.Op, e.Key, e.Session, e.Agent, e.TS, extraString(e, "model"), extraString(e, "tool_use_id"))
+			fast.add(e.Writer, e.Op, e.Key, e.Session, e.Agent, e.TS, e.ExtraString("model"), e.ExtraString("tool_use_id"))
 		}
-		slow.add(e.Writer, e.Op, e.Key, e.Session, e.Agent, e.TS, extraString(e, "model"), extraString(e, "tool_use_id"))
+		slow.add(e.Writer, e.Op, e.Key, e.Session, e.Agent, e.TS, e.ExtraString("model"), e.ExtraString("tool_use_id"))
 	}
 	if plain < 7 || plain == len(evs) {
 		t.Errorf("%d of %d lines read in one pass", plain, len(evs))

@@ -111,12 +111,12 @@ func realPathExtra(path, real string) (string, json.RawMessage, bool) {
 // realPathOf is the file an archived event is about: its real_path, else
 // its path.
 func realPathOf(e gitstore.Event) string {
-	if s := extraString(e, "real_path64"); s != "" {
+	if s := e.ExtraString("real_path64"); s != "" {
 		if b, err := base64.StdEncoding.DecodeString(s); err == nil {
 			return string(b)
 		}
 	}
-	if s := extraString(e, "real_path"); s != "" {
+	if s := e.ExtraString("real_path"); s != "" {
 		return s
 	}
 	return e.RawPath()

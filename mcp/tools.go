@@ -195,16 +195,9 @@ func writeWhy(b *strings.Builder, rel string, w *blame.Why) {
 	}
 	fmt.Fprintf(b, "files that context had seen before the write (%d):\n", len(w.Seen))
 	for _, s := range w.Seen {
-		state := "stale"
-		switch {
-		case s.Excluded:
+		state := s.State()
+		if state == "denied" {
 			state = "deny-listed"
-		case s.View != "" && s.View != "full":
-			state = "partial"
-		case s.Compacted:
-			state = "compacted"
-		case s.CurrentAtWrite:
-			state = "current"
 		}
 		fmt.Fprintf(b, "  %s %s (%s %s, blob %.12s)\n", state, s.Path, s.Op, s.TS.UTC().Format(time.RFC3339), orNone(s.Blob))
 	}

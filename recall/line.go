@@ -26,8 +26,8 @@ type eventFields struct {
 func fieldsOf(ev *gitstore.Event) eventFields {
 	return eventFields{
 		seq: ev.Seq, ts: ev.TS, session: ev.Session, agent: ev.Agent, source: ev.Source, op: ev.Op, tool: ev.Tool,
-		path: ev.Path, view: ev.View, blob: ev.Blob, kind: extraString(ev, "kind"), span: extraString(ev, "span"),
-		enc: extraString(ev, "enc"), bytes: ev.Bytes, sidechain: ev.Sidechain, harness: ev.Harness,
+		path: ev.Path, view: ev.View, blob: ev.Blob, kind: ev.ExtraString("kind"), span: ev.ExtraString("span"),
+		enc: ev.ExtraString("enc"), bytes: ev.Bytes, sidechain: ev.Sidechain, harness: ev.Harness,
 	}
 }
 

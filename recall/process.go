@@ -7,7 +7,6 @@ package recall
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"runtime"
 	"slices"
@@ -204,19 +203,6 @@ func docMetaOf(f *eventFields, writer string) (docMeta, bool) {
 	return m, true
 }
 
-// extraString returns a string extra field of ev ("" when absent or not a
-// string).
-func extraString(ev *gitstore.Event, k string) string {
-	raw, ok := ev.Extra[k]
-	if !ok {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
-}
 
 // mergeData merges segment data, older first: the documents in order, the
 // dictionaries joined.

@@ -346,17 +346,7 @@ func printWhy(bw *bufio.Writer, rel string, w *blame.Why) {
 		}
 		fmt.Fprintf(bw, "  the context had seen %s before the write:\n", plural(len(w.Seen), "file"))
 		for _, s := range w.Seen {
-			state := "stale"
-			switch {
-			case s.Excluded:
-				state = "denied"
-			case s.View != "" && s.View != "full":
-				state = "partial"
-			case s.Compacted:
-				state = "compacted"
-			case s.CurrentAtWrite:
-				state = "current"
-			}
+			state := s.State()
 			fmt.Fprintf(bw, "    %-9s %s  %s %s  %s\n", state, guard.Printable(s.Path), s.Op, s.TS.Local().Format(whyTime), dash(short(s.Blob)))
 		}
 	}
