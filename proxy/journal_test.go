@@ -243,6 +243,27 @@ func TestJournalRecallFindsUncompacted(t *testing.T) {
 	if h.Session != "recall-me" || h.Kind != recall.KindProxy || !ValidSpanID(h.ID) || !strings.Contains(h.Snippet, "zebracorn") {
 		t.Fatalf("hit %+v", h)
 	}
+	// The overview groups the journal by session: one digest each.
+	ds, err := ix.Digests(ctx, recall.DigestQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySession := map[string]int{}
+	want := 0
+	for _, e := range journalEvents(t, store) {
+		if e.Session == "journal-20" {
+			want++
+		}
+	}
+	for _, d := range ds {
+		bySession[d.Session]++
+		if d.Session == "journal-20" && d.Spans != want {
+			t.Errorf("the 20-turn session's digest holds %d spans", d.Spans)
+		}
+	}
+	if len(ds) != 2 || bySession["journal-20"] != 1 || bySession["recall-me"] != 1 {
+		t.Fatalf("digests by session %v", bySession)
+	}
 	sp, err := ix.Span(ctx, h.ID)
 	if err != nil {
 		t.Fatal(err)
