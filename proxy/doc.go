@@ -47,7 +47,10 @@
 // hashes the messages in memory and copies the new ones; a background
 // writer batches them into appends, Close flushes it, FlushJournal waits
 // for it, and a failure is counted (Stats.Journal) and retried by the
-// session's next turn, never seen by the client. See journal.go.
+// session's next turn, never seen by the client. An Anthropic request's
+// top-level system is journaled as message -1. Bodies over MaxBody pass
+// through unread and are not journaled; answers are never archived. See
+// journal.go.
 //
 // # Cuts
 //

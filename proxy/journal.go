@@ -98,7 +98,8 @@ type journal struct {
 }
 
 // journalSession is what the journal knows a session has sent: the fast
-// hash of the message at each index already queued (0 for none).
+// hash of the message at each index already queued (0 for none), slot 0
+// for Anthropic's top-level system, slot i+1 for message i.
 type journalSession struct {
 	seen []uint64
 	used time.Time
@@ -112,7 +113,8 @@ type journalJob struct {
 }
 
 type journalMsg struct {
-	index int
+	index int // -1: Anthropic's top-level system
+	slot  int // in journalSession.seen
 	hash  uint64
 	raw   []byte // a copy: the request's body buffer is reused
 }
@@ -192,13 +194,20 @@ func (j *journal) observe(session string, r *request, now time.Time) {
 			j.mu.Unlock()
 		}
 	}()
-	n := len(r.msgs)
-	if n == 0 {
-		return
+	// Slot k holds message k-1; slot 0 Anthropic's top-level system
+	// (journaled as message -1, {"role":"system","content":<system>}).
+	n := len(r.msgs) + 1
+	raw := func(slot int) []byte {
+		if slot == 0 {
+			return r.system
+		}
+		return r.msgs[slot-1].raw
 	}
 	hs := make([]uint64, n)
-	for i := range r.msgs {
-		hs[i] = maphash.Bytes(j.seed, r.msgs[i].raw) | 1 // never 0: 0 is "none"
+	for k := range hs {
+		if b := raw(k); b != nil {
+			hs[k] = maphash.Bytes(j.seed, b) | 1 // never 0: 0 is "none"
+		}
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -208,12 +217,15 @@ func (j *journal) observe(session string, r *request, now time.Time) {
 	ss := j.session(session, now)
 	var fresh []int
 	size := 0
-	for i, h := range hs {
-		if i < len(ss.seen) && ss.seen[i] == h {
+	for k, h := range hs {
+		if h == 0 || k < len(ss.seen) && ss.seen[k] == h {
 			continue
 		}
-		fresh = append(fresh, i)
-		size += len(r.msgs[i].raw)
+		fresh = append(fresh, k)
+		size += len(raw(k))
+		if k == 0 {
+			size += len(systemOpen) + 1
+		}
 	}
 	if len(fresh) == 0 {
 		return
@@ -226,16 +238,20 @@ func (j *journal) observe(session string, r *request, now time.Time) {
 	// One allocation for the copies of this turn's new messages.
 	buf := make([]byte, 0, size)
 	job := journalJob{session: session, model: r.model, route: r.d.String(), ts: now, msgs: make([]journalMsg, len(fresh))}
-	for k, i := range fresh {
+	for i, k := range fresh {
 		start := len(buf)
-		buf = append(buf, r.msgs[i].raw...)
-		job.msgs[k] = journalMsg{index: i, hash: hs[i], raw: buf[start:len(buf):len(buf)]}
+		if k == 0 {
+			buf = append(append(append(buf, systemOpen...), raw(k)...), '}')
+		} else {
+			buf = append(buf, raw(k)...)
+		}
+		job.msgs[i] = journalMsg{index: k - 1, slot: k, hash: hs[k], raw: buf[start:len(buf):len(buf)]}
 	}
 	if len(ss.seen) < n {
 		ss.seen = append(ss.seen, make([]uint64, n-len(ss.seen))...)
 	}
-	for _, i := range fresh {
-		ss.seen[i] = hs[i]
+	for _, k := range fresh {
+		ss.seen[k] = hs[k]
 	}
 	j.queue = append(j.queue, job)
 	j.pending += size
@@ -328,8 +344,8 @@ func (j *journal) run() {
 			for _, job := range batch {
 				if ss := j.sessions[job.session]; ss != nil {
 					for _, m := range job.msgs {
-						if m.index < len(ss.seen) && ss.seen[m.index] == m.hash {
-							ss.seen[m.index] = 0
+						if m.slot < len(ss.seen) && ss.seen[m.slot] == m.hash {
+							ss.seen[m.slot] = 0
 						}
 					}
 				}
@@ -371,6 +387,10 @@ func (j *journal) write(batch []journalJob) (stored int, err error) {
 	defer cancel()
 	return j.sink.WriteJournal(ctx, spans)
 }
+
+// systemOpen starts the message an Anthropic request's top-level system
+// is journaled as (index -1): {"role":"system","content":<system>}.
+const systemOpen = `{"role":"system","content":`
 
 // journalSpanID is a journal span's id: "sp-" and the first 80 bits of
 // H("git-lossless journal v1" 0 session 0 index(8 bytes, big-endian) 0

@@ -490,3 +490,65 @@ func TestJournalIDVector(t *testing.T) {
 const journalIDVector = "sp-em5hd74qky3nmxkx"
 
 func hexDecode(s string) ([]byte, error) { return hex.DecodeString(s) }
+
+// A Claude Code-style Anthropic session (top-level system, tool_use and
+// tool_result blocks, the cache marker moved every turn): the system is
+// journaled once as message -1, and every message once, though its bytes
+// change when its marker moves away.
+func TestJournalAnthropicCacheMarkers(t *testing.T) {
+	dir, store := bareRepo(t, "")
+	s := newStack(t, &stubbackend.Server{Kind: stubbackend.Anthropic, Window: 1 << 20}, func(c *Config) {
+		c.Archive, c.Store, c.Writer, c.Capture = nil, store, "proxy-journal", CaptureJournal
+		c.LogPath = filepath.Join(dir, "lossless", "proxy", LogFile)
+	})
+	system := `[{"type":"text","text":"You are Claude Code. anthropic-system-marker"}]`
+	var msgs []any
+	for i := 0; i < 6; i++ {
+		id := fmt.Sprintf("toolu_%02d", i)
+		msgs = append(msgs,
+			map[string]any{"role": "user", "content": fmt.Sprintf("step %d: read the next file", i)},
+			map[string]any{"role": "assistant", "content": []any{
+				map[string]any{"type": "tool_use", "id": id, "name": "Read", "input": map[string]any{"file_path": fmt.Sprintf("f%d.go", i)}},
+			}},
+			map[string]any{"role": "user", "content": []any{
+				map[string]any{"type": "tool_result", "tool_use_id": id, "content": fmt.Sprintf("package f%d", i), "cache_control": map[string]any{"type": "ephemeral"}},
+			}},
+		)
+		if i > 0 { // the marker moves to the newest tool result
+			delete(msgs[len(msgs)-4].(map[string]any)["content"].([]any)[0].(map[string]any), "cache_control")
+		}
+		body, _ := json.Marshal(map[string]any{"model": "stub-model", "max_tokens": 1024, "system": json.RawMessage(system), "messages": msgs})
+		if code, b := s.post("/v1/messages", body, "X-Api-Key", "sk-ant-test", "Anthropic-Version", "2023-06-01", SessionHeader, "cc"); code != 200 {
+			t.Fatalf("step %d: %d %s", i, code, b)
+		}
+	}
+	s.flushJournal()
+	evs := journalEvents(t, store)
+	if len(evs) != len(msgs)+1 {
+		t.Fatalf("%d journal spans for %d messages and a system", len(evs), len(msgs))
+	}
+	ctx := context.Background()
+	seen := map[int]bool{}
+	for _, e := range evs {
+		_, sp, err := ReadSpan(ctx, store, SpanIDOf(&e), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := sp.Messages[0]
+		if seen[m.Index] || sp.Route != "anthropic" {
+			t.Fatalf("message %d twice, or route %q", m.Index, sp.Route)
+		}
+		seen[m.Index] = true
+		if m.Index == -1 && string(m.Message) != `{"role":"system","content":`+system+`}` {
+			t.Fatalf("system journaled as %s", m.Message)
+		}
+	}
+	if !seen[-1] {
+		t.Fatal("the top-level system was not journaled")
+	}
+	// Five markers moved away: five messages were queued again and found
+	// stored.
+	if st := s.p.Stats().Journal; st.Messages != len(msgs)+1 || st.Duplicates != 5 {
+		t.Fatalf("journal stats %+v", st)
+	}
+}
