@@ -31,8 +31,11 @@ const SpanFormat = "git-lossless proxy span v1"
 //	             {"index":4,"archived_in":"sp-..."}],
 //	 "summary":"...","pins":["..."],"extends":"sp-..."}
 //
-// kind is "summary" (messages folded into the summary) or "spill" (one
-// oversized message, archived whole and forwarded as head + tail).
+// kind is "summary" (messages folded into the summary), "spill" (one
+// oversized message, archived whole and forwarded as head + tail) or
+// "journal" (one message as a client sent it, archived by full capture
+// whether or not it was ever compacted: journal.go; it has no window,
+// token counts or summary, and its id is its dedupe key).
 type Span struct {
 	Format       string        `json:"format"`
 	ID           string        `json:"id"`
@@ -41,10 +44,10 @@ type Span struct {
 	Model        string        `json:"model"`
 	Route        string        `json:"route"`
 	TS           time.Time     `json:"ts"`
-	Window       int           `json:"window"`
-	TokensBefore int           `json:"tokens_before"`
-	TokensAfter  int           `json:"tokens_after"`
-	CountSource  string        `json:"count_source"`
+	Window       int           `json:"window,omitempty"`
+	TokensBefore int           `json:"tokens_before,omitempty"`
+	TokensAfter  int           `json:"tokens_after,omitempty"`
+	CountSource  string        `json:"count_source,omitempty"`
 	Messages     []SpanMessage `json:"messages,omitempty"`
 	Summary      string        `json:"summary,omitempty"`
 	Pins         []string      `json:"pins,omitempty"`
@@ -94,7 +97,8 @@ func ValidSpanID(id string) bool {
 // StoreArchive writes spans to a git archive, one event per span on the
 // proxy's writer: op "span", source "proxy", the span id in the extra field
 // "span" (not the dedupe key: ids are random, and a key would make every
-// append check the writer's whole history), the span document as content
+// append check the writer's whole history; journal spans, whose ids are
+// hashes, are keyed by them: WriteJournal), the span document as content
 // (age-encrypted when lossless.encrypt is on), and counts in clear extra
 // fields. The event line holds no message text.
 type StoreArchive struct {
@@ -193,6 +197,9 @@ func spanRecord(sp *Span) (gitstore.Record, error) {
 	if sp.Extends != "" {
 		put("extends", sp.Extends)
 	}
+	if sp.Kind == KindJournal && len(sp.Messages) == 1 {
+		put("index", sp.Messages[0].Index)
+	}
 	chars := 0
 	for _, m := range sp.Messages {
 		chars += len(m.Message)
@@ -211,6 +218,7 @@ func spanRecord(sp *Span) (gitstore.Record, error) {
 type MemoryArchive struct {
 	mu    sync.Mutex
 	spans []*Span
+	ids   map[string]bool // journal span ids held
 	// Fail, when set, makes WriteSpan fail (tests of the fail-open path).
 	Fail error
 }

@@ -72,6 +72,13 @@ type Config struct {
 	// 0 means the default.
 	BodyTimeout time.Duration
 
+	// Capture is what the proxy archives: CaptureOff (the default: only
+	// what compaction folds away) or CaptureJournal (every message of
+	// every session as it arrives, each stored once per session; see
+	// journal.go). Off by default because the journal grows with every
+	// session, compacted or not.
+	Capture string
+
 	// Archive receives each compaction's span. When nil, Store is used
 	// (through NewStoreArchive); one of them is required.
 	Archive Archive
@@ -141,6 +148,7 @@ var Settings = []Setting{
 	{"allow-host", "lossless.proxy.allow-host", "LOSSLESS_PROXY_ALLOW_HOST", "", "list", "with allow-remote: a further Host name (or name:PORT) clients may use; multi-valued"},
 	{"allow-origin", "lossless.proxy.allow-origin", "LOSSLESS_PROXY_ALLOW_ORIGIN", "", "list", "a web origin (scheme://host:port, exact) allowed to call the proxy from a browser; multi-valued"},
 	{"body-timeout", "lossless.proxy.body-timeout", "LOSSLESS_PROXY_BODY_TIMEOUT", "1m", "duration", "time a request body may take to arrive after its headers"},
+	{"capture", "lossless.proxy.capture", "LOSSLESS_PROXY_CAPTURE", "off", "string", "off, or journal: archive every message of every session as it arrives (each once per session, redacted, encrypted with lossless.encrypt, found by recall), not only what compaction folds; off by default because it grows with every session"},
 	{"url", "lossless.proxy.url", "LOSSLESS_PROXY_URL", "", "", "proxy URL for statusline (default: http:// + listen)"},
 	{"", "lossless.encrypt", "", "false", "", "archive span contents as age ciphertext (needs lossless.recipient)"},
 	{"", "lossless.recipient", "", "", "", "age (age1...) or SSH (ssh-ed25519, ssh-rsa) public key; multi-valued"},
@@ -237,6 +245,15 @@ func (c *Config) Set(name, v string) error {
 				return bad(fmt.Errorf("%q: %v", o, err))
 			}
 			c.AllowOrigins = append(c.AllowOrigins, n)
+		}
+	case "capture":
+		switch v {
+		case CaptureOff, CaptureJournal:
+			c.Capture = v
+		case "":
+			c.Capture = CaptureOff
+		default:
+			return bad(fmt.Errorf("use %s or %s", CaptureOff, CaptureJournal))
 		}
 	case "body-timeout":
 		c.BodyTimeout, err = time.ParseDuration(v)

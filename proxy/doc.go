@@ -35,6 +35,23 @@
 // and tail around a pointer line. On every failure the proxy fails open:
 // the client's exact bytes go upstream.
 //
+// # Full capture
+//
+// With Config.Capture CaptureJournal (lossless.proxy.capture journal; off
+// by default, because it grows with every session) every message of
+// every session is archived as it arrives, whether or not it is ever
+// compacted: one journal span (kind "journal") per message, stored once
+// per session however often the client resends its history (the span id
+// is a hash of session, index and message, and the dedupe key), redacted
+// and encrypted like every span, found by recall. The request path only
+// hashes the messages in memory and copies the new ones; a background
+// writer batches them into appends, Close flushes it, FlushJournal waits
+// for it, and a failure is counted (Stats.Journal) and retried by the
+// session's next turn, never seen by the client. An Anthropic request's
+// top-level system is journaled as message -1. Bodies over MaxBody pass
+// through unread and are not journaled; answers are never archived. See
+// journal.go.
+//
 // # Cuts
 //
 // Answers are relayed byte for byte, flushed per chunk, with the

@@ -165,7 +165,11 @@ type Report struct {
 	SpansEncrypted int   `json:"spans_encrypted"`
 	MessagesKept   int   `json:"messages_archived"`
 	ArchivedBytes  int64 `json:"archived_bytes"`
-	LogMissing     bool  `json:"log_missing,omitempty"`
+	// Full capture (lossless.proxy.capture journal): messages journaled
+	// and their archived bytes, apart from the spans above (compaction's).
+	Journaled    int   `json:"messages_journaled"`
+	JournalBytes int64 `json:"journal_bytes"`
+	LogMissing   bool  `json:"log_missing,omitempty"`
 }
 
 // Savings counts what the proxy did since a time, from its log at logPath
@@ -229,9 +233,14 @@ func Savings(ctx context.Context, st *gitstore.Store, logPath string, since, unt
 			return r, err
 		}
 		for _, e := range evs {
-			r.Spans++
 			var kind string
 			_ = json.Unmarshal(e.Extra["kind"], &kind)
+			if kind == KindJournal {
+				r.Journaled++
+				r.JournalBytes += e.Bytes
+				continue
+			}
+			r.Spans++
 			switch kind {
 			case "summary":
 				r.SpansSummary++

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net"
 	"net/http"
@@ -25,11 +26,13 @@ type Proxy struct {
 	client   *http.Client
 	sessions *sessionTable
 	archive  Archive
-	log      *savingsLog
-	events   *eventRing
-	stats    *statCounters
-	started  time.Time
-	writer   string
+	// journal is full capture's writer (journal.go); nil when off.
+	journal *journal
+	log     *savingsLog
+	events  *eventRing
+	stats   *statCounters
+	started time.Time
+	writer  string
 	// id names this proxy in HopHeader (loop.go); random per process.
 	id string
 	// selfChecked is the listen address checkUpstreamNotSelf has passed.
@@ -207,6 +210,19 @@ func New(cfg Config) (*Proxy, error) {
 	default:
 		return nil, errors.New("proxy: no archive: set Config.Store or Config.Archive")
 	}
+	if cfg.Capture == CaptureJournal {
+		sink, ok := p.archive.(JournalArchive)
+		if !ok {
+			return nil, fmt.Errorf("proxy: capture %s: the archive (%T) cannot take journal spans", CaptureJournal, p.archive)
+		}
+		var ids func() hash.Hash
+		if sa, ok := p.archive.(*StoreArchive); ok {
+			if ids, err = journalIDHash(sa.Store); err != nil {
+				return nil, fmt.Errorf("proxy: capture %s: %w", CaptureJournal, err)
+			}
+		}
+		p.journal = newJournal(sink, ids, cfg.Sessions, cfg.Logf)
+	}
 	logPath := cfg.LogPath
 	if logPath == "" && cfg.Store != nil {
 		dir, err := cfg.Store.StateDir("proxy")
@@ -218,6 +234,9 @@ func New(cfg Config) (*Proxy, error) {
 	if logPath != "" && logPath != "-" {
 		l, err := openSavingsLog(logPath, cfg.Now())
 		if err != nil {
+			if p.journal != nil {
+				p.journal.close()
+			}
 			return nil, err
 		}
 		p.log = l
@@ -228,8 +247,12 @@ func New(cfg Config) (*Proxy, error) {
 // Writer returns the archive writer the proxy's spans go to.
 func (p *Proxy) Writer() string { return p.writer }
 
-// Close releases the savings log. In-flight requests are not waited for.
+// Close writes what full capture has queued (journal.go), then releases
+// the savings log. In-flight requests are not waited for.
 func (p *Proxy) Close() error {
+	if p.journal != nil {
+		p.journal.close()
+	}
 	if p.log != nil {
 		return p.log.close()
 	}
@@ -631,6 +654,9 @@ func (p *Proxy) prepare(ctx context.Context, r *http.Request, body []byte, d dia
 	}
 	x = &exchange{t0: t0, d: d, req: req, sent: body, auth: authHeaders(r.Header)}
 	x.sess = p.sessions.get(sessionKeyFor(r.Header, req), p.now())
+	if p.journal != nil {
+		p.journal.observe(x.sess.key, req, p.now())
+	}
 	x.ms = p.model(req.model)
 	x.kind = p.up.Kind(ctx, x.auth)
 	p.plan(ctx, x)

@@ -175,7 +175,9 @@ type Stats struct {
 	Refused map[string]int `json:"refused"`
 	// BodyTimeouts counts requests whose body did not arrive within
 	// body-timeout (answered 408).
-	BodyTimeouts    int            `json:"body_timeouts"`
+	BodyTimeouts int `json:"body_timeouts"`
+	// Journal is full capture's counters (capture "off" without it).
+	Journal         JournalStats   `json:"journal"`
 	AddedMsPlainP50 float64        `json:"added_ms_p50_forwarded"`
 	AddedMsPlainP95 float64        `json:"added_ms_p95_forwarded"`
 	AddedMsCompP50  float64        `json:"added_ms_p50_compacted"`
@@ -210,6 +212,10 @@ func (p *Proxy) Stats() Stats {
 	p.up.mu.Unlock()
 	if st.Backend == "" {
 		st.Backend = "(not detected yet)"
+	}
+	st.Journal = JournalStats{Capture: CaptureOff}
+	if p.journal != nil {
+		st.Journal = p.journal.snapshot()
 	}
 	st.Sessions = []SessionUsage{}
 	for _, ss := range p.sessions.all() {

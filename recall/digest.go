@@ -21,7 +21,9 @@ type DigestQuery struct {
 // Digest is one line of an overview: a group of spans of one context. A
 // harness context's spans form a group from its start to its first
 // compaction, then one per compaction (the compaction summary opens it);
-// a proxy span is a group of its own (it is one compaction).
+// a proxy compaction's span is a group of its own (it is one
+// compaction); the proxy's journal spans (full capture) of a session
+// form one group.
 type Digest struct {
 	First   time.Time `json:"first"`
 	Last    time.Time `json:"last"`
@@ -153,7 +155,9 @@ func (ix *Index) Digests(ctx context.Context, q DigestQuery) ([]Digest, error) {
 		key := m.Writer + "\x00" + m.Session + "\x00" + m.Agent
 		cur := open[key]
 		switch {
-		case m.Kind == KindProxy:
+		case m.Kind == KindProxy && m.Flags&flagJournal == 0:
+			// A compaction's span stands alone; the proxy's journal
+			// (one message per span) groups by session like a harness's.
 			g = &Digest{}
 			out = append(out, g)
 		case cur == nil:

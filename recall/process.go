@@ -192,6 +192,9 @@ func docMetaOf(f *eventFields, writer string) (docMeta, bool) {
 		if f.source == "proxy" {
 			m.Kind = KindProxy
 			m.SpanID = f.span
+			if f.kind == "journal" {
+				m.Flags |= flagJournal
+			}
 		} else {
 			m.Kind = canonicalKind(f.kind)
 		}

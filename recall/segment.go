@@ -62,6 +62,7 @@ const (
 	flagDecrypted = 1 << 1 // indexed from decrypted plaintext (in-memory segments only)
 	flagSidechain = 1 << 2 // a subagent's event
 	flagBlob      = 1 << 3 // Blob is set
+	flagJournal   = 1 << 4 // a proxy journal span (full capture: one message as sent)
 )
 
 // docMeta is what the index keeps of one document: a span or a file

@@ -278,8 +278,12 @@ func renderProxy(m *docMeta, data []byte) ([]string, bool) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "span %s (%s) of session %s, model %s, %s\n", sp.ID, sp.Kind, sp.Session, sp.Model, sp.TS.UTC().Format("2006-01-02 15:04:05"))
-	fmt.Fprintf(&b, "  request %d -> %d tokens (%s) of a %d window; %d messages archived; %s#%d\n",
-		sp.TokensBefore, sp.TokensAfter, sp.CountSource, sp.Window, len(sp.Messages), m.Writer, m.Seq)
+	if sp.Kind == "journal" { // full capture: one message as sent, no counts
+		fmt.Fprintf(&b, "  journaled as sent; %s#%d\n", m.Writer, m.Seq)
+	} else {
+		fmt.Fprintf(&b, "  request %d -> %d tokens (%s) of a %d window; %d messages archived; %s#%d\n",
+			sp.TokensBefore, sp.TokensAfter, sp.CountSource, sp.Window, len(sp.Messages), m.Writer, m.Seq)
+	}
 	if sp.Extends != "" {
 		fmt.Fprintf(&b, "  extends %s\n", sp.Extends)
 	}

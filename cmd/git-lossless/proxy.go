@@ -79,6 +79,15 @@ age-encrypted to lossless.recipient. The forwarded summary names span ids;
 ` + "`git lossless span ID`" + ` prints one. Anything that goes wrong falls open:
 the client's exact bytes go upstream.
 
+Full capture is opt-in: --capture journal (lossless.proxy.capture) archives
+every message of every session as it arrives, not only what compaction folds,
+each message once per session however often the client resends its history,
+redacted and (with lossless.encrypt) encrypted like every span, and found by
+` + "`git lossless recall`" + ` and the MCP server. It is off by default because it
+grows with every session: every message of every conversation is kept. The
+writes happen off the request path; a failure is counted (/lossless/stats,
+journal) and retried by the session's next turn, never seen by the client.
+
 Compacted routes: POST /v1/chat/completions and POST /v1/messages. Every
 other route passes through unchanged. The proxy's own routes:
   /lossless/health   live dashboard (HTML; ?format=json for a probe)
@@ -175,6 +184,9 @@ request is answered 408 and nothing is forwarded.
 				where := st.Location().CommonDir
 				fmt.Fprintf(e.stdout, "git lossless proxy on http://%s -> %s (backend %s)\n", addr, cfg.Upstream, cfg.Backend)
 				fmt.Fprintf(e.stdout, "  archive   %s, writer %s, spans %s\n", where, p.Writer(), enc)
+				if cfg.Capture == proxy.CaptureJournal {
+					fmt.Fprintf(e.stdout, "  capture   journal: every message of every session is archived (lossless.proxy.capture)\n")
+				}
 				fmt.Fprintf(e.stdout, "  dashboard http://%s/lossless/health\n", addr)
 				fmt.Fprintf(e.stdout, "  clients   OPENAI_BASE_URL=http://%s/v1   ANTHROPIC_BASE_URL=http://%s\n", addr, addr)
 				if err := p.Serve(ctx, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -463,6 +475,9 @@ func printSavings(w io.Writer, r proxy.Report, since string) {
 	}
 	fmt.Fprintf(tw, "  truncations\t%d silent truncations detected\n", r.Truncations)
 	fmt.Fprintf(tw, "  archive\t%s (%d summary, %d spill; %d encrypted), %s, %s bytes\n", plural(r.Spans, "span"), r.SpansSummary, r.SpansSpill, r.SpansEncrypted, plural(r.MessagesKept, "message"), commas(r.ArchivedBytes))
+	if r.Journaled > 0 {
+		fmt.Fprintf(tw, "  journal\t%s captured (lossless.proxy.capture journal), %s bytes\n", plural(r.Journaled, "message"), commas(r.JournalBytes))
+	}
 	tw.Flush()
 	if r.LogMissing {
 		fmt.Fprintln(w, "  (no request log in this archive: request counts are zero, the spans are counted from the archive)")
@@ -471,8 +486,12 @@ func printSavings(w io.Writer, r proxy.Report, since string) {
 
 func printSpan(w io.Writer, ev gitstore.Event, sp *proxy.Span) {
 	fmt.Fprintf(w, "span %s (%s) of session %s, model %s, %s\n", sp.ID, sp.Kind, sp.Session, sp.Model, sp.TS.Local().Format("2006-01-02 15:04:05"))
-	fmt.Fprintf(w, "  request %s -> %s tokens (%s) of a %s window; %d messages archived; %s#%d\n",
-		commas(int64(sp.TokensBefore)), commas(int64(sp.TokensAfter)), sp.CountSource, commas(int64(sp.Window)), len(sp.Messages), ev.Writer, ev.Seq)
+	if sp.Kind == proxy.KindJournal {
+		fmt.Fprintf(w, "  journaled as sent (lossless.proxy.capture journal); %s#%d\n", ev.Writer, ev.Seq)
+	} else {
+		fmt.Fprintf(w, "  request %s -> %s tokens (%s) of a %s window; %d messages archived; %s#%d\n",
+			commas(int64(sp.TokensBefore)), commas(int64(sp.TokensAfter)), sp.CountSource, commas(int64(sp.Window)), len(sp.Messages), ev.Writer, ev.Seq)
+	}
 	if sp.Extends != "" {
 		fmt.Fprintf(w, "  extends %s\n", sp.Extends)
 	}

@@ -53,7 +53,13 @@ type benchProxyResult struct {
 	SpanMs                       []float64 // the span write alone, as the proxy logged it
 	// Pairs: a fitting request sent many times, through the proxy and
 	// directly in turn; one added latency per pair.
-	Pairs                   []float64
+	Pairs []float64
+	// JournalPairs: fitting requests of growing sessions (one or two new
+	// messages each) sent through a proxy with full capture on and one
+	// with it off, in turn; one difference per pair. Journal is what the
+	// capturing proxy archived.
+	JournalPairs            []float64
+	Journal                 proxy.JournalStats
 	HopMs                   float64
 	ProxyRPS, DirectRPS     float64
 	LoadViaMs, LoadDirectMs []float64 // per-request latency under the concurrent load
@@ -111,6 +117,7 @@ func runBenchProxy(ctx context.Context, e *env, o benchProxyOpts) error {
 	fmt.Fprintln(tw, "added latency (ms)\trequests\tp50\tp95\tproxy-internal p50\ttarget")
 	row("non-compacting, session turns", r.Plain, r.PlainInt, target(r.Plain, 0.5, "p50 <= 0.5 ms"))
 	row("non-compacting, paired repeats", r.Pairs, nil, target(r.Pairs, 0.5, "p50 <= 0.5 ms"))
+	row("non-compacting, journal capture on - off (paired)", r.JournalPairs, nil, target(r.JournalPairs, 0.5, "p50 <= 0.5 ms"))
 	row("compacting, all", r.Compacting, r.CompactingInt, target(r.Compacting, 3, "p50 <= 3 ms incl. the durable span write"))
 	row("compacting, writing a span", r.SpanWriting, r.SpanWritingInt, target(r.SpanWriting, 3, "p50 <= 3 ms incl. the durable span write"))
 	row("  the span write alone", r.SpanMs, nil, "")
@@ -122,6 +129,8 @@ func runBenchProxy(ctx context.Context, e *env, o benchProxyOpts) error {
 	if r.TokensBefore > 0 {
 		fmt.Fprintf(e.stdout, "  kept out of the window: %s tokens (%.1f%%)\n", commas(r.TokensBefore-r.TokensAfter), 100*float64(r.TokensBefore-r.TokensAfter)/float64(r.TokensBefore))
 	}
+	fmt.Fprintf(e.stdout, "  journal capture: %d messages archived in %d appends (%d already stored), %d dropped, %d failed\n",
+		r.Journal.Messages, r.Journal.Batches, r.Journal.Duplicates, r.Journal.Dropped, r.Journal.Failed)
 	fmt.Fprintf(e.stdout, "  pass-through, %d concurrent clients, %s: %s req/s through the proxy, %s req/s direct\n",
 		o.clients, o.duration, commas(int64(r.ProxyRPS)), commas(int64(r.DirectRPS)))
 	fmt.Fprintf(e.stdout, "  under that load: p50 latency %.3f ms through the proxy, %.3f ms direct (%d and %d requests)\n",
@@ -129,8 +138,11 @@ func runBenchProxy(ctx context.Context, e *env, o benchProxyOpts) error {
 	fmt.Fprintf(e.stdout, "\nAdded = round trip through the proxy - the stub's own time for the forwarded request - one direct\n")
 	fmt.Fprintf(e.stdout, "round trip's overhead (%.3f ms). Session requests that fit are sent 5 more times each way and the\n", r.HopMs)
 	fmt.Fprintf(e.stdout, "medians compared; paired repeats send the session's first request %d times each way, in turn, one\n", o.pairs)
-	fmt.Fprintf(e.stdout, "difference per pair. Compacting requests are measured once and include their summary calls to the\n")
-	fmt.Fprintf(e.stdout, "stub and, when they write a span, the fsynced span write. Reference (context-guardian, over all requests):\n")
+	fmt.Fprintf(e.stdout, "difference per pair. Journal pairs send %d turns of 8-turn sessions through a second proxy on the same\n", o.pairs)
+	fmt.Fprintf(e.stdout, "archive with lossless.proxy.capture journal and through the first, in turn, one difference per pair\n")
+	fmt.Fprintf(e.stdout, "(its background appends run while later requests are measured). Compacting requests are measured\n")
+	fmt.Fprintf(e.stdout, "once and include their summary calls to the stub and, when they write a span, the fsynced span\n")
+	fmt.Fprintf(e.stdout, "write. Reference (context-guardian, over all requests):\n")
 	fmt.Fprintf(e.stdout, "tokens_before=1130722 tokens_after=161141 compactions=27 p50_added_ms=6.27 p95_added_ms=11.01.\n")
 	if r.Answered != o.turns {
 		return failedError{fmt.Sprintf("bench proxy: %d of %d turns answered", r.Answered, o.turns)}
@@ -336,6 +348,62 @@ func benchProxy(ctx context.Context, o benchProxyOpts) (*benchProxyResult, error
 				res.Pairs = append(res.Pairs, via-dir)
 			}
 		}
+		backend.Reset()
+	}
+
+	// Journal capture, paired: a second proxy on the same archive with
+	// capture journal, and the first (capture off), take the same
+	// requests in turn. The requests are turns of short sessions (8 turns
+	// each, fitting the window), so that each brings new messages to
+	// journal, as a real session's turns do.
+	if o.pairs > 0 {
+		jcfg := cfg
+		jcfg.Writer, jcfg.LogPath, jcfg.Capture = "proxy-bench-journal", "-", proxy.CaptureJournal
+		jctx, jstop := context.WithCancel(ctx)
+		jsrv, err := proxy.Run(jctx, jcfg)
+		if err != nil {
+			jstop()
+			return nil, err
+		}
+		jbase := "http://" + jsrv.Addr
+		backend.Reset()
+		var jconv *stubbackend.Conversation
+		one := func(url string, body []byte) (float64, bool) {
+			n0 := len(backend.Requests())
+			_, _, d, err := post(url, body)
+			reqs := backend.Requests()
+			if err != nil || len(reqs) <= n0 || !bytes.Equal(reqs[len(reqs)-1].Body, body) {
+				return 0, false // failed, or compacted: not the path measured
+			}
+			return float64(d-reqs[len(reqs)-1].Duration) / 1e6, true
+		}
+		for i := 0; i < o.pairs; i++ {
+			if i%8 == 0 {
+				session = fmt.Sprintf("bench-journal-%d", i/8)
+				jconv = stubbackend.NewConversation("bench-coder", "You are a coding agent working in a Go repository. Use the tools; be brief.")
+			}
+			jconv.User(fmt.Sprintf("Turn %d: read internal/pkg%d/file%d.go and tell me what its exported functions do, "+
+				"then whether any of them ignores an error it should return; keep it short.", i%8+1, i/8, i))
+			body := jconv.Body(false)
+			var on, off float64
+			var ok1, ok2 bool
+			if i%2 == 0 {
+				on, ok1 = one(jbase, body)
+				off, ok2 = one(base, body)
+			} else {
+				off, ok2 = one(base, body)
+				on, ok1 = one(jbase, body)
+			}
+			if ok1 && ok2 {
+				res.JournalPairs = append(res.JournalPairs, on-off)
+			}
+			jconv.Assistant(fmt.Sprintf("file%d.go: three exported functions; Parse drops an error from Close.", i))
+		}
+		jstop()
+		if err := jsrv.Wait(); err != nil { // flushes the journal
+			return nil, err
+		}
+		res.Journal = jsrv.Proxy.Stats().Journal
 		backend.Reset()
 	}
 

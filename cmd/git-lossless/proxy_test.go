@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -468,5 +469,85 @@ func TestBenchProxySmall(t *testing.T) {
 		if !want.MatchString(out.String()) {
 			t.Errorf("bench output lacks %s\n%s", want, out.String())
 		}
+	}
+}
+
+// Full capture through the command: with git config
+// lossless.proxy.capture journal, messages that were never compacted are
+// archived by the time the command has stopped, and recall, span and
+// savings read them.
+func TestProxyCommandJournal(t *testing.T) {
+	proxyTestEnv(t)
+	repo := gitInitRepo(t, "lossless.proxy.capture", "journal", "lossless.proxy.window", "1000000")
+	st := &stubbackend.Server{Kind: stubbackend.OpenAI, Window: 1000000}
+	up, err := st.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{match: regexp.MustCompile(`on http://(127\.0\.0\.1:\d+) -> `), matched: make(chan []string, 1)}
+	errb := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-C", repo, "proxy", "--listen", "127.0.0.1:0", "--upstream", up}, &env{stdin: strings.NewReader(""), stdout: out, stderr: errb, getenv: os.Getenv})
+	}()
+	var base string
+	select {
+	case m := <-out.matched:
+		base = "http://" + m[1]
+	case code := <-done:
+		t.Fatalf("proxy exited %d before serving: %s %s", code, out.String(), errb.String())
+	case <-time.After(10 * time.Second):
+		t.Fatalf("proxy did not start: %s %s", out.String(), errb.String())
+	}
+	c := stubbackend.NewConversation("stub-model", "sys")
+	for i := 1; i <= 3; i++ {
+		c.User(fmt.Sprintf("turn %d: the wombatgrid parser drops trailing fields", i))
+		resp, err := http.Post(base+"/v1/chat/completions", "application/json", bytes.NewReader(c.Body(false)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: HTTP %d", i, resp.StatusCode)
+		}
+		c.Assistant("ok")
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("proxy exit %d: %s", code, errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("proxy did not stop")
+	}
+	if !strings.Contains(out.String(), "capture   journal") {
+		t.Errorf("banner: %s", out.String())
+	}
+	// sys, 3 questions, 2 answers: each once, though resent every turn.
+	code, sout, serr := runCLI(t, "-C", repo, "savings", "--json")
+	var rep proxy.Report
+	if code != 0 || json.Unmarshal([]byte(sout), &rep) != nil {
+		t.Fatalf("savings: exit %d %s %s", code, sout, serr)
+	}
+	if rep.Requests != 3 || rep.Compacted != 0 || rep.Journaled != 6 || rep.Spans != 0 {
+		t.Fatalf("savings %+v", rep)
+	}
+	code, sout, serr = runCLI(t, "-C", repo, "recall", "search", "wombatgrid", "--json")
+	var res struct {
+		Hits []struct {
+			ID   string `json:"id"`
+			Kind string `json:"kind"`
+		} `json:"hits"`
+	}
+	if code != 0 || json.Unmarshal([]byte(sout), &res) != nil || len(res.Hits) != 3 {
+		t.Fatalf("recall: exit %d %s %s", code, sout, serr)
+	}
+	code, sout, serr = runCLI(t, "-C", repo, "span", res.Hits[0].ID)
+	if code != 0 || !strings.Contains(sout, "(journal)") || !strings.Contains(sout, "wombatgrid") {
+		t.Fatalf("span: exit %d %s %s", code, sout, serr)
 	}
 }
