@@ -548,7 +548,6 @@ func realPathOf(e *Event) string {
 	return e.ExtraString("real_path")
 }
 
-
 // planNotes plans one notes ref's update from remote commit rid to local
 // commit id: the notes commits the remote lacks (every commit reachable
 // from id without passing through rid), every tree and blob their trees

@@ -694,7 +694,6 @@ func evidenceOf(e gitstore.Event) guard.Evidence {
 	return ev
 }
 
-
 // seenEvidence is evidence read from the transcript's unswept tail.
 func seenEvidence(x *transcript.FileSeen, epoch string) guard.Evidence {
 	ev := guard.Evidence{TS: x.TS, Op: x.Op, Transcript: true, Epoch: epoch}

@@ -206,7 +206,6 @@ func docMetaOf(f *eventFields, writer string) (docMeta, bool) {
 	return m, true
 }
 
-
 // mergeData merges segment data, older first: the documents in order, the
 // dictionaries joined.
 func mergeData(parts []*segData) *segData {
