@@ -34,6 +34,10 @@ type Config struct {
 	TailShare float64
 	// MinTail is the least number of recent messages kept verbatim.
 	MinTail int
+	// ToolShare is the share of the budget the fixed floor (system
+	// prompt and tool definitions, which compaction never touches) may
+	// take before the proxy advises, once per session (tool_budget).
+	ToolShare float64
 	// Margin multiplies estimated counts (1.4 for JSON-heavy traffic, 4
 	// for CJK before calibration has seen any usage).
 	Margin float64
@@ -136,6 +140,7 @@ var Settings = []Setting{
 	{"reserve", "lossless.proxy.reserve", "LOSSLESS_PROXY_RESERVE", "8192", "int", "output reserve in tokens when the request sets no max_tokens (at most window/4)"},
 	{"tail", "lossless.proxy.tail", "LOSSLESS_PROXY_TAIL", "0.2", "float", "share of the budget kept verbatim as the recent tail"},
 	{"min-tail", "lossless.proxy.min-tail", "LOSSLESS_PROXY_MIN_TAIL", "4", "int", "least number of recent messages kept verbatim"},
+	{"tool-share", "lossless.proxy.tool-share", "LOSSLESS_PROXY_TOOL_SHARE", "0.5", "float", "share of the budget the system prompt and tool definitions may take before a tool_budget advice (once per session)"},
 	{"margin", "lossless.proxy.margin", "LOSSLESS_PROXY_MARGIN", "1", "float", "multiplier on estimated counts (1.4 JSON-heavy, 4 CJK)"},
 	{"summary-model", "lossless.proxy.summary-model", "LOSSLESS_PROXY_SUMMARY_MODEL", "", "string", "model for summaries (default: the request's model)"},
 	{"summary-max-tokens", "lossless.proxy.summary-max-tokens", "LOSSLESS_PROXY_SUMMARY_MAX_TOKENS", "1024", "int", "max_tokens of a summary call"},
@@ -199,6 +204,8 @@ func (c *Config) Set(name, v string) error {
 		if err == nil && c.MinTail < 1 {
 			err = fmt.Errorf("must be at least 1")
 		}
+	case "tool-share":
+		c.ToolShare, err = share()
 	case "margin":
 		c.Margin, err = strconv.ParseFloat(v, 64)
 		if err == nil && (c.Margin < 0.5 || c.Margin > 10) {
@@ -404,7 +411,7 @@ func (c *Config) validate() error {
 	if _, err := newGuard(c); err != nil {
 		return err
 	}
-	if c.Threshold <= 0 || c.TailShare <= 0 || c.MinTail < 1 || c.Sessions < 1 || c.Margin <= 0 || c.MaxBody <= 0 || c.SummaryMaxTokens <= 0 || c.SummaryTimeout <= 0 {
+	if c.Threshold <= 0 || c.TailShare <= 0 || c.ToolShare <= 0 || c.MinTail < 1 || c.Sessions < 1 || c.Margin <= 0 || c.MaxBody <= 0 || c.SummaryMaxTokens <= 0 || c.SummaryTimeout <= 0 {
 		return fmt.Errorf("incomplete config: start from DefaultConfig()")
 	}
 	return nil

@@ -161,6 +161,11 @@ func TestDashboardInChromium(t *testing.T) {
 	if !bytes.Contains(dom, []byte(`<div class="v">0 / 0 / 0</div><div class="k">upstream errors / cuts / loops</div>`)) {
 		t.Errorf("the dashboard lacks the upstream errors / cuts / loops card:\n%s", tail(dom, 3000))
 	}
+	// No session's tools crowd its window: no advice (toolbudget_test.go
+	// shows one).
+	if !bytes.Contains(dom, []byte(`<section id="advice" hidden="">`)) {
+		t.Errorf("the tool budget advice is shown for a session without tools:\n%s", tail(dom, 3000))
+	}
 	if !bytes.Contains(dom, []byte(" → ")) || !bytes.Contains(dom, []byte(`<tr data-session="`)) {
 		t.Errorf("the dashboard lacks the before → after text or the session row:\n%s", tail(dom, 3000))
 	}

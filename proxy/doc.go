@@ -52,6 +52,18 @@
 // through unread and are not journaled; answers are never archived. See
 // journal.go.
 //
+// # Tool budget
+//
+// Tool definitions take window space and are counted with the request
+// (in the estimate's basis, and sent to the backend's tokenizer with the
+// messages). Compaction rewrites the messages array only: tools, system
+// and every other member go upstream as the client's bytes. A session
+// whose fixed floor (leading system messages or Anthropic's system, plus
+// tools and the other members outside messages) alone exceeds ToolShare
+// of the budget is noted once: a tool_budget event naming the floor and
+// the largest tool schemas, a log line, Stats.ToolBudgetSessions, and an
+// advice box on the dashboard. See toolbudget.go.
+//
 // # Cuts
 //
 // Answers are relayed byte for byte, flushed per chunk, with the

@@ -660,6 +660,7 @@ func (p *Proxy) prepare(ctx context.Context, r *http.Request, body []byte, d dia
 	x.ms = p.model(req.model)
 	x.kind = p.up.Kind(ctx, x.auth)
 	p.plan(ctx, x)
+	p.checkToolBudget(ctx, x)
 	if x.window > 0 && x.before > x.budget {
 		p.compact(ctx, x, r)
 	}

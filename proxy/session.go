@@ -43,6 +43,12 @@ type session struct {
 	memo          *memo
 	pins          []string
 	spilled       map[[32]byte]string // message hash -> span id of its spill
+
+	// toolBudget is set once the session's fixed floor (system prompt and
+	// tools) has exceeded ToolShare of its budget (toolbudget.go);
+	// floorSeen is the request shape last checked.
+	toolBudget *ToolBudget
+	floorSeen  floorKey
 }
 
 // memo is a session's summary of its conversation's first k messages, so
@@ -157,6 +163,11 @@ type SessionUsage struct {
 	Spans            []string   `json:"spans,omitempty"`
 	LastCompactionAt *time.Time `json:"last_compaction_at"`
 	UpdatedAt        time.Time  `json:"updated_at"`
+
+	// ToolBudget is set when the session's system prompt and tool
+	// definitions alone exceed tool-share of its budget (the advice the
+	// dashboard shows).
+	ToolBudget *ToolBudget `json:"tool_budget,omitempty"`
 }
 
 func (s *session) usage() SessionUsage {
@@ -174,6 +185,10 @@ func (s *session) usage() SessionUsage {
 	if !s.lastCompact.IsZero() {
 		t := s.lastCompact
 		u.LastCompactionAt = &t
+	}
+	if s.toolBudget != nil {
+		tb := *s.toolBudget
+		u.ToolBudget = &tb
 	}
 	if s.memo != nil {
 		u.Spans = append([]string(nil), s.memo.spans...)

@@ -14,7 +14,8 @@ import (
 // Event is one entry of /lossless/events: something the proxy did or
 // learned. Kinds: compaction, fail-open, truncation, window, overflow,
 // upstream-cut (the backend broke an answer off), loop (a request
-// refused with 508).
+// refused with 508), tool_budget (a session's system prompt and tools
+// alone exceed tool-share of its budget; once per session).
 type Event struct {
 	Seq     int64     `json:"seq"`
 	TS      time.Time `json:"ts"`
@@ -31,6 +32,9 @@ type Event struct {
 	AddedMs float64   `json:"added_ms,omitempty"`
 	Reason  string    `json:"reason,omitempty"`
 	Detail  string    `json:"detail,omitempty"`
+
+	// ToolBudget is the fixed floor a tool_budget event reports.
+	ToolBudget *ToolBudget `json:"tool_budget,omitempty"`
 }
 
 type eventRing struct {
@@ -124,6 +128,8 @@ type statCounters struct {
 	bodyTimeouts    int
 	addedPlain      samples
 	addedCompacting samples
+
+	toolBudget int // sessions noted with a tool_budget event
 }
 
 func newStatCounters() *statCounters {
@@ -183,6 +189,11 @@ type Stats struct {
 	AddedMsCompP50  float64        `json:"added_ms_p50_compacted"`
 	AddedMsCompP95  float64        `json:"added_ms_p95_compacted"`
 	Sessions        []SessionUsage `json:"sessions"`
+
+	// ToolBudgetSessions counts sessions whose system prompt and tool
+	// definitions alone exceeded tool-share of the budget (one
+	// tool_budget event each).
+	ToolBudgetSessions int `json:"tool_budget_sessions"`
 }
 
 // Stats returns the proxy's counters and its sessions, most recent first.
@@ -203,6 +214,7 @@ func (p *Proxy) Stats() Stats {
 		st.FailOpen[k] = v
 	}
 	st.Refused, st.BodyTimeouts = map[string]int{}, s.bodyTimeouts
+	st.ToolBudgetSessions = s.toolBudget
 	for k, v := range s.refused {
 		st.Refused[k] = v
 	}
