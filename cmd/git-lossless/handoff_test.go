@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/internal/testkit"
+	"github.com/git-lossless/git-lossless/proxy"
 	"github.com/git-lossless/git-lossless/recall"
 )
 
@@ -167,4 +171,100 @@ func TestHandoffCommand(t *testing.T) {
 	if r := sb.run(repo, "handoff", "extra"); r.code != 2 {
 		t.Errorf("handoff extra: exit %d", r.code)
 	}
+}
+
+// TestHandoffProxySession: spans the proxy's own archive writer stored
+// (proxy.StoreArchive, the bytes a compaction writes), two compactions
+// of one session. The hand-off, the newest session's by default, names
+// the first folded request and the latest, the proxy's pins and summary,
+// what the model said last, the failed tool call nothing answered, no
+// files (the proxy records none), and sp- ids that recall open reads.
+func TestHandoffProxySession(t *testing.T) {
+	sb := newSandbox(t)
+	repo := sb.initRepo("repo")
+	repo, _ = filepath.EvalSymlinks(repo)
+	for _, k := range []string{"LOSSLESS_ARCHIVE_EXCLUDE", "LOSSLESS_AGE_IDENTITY"} {
+		t.Setenv(k, "")
+	}
+	st, err := gitstore.OpenDir(repo, gitstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := func(v any) proxy.SpanMessage { return proxy.SpanMessage{Message: mustJSON(t, v)} }
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	first := &proxy.Span{Format: proxy.SpanFormat, ID: proxy.NewSpanID(), Kind: "summary", Session: "s-proxy1", Model: "m", Route: "anthropic", TS: at,
+		Summary: "The user wants a parser.\n", Pins: []string{"Remember this: tokens are UTF-8."}}
+	first.Messages = []proxy.SpanMessage{
+		msg(map[string]any{"role": "user", "content": "Build the parser. Remember this: tokens are UTF-8."}),
+		msg(map[string]any{"role": "assistant", "content": []any{
+			map[string]any{"type": "text", "text": "I will write the lexer first. It is simpler."},
+			map[string]any{"type": "tool_use", "id": "tu1", "name": "Bash", "input": map[string]any{"command": "make lexer"}}}}),
+		msg(map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "tool_result", "tool_use_id": "tu1", "is_error": true, "content": "make: *** No rule to make target 'lexer'."}}}),
+	}
+	for i := range first.Messages {
+		first.Messages[i].Index = i + 1
+	}
+	second := &proxy.Span{Format: proxy.SpanFormat, ID: proxy.NewSpanID(), Kind: "summary", Session: "s-proxy1", Model: "m", Route: "anthropic", TS: at.Add(time.Minute),
+		Summary: "Lexer pending; Makefile lacks a target.", Pins: []string{"Remember this: tokens are UTF-8.", "the Makefile is hand-written"}, Extends: first.ID,
+		Messages: []proxy.SpanMessage{
+			{Index: 4, Message: mustJSON(t, map[string]any{"role": "assistant", "content": "The Makefile has no lexer target. I will add one."})},
+			{Index: 5, Message: mustJSON(t, map[string]any{"role": "user", "content": "ok, and then write tests"})},
+		}}
+	arch := &proxy.StoreArchive{Store: st, Writer: "proxy-test"}
+	for _, sp := range []*proxy.Span{first, second} {
+		if err := arch.WriteSpan(context.Background(), sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	r := sb.ok(repo, "handoff", "--json")
+	var h recall.Handoff
+	if err := json.Unmarshal([]byte(r.stdout), &h); err != nil {
+		t.Fatalf("handoff --json: %v\n%s", err, r.stdout)
+	}
+	if h.Session != "s-proxy1" || !h.Proxy || h.Spans != 2 || h.Harness != "" {
+		t.Fatalf("session %q proxy %v spans %d harness %q", h.Session, h.Proxy, h.Spans, h.Harness)
+	}
+	if h.Goal == nil || h.Goal.ID != first.ID || h.Goal.Text != "Build the parser. Remember this: tokens are UTF-8." ||
+		h.Latest == nil || h.Latest.ID != second.ID || h.Latest.Text != "ok, and then write tests" {
+		t.Errorf("goal %+v latest %+v", h.Goal, h.Latest)
+	}
+	var pins, said []string
+	for _, p := range h.Pins {
+		pins = append(pins, p.Text)
+	}
+	for _, d := range h.Decisions {
+		said = append(said, d.Text)
+	}
+	if want := []string{"Remember this: tokens are UTF-8.", "the Makefile is hand-written"}; !slices.Equal(pins, want) {
+		t.Errorf("pins %q, want %q", pins, want)
+	}
+	if want := []string{"I will write the lexer first. It is simpler.", "The Makefile has no lexer target. I will add one."}; !slices.Equal(said, want) {
+		t.Errorf("decisions %q, want %q", said, want)
+	}
+	if len(h.Errors) != 1 || h.Errors[0].Tool != "Bash" || h.Errors[0].Target != "make lexer" || h.Errors[0].ID != first.ID {
+		t.Errorf("errors %+v", h.Errors)
+	}
+	if len(h.Edited)+len(h.Read) != 0 || h.Summary == nil || h.Summary.Text != "Lexer pending; Makefile lacks a target." || len(h.Rest) != 2 {
+		t.Errorf("files %v %v summary %+v rest %v", h.Edited, h.Read, h.Summary, h.Rest)
+	}
+	for _, id := range []string{first.ID, second.ID} {
+		if o := sb.ok(repo, "recall", "open", id); !strings.Contains(o.stdout, "span "+id+" (summary) of session s-proxy1") {
+			t.Errorf("recall open %s:\n%s", id, o.stdout)
+		}
+	}
+	txt := sb.ok(repo, "handoff").stdout
+	if !strings.Contains(txt, "(harness proxy)") || !strings.Contains(txt, "Bash `make lexer`: 1 failure: make: *** No rule") {
+		t.Errorf("handoff text:\n%s", txt)
+	}
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
