@@ -130,7 +130,7 @@ func TestToolsListBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 11 {
+	if len(res.Tools) != 12 {
 		t.Fatalf("%d tools", len(res.Tools))
 	}
 	for _, tl := range res.Tools {
@@ -207,6 +207,16 @@ func TestToolsGoodAndBadArguments(t *testing.T) {
 	if out, bad = f.call("restore_context", map[string]any{"session": f.session}); bad || !strings.Contains(out, "main.go") {
 		t.Fatalf("restore_context: %v\n%s", bad, out)
 	}
+	// The hand-off of the newest session: its request (the key masked),
+	// its statement, the file it read (last: restore_context above),
+	// quoted as data.
+	out, bad = f.call("handoff", nil)
+	if bad || !strings.Contains(out, "hand-off of session "+f.session) || !strings.Contains(out, "first request [cc-") ||
+		!strings.Contains(out, "Please make the compaction sweep faster") || !strings.Contains(out, "I will look at compacting the transcript in sweep.go first. Then measure.") ||
+		!strings.Contains(out, "main.go  restore") || !strings.Contains(out, "archived-data") || strings.Contains(out, f.secret) ||
+		!strings.Contains(out, f.secret[:3]+"****"+f.secret[len(f.secret)-4:]) {
+		t.Fatalf("handoff: %v\n%s", bad, out)
+	}
 
 	for name, args := range map[string]map[string]any{
 		"search":          {"query": ""},
@@ -217,6 +227,7 @@ func TestToolsGoodAndBadArguments(t *testing.T) {
 		"file_history":    {"path": ""},
 		"context_status":  {"session": "nope"},
 		"receipt":         {"commit": "no-such-rev"},
+		"handoff":         {"session": "no-such-session"},
 	} {
 		if out, bad := f.call(name, args); !bad {
 			t.Errorf("%s %v: not an error:\n%s", name, args, out)

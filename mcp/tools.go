@@ -88,6 +88,10 @@ type blameIn struct {
 	To   int    `json:"to,omitempty" jsonschema:"without line: last line, default from+49"`
 }
 
+type handoffIn struct {
+	Session string `json:"session,omitempty" jsonschema:"default: the newest, any harness"`
+}
+
 type receiptIn struct {
 	Commit string `json:"commit,omitempty" jsonschema:"default HEAD"`
 }
@@ -115,6 +119,30 @@ func (s *Server) addTools() {
 		Annotations: readOnly("Who holds a file")}, s.who)
 	sdk.AddTool(s.sdk, &sdk.Tool{Name: "blame", Description: "Who wrote each line (agent context or person) and, for one line, why: the request, the files that context had seen, the call, the receipt.",
 		Annotations: readOnly("Line provenance")}, s.blame)
+	sdk.AddTool(s.sdk, &sdk.Tool{Name: "handoff", Description: "Pick up a session's work: its goal, pinned facts, latest decisions, files touched, open errors, span ids for the rest.",
+		Annotations: readOnly("Session hand-off")}, s.handoff)
+}
+
+// handoff is `git lossless handoff` for a model: a session of any
+// harness (or the proxy's) summed up from the archive, for the agent
+// that takes its work over. The archived text is quoted as data.
+func (s *Server) handoff(ctx context.Context, _ *sdk.CallToolRequest, in handoffIn) (*sdk.CallToolResult, any, error) {
+	idx, err := s.index(ctx)
+	if err != nil {
+		return toolError("%v", err), nil, nil
+	}
+	h, err := idx.Handoff(ctx, recall.HandoffQuery{Session: in.Session})
+	if errors.Is(err, recall.ErrNoSession) {
+		return toolError("%v (digests lists the sessions)", err), nil, nil
+	}
+	if err != nil {
+		return toolError("handoff: %v", err), nil, nil
+	}
+	var b strings.Builder
+	if err := h.WriteText(&b); err != nil {
+		return toolError("handoff: %v", err), nil, nil
+	}
+	return s.data(fmt.Sprintf("hand-off of session %s (read any span id with read_span):", h.Session), b.String(), ""), nil, nil
 }
 
 // blame is `git lossless blame` for a model: with line, the context at

@@ -276,7 +276,7 @@ func TestTypeScriptClient(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	if got, want := strings.Join(names, " "), "blame context_status digests file_history read_file read_span receipt restore_context seal_status search who"; got != want {
+	if got, want := strings.Join(names, " "), "blame context_status digests file_history handoff read_file read_span receipt restore_context seal_status search who"; got != want {
 		t.Errorf("tools/list names %s, want %s", got, want)
 	}
 	var compact bytes.Buffer
@@ -389,6 +389,8 @@ func TestTypeScriptClient(t *testing.T) {
 	good("who", true, "note.txt (on disk "+gitBlobPrefix(t, repo, env, "note.txt"), "current: ")
 	good("blame", true, "| hello mcp\n", "| second line\n")
 	good("blame line 1", true, "note.txt:1 hello mcp\n")
+	good("handoff", true, "hand-off of session "+tsSession, "note.txt  restore")
+	good("handoff of the session", true, "hand-off of session "+tsSession, "first request [cc-"+tsSession+"#")
 	if c, ok := get("receipt HEAD~1 (none)"); ok && (c.IsError == nil || !*c.IsError || !strings.Contains(c.Text, "no receipt")) {
 		t.Errorf("receipt HEAD~1: want a tool error \"no receipt\", got %s", c)
 	}

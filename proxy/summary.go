@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/git-lossless/git-lossless/recall"
 )
 
 // summaryInstructions is the summariser's system prompt. The transcript
@@ -277,62 +279,19 @@ func cleanSummary(s string) string {
 	return strings.TrimSpace(s)
 }
 
-var mustKeepRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?im)^#{1,6}\s*must[ -]keep\s*:?\s*$`) })
-
 // splitMustKeep separates a summary's "## Must Keep" bullets from its
-// body.
-func splitMustKeep(s string) (body string, bullets []string) {
-	loc := mustKeepRe().FindStringIndex(s)
-	if loc == nil {
-		return s, nil
-	}
-	body = strings.TrimSpace(s[:loc[0]])
-	rest := s[loc[1]:]
-	for _, line := range strings.Split(rest, "\n") {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "#") {
-			break
-		}
-		for _, p := range []string{"- ", "* ", "• "} {
-			if strings.HasPrefix(t, p) {
-				if b := strings.TrimSpace(t[len(p):]); b != "" {
-					bullets = append(bullets, b)
-				}
-			}
-		}
-		if len(t) > 2 && t[0] >= '0' && t[0] <= '9' && (strings.HasPrefix(t[1:], ". ") || strings.HasPrefix(t[1:], ") ")) {
-			bullets = append(bullets, strings.TrimSpace(t[3:]))
-		}
-	}
-	return body, bullets
-}
-
-var keepPhraseRe = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)\b(remember (this|that)|keep (this|that) (in mind|for later)|keep in mind|don'?t forget|do not forget|never forget|make a note|note (this|that)|pin (this|that)|must keep|important to remember)\b`)
-})
-var sentenceEndRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[.!?](\s|$)|\n`) })
+// body (recall.MustKeep: the pin rules are shared with hand-offs).
+func splitMustKeep(s string) (body string, bullets []string) { return recall.MustKeep(s) }
 
 // keepSentences returns the sentences of a user's text that ask to be
-// remembered.
+// remembered (recall.KeepSentences), each clipped to 400 bytes.
 func keepSentences(text string) []string {
 	var out []string
-	for _, loc := range keepPhraseRe().FindAllStringIndex(text, -1) {
-		start := 0
-		if ends := sentenceEndRe().FindAllStringIndex(text[:loc[0]], -1); len(ends) > 0 {
-			start = ends[len(ends)-1][1]
-		}
-		end := len(text)
-		if e := sentenceEndRe().FindStringIndex(text[loc[1]:]); e != nil {
-			end = loc[1] + e[0] + 1
-			if end > len(text) {
-				end = len(text)
-			}
-		}
-		s := strings.TrimSpace(text[start:end])
+	for _, s := range recall.KeepSentences(text) {
 		if len(s) > 400 {
 			s = clip(s, 400)
 		}
-		if s != "" && (len(out) == 0 || out[len(out)-1] != s) {
+		if len(out) == 0 || out[len(out)-1] != s {
 			out = append(out, s)
 		}
 	}

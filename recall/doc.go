@@ -13,8 +13,14 @@
 //	ds, err := ix.Digests(ctx, recall.DigestQuery{Session: s, Since: t})
 //	sp, err := ix.Span(ctx, "cc-1234#42")          // or a proxy span's "sp-..." id
 //	vs, err := ix.FileHistory(ctx, "hooks/sweep.go", "")
+//	h, err := ix.Handoff(ctx, recall.HandoffQuery{Session: s}) // "" : the newest session
 //	safe := recall.Mask(text)
 //	err = recall.Reindex(ctx, st)
+//
+// Handoff sums a session up for the agent that takes its work over (goal,
+// pinned facts, latest statements, files, open errors, span ids; the
+// rules are in handoff.go); KeepSentences and MustKeep are the pin rules
+// it shares with the proxy.
 //
 // Open brings the index up to date and returns a snapshot of it (Stats
 // says what it read and did); Search, Digests, Span and FileHistory read

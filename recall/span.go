@@ -251,23 +251,27 @@ func contentText(raw json.RawMessage) string {
 // proxyDoc is the part of a proxy span document (proxy.Span, format "git-
 // lossless proxy span v1") that is rendered.
 type proxyDoc struct {
-	ID           string    `json:"id"`
-	Kind         string    `json:"kind"`
-	Session      string    `json:"session"`
-	Model        string    `json:"model"`
-	TS           time.Time `json:"ts"`
-	Window       int       `json:"window"`
-	TokensBefore int       `json:"tokens_before"`
-	TokensAfter  int       `json:"tokens_after"`
-	CountSource  string    `json:"count_source"`
-	Messages     []struct {
-		Index      int             `json:"index"`
-		Message    json.RawMessage `json:"message"`
-		ArchivedIn string          `json:"archived_in"`
-	} `json:"messages"`
-	Summary string   `json:"summary"`
-	Pins    []string `json:"pins"`
-	Extends string   `json:"extends"`
+	ID           string     `json:"id"`
+	Kind         string     `json:"kind"`
+	Session      string     `json:"session"`
+	Model        string     `json:"model"`
+	TS           time.Time  `json:"ts"`
+	Window       int        `json:"window"`
+	TokensBefore int        `json:"tokens_before"`
+	TokensAfter  int        `json:"tokens_after"`
+	CountSource  string     `json:"count_source"`
+	Messages     []proxyMsg `json:"messages"`
+	Summary      string     `json:"summary"`
+	Pins         []string   `json:"pins"`
+	Extends      string     `json:"extends"`
+}
+
+// proxyMsg is one message of a proxy span: archived whole, or the id of
+// the span that holds it.
+type proxyMsg struct {
+	Index      int             `json:"index"`
+	Message    json.RawMessage `json:"message"`
+	ArchivedIn string          `json:"archived_in"`
 }
 
 // renderProxy renders a proxy span as `git lossless span` prints it.

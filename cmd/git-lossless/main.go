@@ -91,7 +91,7 @@ func commands() []*command {
 		demoCmd(), benchCmd(), pruneCmd(), hookCmd(), restoreCmd(), sweepCmd(),
 		installCmd(), uninstallCmd(), doctorCmd(), receiptCmd(), keyCmd(),
 		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(), redactCmd(), pushCmd(), anchorCmd(), syncCmd(), mcpCmd(), recallCmd(),
-		meterCmd(), packCmd(), whoCmd(), blameCmd(), traceCmd(), statsCmd(),
+		meterCmd(), packCmd(), whoCmd(), blameCmd(), traceCmd(), statsCmd(), handoffCmd(),
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
 	return cs

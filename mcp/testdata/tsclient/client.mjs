@@ -131,6 +131,8 @@ if (!summary.fatal) {
   await call('who', 'who', { paths: ['note.txt'] });
   await call('blame', 'blame', { path: 'note.txt' });
   await call('blame line 1', 'blame', { path: 'note.txt', line: 1 });
+  await call('handoff', 'handoff', {});
+  await call('handoff of the session', 'handoff', { session: s });
 
   // Bad arguments: each must be a tool error (or a JSON-RPC invalid
   // params / unknown tool error), never a crash.
@@ -169,6 +171,8 @@ if (!summary.fatal) {
     ['who: paths is a string', 'who', { paths: 'note.txt' }],
     ['blame: no path', 'blame', {}],
     ['blame: line is a string', 'blame', { path: 'note.txt', line: '1' }],
+    ['handoff: unknown session', 'handoff', { session: 'no-such-session' }],
+    ['handoff: session is a number', 'handoff', { session: 7 }],
     ['unknown tool', 'no_such_tool', {}],
   ];
   for (const [label, tool, args] of bad) {
