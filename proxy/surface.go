@@ -12,7 +12,8 @@ import (
 )
 
 // Event is one entry of /lossless/events: something the proxy did or
-// learned. Kinds: compaction, fail-open, truncation, window, overflow,
+// learned. Kinds: compaction (with recall_lines when it quoted archived
+// lines), fail-open, truncation, window, overflow,
 // upstream-cut (the backend broke an answer off), loop (a request
 // refused with 508).
 type Event struct {
@@ -28,9 +29,11 @@ type Event struct {
 	Spans   []string  `json:"spans,omitempty"`
 	Reused  bool      `json:"summary_reused,omitempty"`
 	Spills  int       `json:"spills,omitempty"`
-	AddedMs float64   `json:"added_ms,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
-	Detail  string    `json:"detail,omitempty"`
+	// RecallLines are the archived lines a stale recall quoted.
+	RecallLines int     `json:"recall_lines,omitempty"`
+	AddedMs     float64 `json:"added_ms,omitempty"`
+	Reason      string  `json:"reason,omitempty"`
+	Detail      string  `json:"detail,omitempty"`
 }
 
 type eventRing struct {
@@ -117,6 +120,9 @@ type statCounters struct {
 	upstreamErrors  int
 	upstreamCuts    int
 	loops           int
+	recalls         int
+	recallLines     int
+	recallErrors    int
 	tokensBefore    int64
 	tokensAfter     int64
 	failOpen        map[string]int
@@ -175,7 +181,14 @@ type Stats struct {
 	Refused map[string]int `json:"refused"`
 	// BodyTimeouts counts requests whose body did not arrive within
 	// body-timeout (answered 408).
-	BodyTimeouts    int            `json:"body_timeouts"`
+	BodyTimeouts int `json:"body_timeouts"`
+	// Recalls counts compacted requests that carried a stale recall
+	// (recall.go), RecallLines the archived lines they quoted, and
+	// RecallErrors the recalls that failed open (the request went
+	// without one).
+	Recalls         int            `json:"recalls"`
+	RecallLines     int            `json:"recall_lines"`
+	RecallErrors    int            `json:"recall_errors"`
 	AddedMsPlainP50 float64        `json:"added_ms_p50_forwarded"`
 	AddedMsPlainP95 float64        `json:"added_ms_p95_forwarded"`
 	AddedMsCompP50  float64        `json:"added_ms_p50_compacted"`
@@ -194,6 +207,7 @@ func (p *Proxy) Stats() Stats {
 		TokensBefore: s.tokensBefore, TokensAfter: s.tokensAfter, TokensKeptOut: s.tokensBefore - s.tokensAfter,
 		FailOpen: map[string]int{}, Truncations: s.truncations, OverflowErrors: s.overflows, OverflowRetries: s.retries,
 		UpstreamErrors: s.upstreamErrors, UpstreamCuts: s.upstreamCuts, LoopsRefused: s.loops, Passthrough: s.passthrough,
+		Recalls: s.recalls, RecallLines: s.recallLines, RecallErrors: s.recallErrors,
 		AddedMsPlainP50: s.addedPlain.pct(0.5), AddedMsPlainP95: s.addedPlain.pct(0.95),
 		AddedMsCompP50: s.addedCompacting.pct(0.5), AddedMsCompP95: s.addedCompacting.pct(0.95),
 	}

@@ -58,6 +58,10 @@ type benchProxyResult struct {
 	ProxyRPS, DirectRPS     float64
 	LoadViaMs, LoadDirectMs []float64 // per-request latency under the concurrent load
 	Answered                int
+	// Recall: the session's last request with a question naming its
+	// first file, through a proxy with stale recall on and one with it
+	// off, paired (proxy_bench_recall.go).
+	Recall *recallPairs
 }
 
 func pctl(v []float64, p float64) float64 {
@@ -116,11 +120,19 @@ func runBenchProxy(ctx context.Context, e *env, o benchProxyOpts) error {
 	row("  the span write alone", r.SpanMs, nil, "")
 	row("compacting, summary from the memo", r.MemoReuse, r.MemoReuseInt, "(no span written)")
 	row("all session requests", all, nil, "reference: 6.27 / 11.01 ms")
+	if rc := r.Recall; rc != nil {
+		row("compacted, stale recall on", rc.On, nil, "(summary from the memo)")
+		row("compacted, same request, recall off", rc.Off, nil, "(summary from the memo)")
+		row("  recall on - off, paired", rc.Diff, nil, target(rc.Diff, 1, "p50 <= 1 ms"))
+	}
 	tw.Flush()
 	fmt.Fprintf(e.stdout, "\n  %d/%d turns answered; %d compactions (%d new summaries, %d from the memo), %d spills, %d fail-open\n",
 		r.Answered, o.turns, r.Compactions, r.Summaries, r.Reused, r.Spills, r.FailOpen)
 	if r.TokensBefore > 0 {
 		fmt.Fprintf(e.stdout, "  kept out of the window: %s tokens (%.1f%%)\n", commas(r.TokensBefore-r.TokensAfter), 100*float64(r.TokensBefore-r.TokensAfter)/float64(r.TokensBefore))
+	}
+	if rc := r.Recall; rc != nil {
+		fmt.Fprintf(e.stdout, "  stale recall: %d of %d requests through the recall proxy quoted archived lines (%d lines)\n", rc.Recalls, len(rc.On)+3, rc.Lines)
 	}
 	fmt.Fprintf(e.stdout, "  pass-through, %d concurrent clients, %s: %s req/s through the proxy, %s req/s direct\n",
 		o.clients, o.duration, commas(int64(r.ProxyRPS)), commas(int64(r.DirectRPS)))
@@ -129,8 +141,10 @@ func runBenchProxy(ctx context.Context, e *env, o benchProxyOpts) error {
 	fmt.Fprintf(e.stdout, "\nAdded = round trip through the proxy - the stub's own time for the forwarded request - one direct\n")
 	fmt.Fprintf(e.stdout, "round trip's overhead (%.3f ms). Session requests that fit are sent 5 more times each way and the\n", r.HopMs)
 	fmt.Fprintf(e.stdout, "medians compared; paired repeats send the session's first request %d times each way, in turn, one\n", o.pairs)
-	fmt.Fprintf(e.stdout, "difference per pair. Compacting requests are measured once and include their summary calls to the\n")
-	fmt.Fprintf(e.stdout, "stub and, when they write a span, the fsynced span write. Reference (context-guardian, over all requests):\n")
+	fmt.Fprintf(e.stdout, "difference per pair; the stale-recall pairs send the session's last request, with a question naming\n")
+	fmt.Fprintf(e.stdout, "its first file, %d times through a proxy with recall on and one with it off, in turn. Other\n", o.pairs)
+	fmt.Fprintf(e.stdout, "compacting requests are measured once and include their summary calls to the stub and, when\n")
+	fmt.Fprintf(e.stdout, "they write a span, the fsynced span write. Reference (context-guardian, over all requests):\n")
 	fmt.Fprintf(e.stdout, "tokens_before=1130722 tokens_after=161141 compactions=27 p50_added_ms=6.27 p95_added_ms=11.01.\n")
 	if r.Answered != o.turns {
 		return failedError{fmt.Sprintf("bench proxy: %d of %d turns answered", r.Answered, o.turns)}
@@ -335,6 +349,23 @@ func benchProxy(ctx context.Context, o benchProxyOpts) (*benchProxyResult, error
 			if ok1 && ok2 {
 				res.Pairs = append(res.Pairs, via-dir)
 			}
+		}
+		backend.Reset()
+	}
+
+	// Stale recall, paired: the session's last request and a question
+	// naming its first file, which only the folded turns hold.
+	if steps := stubbackend.AgentScript(o.turns, o.seed); len(steps) > 0 && o.pairs > 0 {
+		rc := &stubbackend.Conversation{Model: conv.Model, Messages: append([]map[string]any(nil), conv.Messages...)}
+		rc.User("What did we change in " + steps[0].Path + " at the start?")
+		backend.Reset()
+		res.Recall, err = benchRecall(ctx, o, upURL, backend, client, rc.Body(false))
+		if err != nil {
+			return nil, err
+		}
+		for i := range res.Recall.On {
+			res.Recall.On[i] -= res.HopMs
+			res.Recall.Off[i] -= res.HopMs
 		}
 		backend.Reset()
 	}
