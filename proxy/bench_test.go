@@ -159,3 +159,61 @@ func BenchmarkForwardJournal(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStaleRecall measures a compacted request served from the memo
+// whose last user message names a detail only the folded turns hold,
+// with stale recall on and off: the difference is what recall adds
+// (finding the words, matching the session's lines, quoting them).
+func BenchmarkStaleRecall(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			st := &stubbackend.Server{Kind: stubbackend.OpenAI, Summary: forgetfulSummary}
+			up, _ := st.Start()
+			defer st.Close()
+			cfg := DefaultConfig()
+			cfg.Upstream, cfg.Archive, cfg.Backend, cfg.Window, cfg.LogPath = up, &MemoryArchive{}, "openai", 8192, "-"
+			cfg.Recall = on
+			p, err := New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := stubbackend.NewConversation("m", "You are a coding agent.")
+			details := recallDetails(false)
+			for i, s := range stubbackend.AgentScript(40, 1) {
+				if d, ok := details[i+1]; ok {
+					c.User(d)
+				}
+				c.ToolCall(s.CallID, "read_file", `{}`, s.Result)
+				c.Assistant("next")
+			}
+			c.User(recallQuestions[36])
+			body := c.Body(false)
+			send := func() int {
+				req := httptest.NewRequest("POST", "http://127.0.0.1:8786/v1/chat/completions", bytes.NewReader(body))
+				req.Header.Set(SessionHeader, "bench")
+				w := httptest.NewRecorder()
+				p.ServeHTTP(w, req)
+				return w.Code
+			}
+			send() // summarises and indexes
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if code := send(); code != 200 {
+					b.Fatal(code)
+				}
+			}
+			b.StopTimer()
+			st2 := p.Stats()
+			b.ReportMetric(st2.AddedMsCompP50, "added-ms-p50")
+			if on && st2.Recalls < b.N || !on && st2.Recalls != 0 {
+				b.Fatalf("recall %v: %d recalls in %d requests", on, st2.Recalls, b.N+1)
+			}
+		})
+	}
+}

@@ -48,6 +48,11 @@ type compaction struct {
 	tok    []int // estimated tokens per message
 	fixed  int   // estimated tokens outside messages
 	chains [][32]byte
+
+	// insert, when set, is placed before message insertAt by assemble
+	// (a stale recall and its acknowledgement).
+	insert   [][]byte
+	insertAt int
 }
 
 // compactResult is a compacted request, ready to forward.
@@ -66,6 +71,11 @@ type compactResult struct {
 	// spanWrite is the time the durable span write took: the part of a
 	// compaction's added latency that belongs to the archive.
 	spanWrite time.Duration
+	// Stale recall (recall.go): lines quoted, the spans they came from,
+	// and the error that made it fail open.
+	recallLines int
+	recallSpans []string
+	recallErr   error
 }
 
 type group struct{ start, end int }
@@ -281,6 +291,15 @@ func (c *compaction) run(ctx context.Context) (*compactResult, error) {
 	for _, sp := range pending {
 		res.spans = append(res.spans, sp.ID)
 	}
+	c.indexSpans(pending)
+	if ro, err := c.stale(ctx, body, n); err != nil {
+		res.recallErr = err
+	} else if ro.lines > 0 {
+		c.insert, c.insertAt = ro.msgs, len(msgs)-1
+		body, _, chars = c.assemble(T, summary, spans, pins, folded, cuts)
+		n += ro.tokens
+		res.recallLines, res.recallSpans = ro.lines, ro.spans
+	}
 	res.reused = mm != nil && !res.summarised
 	res.body = body
 	res.chars, res.after, res.afterSrc = chars, n, src
@@ -428,6 +447,11 @@ func (c *compaction) assemble(T int, summary string, spans, pins []string, folde
 		}
 	}
 	for i := T; i < len(msgs); i++ {
+		if c.insert != nil && i == c.insertAt {
+			for _, m := range c.insert {
+				add(m, len(m))
+			}
+		}
 		if cut := cuts[i]; cut != nil {
 			add(cut, contentChars(cut))
 			continue

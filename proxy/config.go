@@ -52,6 +52,12 @@ type Config struct {
 	MinSummary int
 	// PinCap caps the pinned facts forwarded verbatim, in characters.
 	PinCap int
+	// Recall turns stale recall on: a compacted request whose new user
+	// message names something only the folded-away turns still hold gets
+	// the original lines quoted before that message (recall.go).
+	Recall bool
+	// RecallBudget caps a recall message, in tokens (0: no recall).
+	RecallBudget int
 	// Sessions is how many sessions are kept in memory (least recently
 	// used dropped first).
 	Sessions int
@@ -147,6 +153,8 @@ var Settings = []Setting{
 	{"summary-timeout", "lossless.proxy.summary-timeout", "LOSSLESS_PROXY_SUMMARY_TIMEOUT", "2m", "duration", "time limit of one summary call"},
 	{"min-summary", "lossless.proxy.min-summary", "LOSSLESS_PROXY_MIN_SUMMARY", "40", "int", "shortest summary accepted, in characters (retried once, then fail open)"},
 	{"pin-cap", "lossless.proxy.pin-cap", "LOSSLESS_PROXY_PIN_CAP", "1600", "int", "characters of pinned facts forwarded verbatim (oldest dropped first)"},
+	{"recall", "lossless.proxy.recall", "LOSSLESS_PROXY_RECALL", "on", "bool", "stale recall: quote archived lines a new user message names that the compacted request lacks (on|off)"},
+	{"recall-budget", "lossless.proxy.recall-budget", "LOSSLESS_PROXY_RECALL_BUDGET", "600", "int", "tokens a recall message may take (at most 3 lines)"},
 	{"sessions", "lossless.proxy.sessions", "LOSSLESS_PROXY_SESSIONS", "64", "int", "sessions kept in memory (least recently used dropped)"},
 	{"max-body", "lossless.proxy.max-body", "LOSSLESS_PROXY_MAX_BODY", "32MiB", "bytes", "largest request body read for compaction; larger ones pass through"},
 	{"allow-remote", "lossless.proxy.allow-remote", "LOSSLESS_PROXY_ALLOW_REMOTE", "false", "bool", "allow listening on a non-loopback address"},
@@ -227,6 +235,10 @@ func (c *Config) Set(name, v string) error {
 		c.MinSummary, err = atoi()
 	case "pin-cap":
 		c.PinCap, err = atoi()
+	case "recall":
+		c.Recall, err = parseBool(v)
+	case "recall-budget":
+		c.RecallBudget, err = atoi()
 	case "sessions":
 		c.Sessions, err = atoi()
 		if err == nil && c.Sessions < 1 {

@@ -166,6 +166,10 @@ func TestDashboardInChromium(t *testing.T) {
 	if !bytes.Contains(dom, []byte(`<section id="advice" hidden="">`)) {
 		t.Errorf("the tool budget advice is shown for a session without tools:\n%s", tail(dom, 3000))
 	}
+	// Stale recalls and the lines they quoted, as the stats count them.
+	if card := fmt.Sprintf(`<div class="v">%d / %d</div><div class="k">recalls / lines</div>`, stats.Recalls, stats.RecallLines); !bytes.Contains(dom, []byte(card)) {
+		t.Errorf("the dashboard lacks the card %s:\n%s", card, tail(dom, 3000))
+	}
 	if !bytes.Contains(dom, []byte(" → ")) || !bytes.Contains(dom, []byte(`<tr data-session="`)) {
 		t.Errorf("the dashboard lacks the before → after text or the session row:\n%s", tail(dom, 3000))
 	}

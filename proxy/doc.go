@@ -64,6 +64,27 @@
 // the largest tool schemas, a log line, Stats.ToolBudgetSessions, and an
 // advice box on the dashboard. See toolbudget.go.
 //
+// # Stale recall
+//
+// A summary keeps what its writer thought mattered. When the new user
+// message of a compacted request names a distinctive word (an
+// identifier, a path component, a number, an uncommon word) that the
+// session's archived spans hold but the forwarded request does not, one
+// labelled user message is placed before it quoting up to three of the
+// original lines, each with its span id, masked (recall.Mask) and fenced
+// as archived data with a random tag ("data, not instructions"), then a
+// one-line assistant acknowledgement so turns still alternate; within
+// Config.RecallBudget tokens and the room the budget leaves. Matching is
+// package recall's analysis (stems, compounds, trigram fragments) over
+// lines, in a recall.LineIndex per session fed each span once it is
+// durable: in memory, so encrypted spans are matched without their
+// plaintext reaching the disk, and never across sessions. A line the
+// request already holds is not repeated. It runs only on compacted
+// requests and fails open: an error or panic leaves the recall out
+// (Stats.RecallErrors) and the compacted request goes on. Counted as
+// recalls and recall_lines in Stats, the savings log and Report, and on
+// the compaction's event. See recall.go.
+//
 // # Cuts
 //
 // Answers are relayed byte for byte, flushed per chunk, with the

@@ -340,6 +340,13 @@ func (p *Proxy) finish(x *exchange, status int, scan *usageScan) {
 			st.spills += x.res.spills
 			st.spans += len(x.res.spans)
 			st.addedCompacting.add(ms)
+			if x.res.recallLines > 0 {
+				st.recalls++
+				st.recallLines += x.res.recallLines
+			}
+			if x.res.recallErr != nil {
+				st.recallErrors++
+			}
 		} else {
 			st.forwarded++
 			st.addedPlain.add(ms)
@@ -354,7 +361,8 @@ func (p *Proxy) finish(x *exchange, status int, scan *usageScan) {
 	})
 	if compacted {
 		ev := Event{Kind: "compaction", Session: s.key, Model: x.req.model, Window: x.window, Before: x.before, After: x.sentTok,
-			Spans: x.res.spans, Reused: x.res.reused, Spills: x.res.spills, AddedMs: ms, Source: x.sentSrc}
+			Spans: x.res.spans, Reused: x.res.reused, Spills: x.res.spills, AddedMs: ms, Source: x.sentSrc,
+			RecallLines: x.res.recallLines}
 		p.note(ev)
 		what := "summarised"
 		if x.res.reused {
@@ -362,6 +370,12 @@ func (p *Proxy) finish(x *exchange, status int, scan *usageScan) {
 		}
 		if len(x.res.spans) > 0 {
 			what += ", archived " + strings.Join(x.res.spans, " ")
+		}
+		if x.res.recallLines > 0 {
+			what += fmt.Sprintf(", recalled %d lines from %s", x.res.recallLines, strings.Join(x.res.recallSpans, " "))
+		}
+		if x.res.recallErr != nil {
+			what += fmt.Sprintf(", recall failed open: %v", x.res.recallErr)
 		}
 		p.cfg.Logf("compacted %s (%s): %d -> %d tokens of %d (%s), %s", s.key, x.req.model, x.before, x.sentTok, x.window, x.sentSrc, what)
 	} else if p.cfg.Verbose {
@@ -380,6 +394,9 @@ func (p *Proxy) finish(x *exchange, status int, scan *usageScan) {
 			l.Summarised, l.Reused, l.Spills, l.Spans = x.res.summarised, x.res.reused, x.res.spills, x.res.spans
 			l.Folded = x.res.folded
 			l.SpanMs = float64(x.res.spanWrite.Microseconds()) / 1000
+			if x.res.recallLines > 0 {
+				l.Recalls, l.RecallLines = 1, x.res.recallLines
+			}
 		}
 		if err := p.log.write(&l); err != nil {
 			p.cfg.Logf("warning: savings log: %v", err)

@@ -53,7 +53,11 @@ type LogLine struct {
 	Retried      bool      `json:"retried,omitempty"`
 	// UpstreamCut: the backend broke the answer off; the client got what
 	// arrived before the cut and then a broken connection.
-	UpstreamCut bool    `json:"upstream_cut,omitempty"`
+	UpstreamCut bool `json:"upstream_cut,omitempty"`
+	// Recalls is 1 when the request carried a stale recall, RecallLines
+	// the archived lines it quoted (recall.go).
+	Recalls     int     `json:"recalls,omitempty"`
+	RecallLines int     `json:"recall_lines,omitempty"`
 	AddedMs     float64 `json:"added_ms"`
 	// SpanMs is the part of AddedMs spent writing spans durably.
 	SpanMs float64 `json:"span_ms,omitempty"`
@@ -157,6 +161,8 @@ type Report struct {
 	FailOpen        map[string]int `json:"fail_open"`
 	Truncations     int            `json:"truncations"`
 	UpstreamCuts    int            `json:"upstream_cuts"`
+	Recalls         int            `json:"recalls"`
+	RecallLines     int            `json:"recall_lines"`
 	Sessions        int            `json:"sessions"`
 	// From the archive.
 	Spans          int   `json:"spans"`
@@ -220,6 +226,8 @@ func Savings(ctx context.Context, st *gitstore.Store, logPath string, since, unt
 			if l.UpstreamCut {
 				r.UpstreamCuts++
 			}
+			r.Recalls += l.Recalls
+			r.RecallLines += l.RecallLines
 		}
 		if err := sc.Err(); err != nil {
 			return r, err

@@ -62,6 +62,7 @@ type Proxy struct {
 type hooks struct {
 	plan    func() // before the window and the count are worked out
 	compact func() // at the start of a compaction
+	recall  func() // at the start of a stale recall
 	send    func() // before the request goes upstream
 	relay   func() // as each piece of the answer is relayed
 	finish  func() // before the exchange is recorded

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/git-lossless/git-lossless/recall"
 )
 
 // SessionHeader names a session explicitly; without it a session is keyed
@@ -49,6 +51,13 @@ type session struct {
 	// floorSeen is the request shape last checked.
 	toolBudget *ToolBudget
 	floorSeen  floorKey
+
+	// lines indexes the text of the spans this session archived, for
+	// stale recall (recall.go); nil until the first span. indexing is
+	// closed when the spans handed to it so far are indexed (nil: none
+	// pending).
+	lines    *recall.LineIndex
+	indexing chan struct{}
 }
 
 // memo is a session's summary of its conversation's first k messages, so

@@ -12,7 +12,8 @@ import (
 )
 
 // Event is one entry of /lossless/events: something the proxy did or
-// learned. Kinds: compaction, fail-open, truncation, window, overflow,
+// learned. Kinds: compaction (with recall_lines when it quoted archived
+// lines), fail-open, truncation, window, overflow,
 // upstream-cut (the backend broke an answer off), loop (a request
 // refused with 508), tool_budget (a session's system prompt and tools
 // alone exceed tool-share of its budget; once per session).
@@ -29,9 +30,11 @@ type Event struct {
 	Spans   []string  `json:"spans,omitempty"`
 	Reused  bool      `json:"summary_reused,omitempty"`
 	Spills  int       `json:"spills,omitempty"`
-	AddedMs float64   `json:"added_ms,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
-	Detail  string    `json:"detail,omitempty"`
+	// RecallLines are the archived lines a stale recall quoted.
+	RecallLines int     `json:"recall_lines,omitempty"`
+	AddedMs     float64 `json:"added_ms,omitempty"`
+	Reason      string  `json:"reason,omitempty"`
+	Detail      string  `json:"detail,omitempty"`
 
 	// ToolBudget is the fixed floor a tool_budget event reports.
 	ToolBudget *ToolBudget `json:"tool_budget,omitempty"`
@@ -121,6 +124,9 @@ type statCounters struct {
 	upstreamErrors  int
 	upstreamCuts    int
 	loops           int
+	recalls         int
+	recallLines     int
+	recallErrors    int
 	tokensBefore    int64
 	tokensAfter     int64
 	failOpen        map[string]int
@@ -183,7 +189,14 @@ type Stats struct {
 	// body-timeout (answered 408).
 	BodyTimeouts int `json:"body_timeouts"`
 	// Journal is full capture's counters (capture "off" without it).
-	Journal         JournalStats   `json:"journal"`
+	Journal JournalStats `json:"journal"`
+	// Recalls counts compacted requests that carried a stale recall
+	// (recall.go), RecallLines the archived lines they quoted, and
+	// RecallErrors the recalls that failed open (the request went
+	// without one).
+	Recalls         int            `json:"recalls"`
+	RecallLines     int            `json:"recall_lines"`
+	RecallErrors    int            `json:"recall_errors"`
 	AddedMsPlainP50 float64        `json:"added_ms_p50_forwarded"`
 	AddedMsPlainP95 float64        `json:"added_ms_p95_forwarded"`
 	AddedMsCompP50  float64        `json:"added_ms_p50_compacted"`
@@ -207,6 +220,7 @@ func (p *Proxy) Stats() Stats {
 		TokensBefore: s.tokensBefore, TokensAfter: s.tokensAfter, TokensKeptOut: s.tokensBefore - s.tokensAfter,
 		FailOpen: map[string]int{}, Truncations: s.truncations, OverflowErrors: s.overflows, OverflowRetries: s.retries,
 		UpstreamErrors: s.upstreamErrors, UpstreamCuts: s.upstreamCuts, LoopsRefused: s.loops, Passthrough: s.passthrough,
+		Recalls: s.recalls, RecallLines: s.recallLines, RecallErrors: s.recallErrors,
 		AddedMsPlainP50: s.addedPlain.pct(0.5), AddedMsPlainP95: s.addedPlain.pct(0.95),
 		AddedMsCompP50: s.addedCompacting.pct(0.5), AddedMsCompP95: s.addedCompacting.pct(0.95),
 	}

@@ -80,6 +80,21 @@
 // plaintext — no term, no snippet, no first words — reaches the disk.
 // That costs a decryption per encrypted span at every Open.
 //
+// # Lines in memory
+//
+// LineIndex applies the same analysis to lines rather than documents,
+// in memory only: Add(ref, text) indexes each line of text under ref
+// (secrets' tokens left out), and Match returns the lines a text's
+// distinctive words name (identifiers, path components, numbers,
+// uncommon words; by stem, whole compound, or as a fragment of four
+// bytes or more through a trigram index of its terms), best first. The
+// compacting proxy keeps one per session for its stale recall (package
+// proxy); nothing of it is written, so it may hold decrypted text.
+//
+//	lx := recall.NewLineIndex(0)
+//	lx.Add("sp-...", text)
+//	ms := lx.Match(recall.LineQuery{Text: question, Max: 3, Absent: absent})
+//
 // # The index
 //
 // The index is a set of immutable segment files and a manifest naming

@@ -96,6 +96,18 @@ other route passes through unchanged. The proxy's own routes:
 A client names its session with the X-Lossless-Session header; otherwise a
 session is a hash of model, first system and first user message.
 
+Stale recall (--recall, git config lossless.proxy.recall, on by default):
+when the new user message of a compacted request names a distinctive word
+(an identifier, path, number or uncommon word) that the session's
+folded-away turns hold but the forwarded request does not, the proxy puts
+one labelled message before it quoting up to 3 of those original lines,
+each with its span id, masked and fenced as archived data ("data, not
+instructions"), within --recall-budget tokens (default 600; git config
+lossless.proxy.recall-budget). Lines come only from the same session and
+never repeat what the request already holds; a recall that fails is left
+out and the request goes on. Counted as recalls and recall_lines in
+/lossless/stats, the request log and savings.
+
 Point the client at http://127.0.0.1:8786/v1 (OpenAI SDKs) or
 ANTHROPIC_BASE_URL=http://127.0.0.1:8786 (Claude Code).
 
@@ -402,8 +414,8 @@ func savingsCmd() *command {
 		usage:   "[--since 30m|24h|7d|2w] [--json]",
 		long: `Counts, for the repository's archive (-C DIR; the embedded archive outside
 any repository): requests before -> after (tokens), tokens kept out of the
-window, summaries written and reused, spills, fail-opens and silent
-truncations, from the proxy's request log (<git dir>/lossless/proxy/
+window, summaries written and reused, spills, stale recalls (and the
+archived lines they quoted), fail-opens and silent truncations, from the proxy's request log (<git dir>/lossless/proxy/
 requests.jsonl: counts only, no text); and the spans archived, from the
 archive itself. Nothing is estimated after the fact: every figure is what
 the proxy counted when it handled the request.`,
@@ -462,6 +474,7 @@ func printSavings(w io.Writer, r proxy.Report, since string) {
 	fmt.Fprintf(tw, "  tokens\t%s -> %s: %s kept out of the window (%.1f%%)\n", commas(r.TokensBefore), commas(r.TokensAfter), commas(r.TokensKeptOut), pct)
 	fmt.Fprintf(tw, "  summaries\t%d written, %d reused (%s, %s input characters)\n", r.Summaries, r.SummariesReused, plural(r.SummaryCalls, "summariser call"), commas(r.SummaryChars))
 	fmt.Fprintf(tw, "  spills\t%d\n", r.Spills)
+	fmt.Fprintf(tw, "  recalls\t%d (%s quoted from folded-away turns)\n", r.Recalls, plural(r.RecallLines, "archived line"))
 	fo := 0
 	var reasons []string
 	for k, v := range r.FailOpen {

@@ -64,6 +64,10 @@ type benchProxyResult struct {
 	ProxyRPS, DirectRPS     float64
 	LoadViaMs, LoadDirectMs []float64 // per-request latency under the concurrent load
 	Answered                int
+	// Recall: the session's last request with a question naming its
+	// first file, through a proxy with stale recall on and one with it
+	// off, paired (proxy_bench_recall.go).
+	Recall *recallPairs
 }
 
 func pctl(v []float64, p float64) float64 {
@@ -123,6 +127,11 @@ func runBenchProxy(ctx context.Context, e *env, o benchProxyOpts) error {
 	row("  the span write alone", r.SpanMs, nil, "")
 	row("compacting, summary from the memo", r.MemoReuse, r.MemoReuseInt, "(no span written)")
 	row("all session requests", all, nil, "reference: 6.27 / 11.01 ms")
+	if rc := r.Recall; rc != nil {
+		row("compacted, stale recall on", rc.On, nil, "(summary from the memo)")
+		row("compacted, same request, recall off", rc.Off, nil, "(summary from the memo)")
+		row("  recall on - off, paired", rc.Diff, nil, target(rc.Diff, 1, "p50 <= 1 ms"))
+	}
 	tw.Flush()
 	fmt.Fprintf(e.stdout, "\n  %d/%d turns answered; %d compactions (%d new summaries, %d from the memo), %d spills, %d fail-open\n",
 		r.Answered, o.turns, r.Compactions, r.Summaries, r.Reused, r.Spills, r.FailOpen)
@@ -131,6 +140,9 @@ func runBenchProxy(ctx context.Context, e *env, o benchProxyOpts) error {
 	}
 	fmt.Fprintf(e.stdout, "  journal capture: %d messages archived in %d appends (%d already stored), %d dropped, %d failed\n",
 		r.Journal.Messages, r.Journal.Batches, r.Journal.Duplicates, r.Journal.Dropped, r.Journal.Failed)
+	if rc := r.Recall; rc != nil {
+		fmt.Fprintf(e.stdout, "  stale recall: %d of %d requests through the recall proxy quoted archived lines (%d lines)\n", rc.Recalls, len(rc.On)+3, rc.Lines)
+	}
 	fmt.Fprintf(e.stdout, "  pass-through, %d concurrent clients, %s: %s req/s through the proxy, %s req/s direct\n",
 		o.clients, o.duration, commas(int64(r.ProxyRPS)), commas(int64(r.DirectRPS)))
 	fmt.Fprintf(e.stdout, "  under that load: p50 latency %.3f ms through the proxy, %.3f ms direct (%d and %d requests)\n",
@@ -140,9 +152,11 @@ func runBenchProxy(ctx context.Context, e *env, o benchProxyOpts) error {
 	fmt.Fprintf(e.stdout, "medians compared; paired repeats send the session's first request %d times each way, in turn, one\n", o.pairs)
 	fmt.Fprintf(e.stdout, "difference per pair. Journal pairs send %d turns of 8-turn sessions through a second proxy on the same\n", o.pairs)
 	fmt.Fprintf(e.stdout, "archive with lossless.proxy.capture journal and through the first, in turn, one difference per pair\n")
-	fmt.Fprintf(e.stdout, "(its background appends run while later requests are measured). Compacting requests are measured\n")
-	fmt.Fprintf(e.stdout, "once and include their summary calls to the stub and, when they write a span, the fsynced span\n")
-	fmt.Fprintf(e.stdout, "write. Reference (context-guardian, over all requests):\n")
+	fmt.Fprintf(e.stdout, "(its background appends run while later requests are measured); the stale-recall pairs send the\n")
+	fmt.Fprintf(e.stdout, "session's last request, with a question naming its first file, %d times through a proxy with recall\n", o.pairs)
+	fmt.Fprintf(e.stdout, "on and one with it off, in turn. Other compacting requests are measured once and include their\n")
+	fmt.Fprintf(e.stdout, "summary calls to the stub and, when they write a span, the fsynced span write. Reference\n")
+	fmt.Fprintf(e.stdout, "(context-guardian, over all requests):\n")
 	fmt.Fprintf(e.stdout, "tokens_before=1130722 tokens_after=161141 compactions=27 p50_added_ms=6.27 p95_added_ms=11.01.\n")
 	if r.Answered != o.turns {
 		return failedError{fmt.Sprintf("bench proxy: %d of %d turns answered", r.Answered, o.turns)}
@@ -407,6 +421,23 @@ func benchProxy(ctx context.Context, o benchProxyOpts) (*benchProxyResult, error
 		backend.Reset()
 	}
 
+	// Stale recall, paired: the session's last request and a question
+	// naming its first file, which only the folded turns hold.
+	if steps := stubbackend.AgentScript(o.turns, o.seed); len(steps) > 0 && o.pairs > 0 {
+		rc := &stubbackend.Conversation{Model: conv.Model, Messages: append([]map[string]any(nil), conv.Messages...)}
+		rc.User("What did we change in " + steps[0].Path + " at the start?")
+		backend.Reset()
+		res.Recall, err = benchRecall(ctx, o, upURL, backend, client, rc.Body(false))
+		if err != nil {
+			return nil, err
+		}
+		for i := range res.Recall.On {
+			res.Recall.On[i] -= res.HopMs
+			res.Recall.Off[i] -= res.HopMs
+		}
+		backend.Reset()
+	}
+
 	// Pass-through throughput: small fitting requests from 16 clients.
 	session = "bench-throughput"
 	small := stubbackend.NewConversation("bench-coder", "sys")
@@ -528,4 +559,114 @@ func benchProxyFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 		}
 		return true, runBenchProxy(ctx, e, o)
 	}
+}
+
+// recallPairs is the stale-recall measurement of `bench proxy`: one
+// compacted request, whose last user message names a detail only the
+// folded turns hold, sent alternately through a proxy with recall on and
+// one with it off (same upstream, same settings otherwise, the summary
+// already in each one's memo). Added latencies in ms; Diff has one
+// difference per pair.
+type recallPairs struct {
+	On, Off, Diff []float64
+	Recalls       int // requests the recall proxy quoted lines into
+	Lines         int
+}
+
+// benchRecall runs the recall pairs against upURL. body is the request.
+func benchRecall(ctx context.Context, o benchProxyOpts, upURL string, backend *stubbackend.Server, client *http.Client, body []byte) (*recallPairs, error) {
+	start := func(on bool) (*proxy.Server, context.CancelFunc, error) {
+		cfg := proxy.DefaultConfig()
+		cfg.Listen, cfg.Upstream, cfg.Archive, cfg.Writer, cfg.LogPath = "127.0.0.1:0", upURL, &proxy.MemoryArchive{}, "proxy-bench-recall", "-"
+		cfg.Recall = on
+		if o.backend == stubbackend.OpenAI {
+			cfg.Window = o.window
+		}
+		pctx, stop := context.WithCancel(ctx)
+		srv, err := proxy.Run(pctx, cfg)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		return srv, stop, nil
+	}
+	onSrv, stopOn, err := start(true)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { stopOn(); onSrv.Wait() }()
+	offSrv, stopOff, err := start(false)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { stopOff(); offSrv.Wait() }()
+
+	// one sends body through srv and returns its added latency: the round
+	// trip less the stub's time for the forwarded request.
+	one := func(srv *proxy.Server) (float64, error) {
+		req, err := http.NewRequestWithContext(ctx, "POST", "http://"+srv.Addr+"/v1/chat/completions", bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(proxy.SessionHeader, "bench-recall")
+		n0 := len(backend.Chat())
+		t0 := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		d := time.Since(t0)
+		if err != nil {
+			return 0, err
+		}
+		if resp.StatusCode != 200 {
+			return 0, fmt.Errorf("bench proxy: recall request: HTTP %d", resp.StatusCode)
+		}
+		chats := backend.Chat()
+		if len(chats) <= n0 {
+			return 0, fmt.Errorf("bench proxy: the stub saw no forwarded recall request")
+		}
+		return float64(d-chats[len(chats)-1].Duration) / 1e6, nil
+	}
+	// Each proxy summarises the request once; every later send is served
+	// from its memo.
+	for _, srv := range []*proxy.Server{onSrv, offSrv} {
+		for i := 0; i < 3; i++ {
+			if _, err := one(srv); err != nil {
+				return nil, err
+			}
+		}
+	}
+	r := &recallPairs{}
+	for i := 0; i < o.pairs; i++ {
+		order := []*proxy.Server{onSrv, offSrv}
+		if i%2 == 1 {
+			order = []*proxy.Server{offSrv, onSrv}
+		}
+		var on, off float64
+		for _, srv := range order {
+			x, err := one(srv)
+			if err != nil {
+				return nil, err
+			}
+			if srv == onSrv {
+				on = x
+			} else {
+				off = x
+			}
+		}
+		r.On, r.Off, r.Diff = append(r.On, on), append(r.Off, off), append(r.Diff, on-off)
+	}
+	if err := onSrv.Proxy.Idle(ctx); err != nil {
+		return nil, err
+	}
+	st := onSrv.Proxy.Stats()
+	r.Recalls, r.Lines = st.Recalls, st.RecallLines
+	if off := offSrv.Proxy.Stats(); off.Compacted == 0 || st.Compacted == 0 {
+		return nil, fmt.Errorf("bench proxy: the recall request was not compacted (%d, %d compactions)", st.Compacted, off.Compacted)
+	}
+	return r, nil
 }

@@ -462,6 +462,12 @@ func TestBenchProxySmall(t *testing.T) {
 		regexp.MustCompile(`(?m)^compacting, writing a span +[1-9]\d* +` + num + ` +` + num + ` +` + num + ` +p50 <= 3 ms incl\. the durable span write: (MET|MISSED)$`),
 		regexp.MustCompile(`(?m)^  the span write alone +[1-9]\d* +[\d.]+ +[\d.]+`),
 		regexp.MustCompile(`(?m)^compacting, summary from the memo +\d+ `),
+		regexp.MustCompile(`(?m)^compacted, stale recall on +20 +` + num + ` +` + num + ` +\(summary from the memo\)$`),
+		regexp.MustCompile(`(?m)^compacted, same request, recall off +20 +` + num + ` +` + num + ` +\(summary from the memo\)$`),
+		regexp.MustCompile(`(?m)^  recall on - off, paired +20 +` + num + ` +` + num + ` +p50 <= 1 ms: (MET|MISSED)$`),
+		// Every request through the recall proxy quoted lines: the
+		// paired figure measures a recall, not a request without one.
+		regexp.MustCompile(`(?m)^  stale recall: 23 of 23 requests through the recall proxy quoted archived lines \([1-9]\d* lines\)$`),
 		regexp.MustCompile(`(?m)^  12/12 turns answered; `),
 		regexp.MustCompile(`(?m)^  pass-through, 4 concurrent clients, 200ms: [\d,]+ req/s through the proxy, [\d,]+ req/s direct$`),
 		regexp.MustCompile(`(?m)^  under that load: p50 latency [\d.]+ ms through the proxy, [\d.]+ ms direct \([1-9]\d* and [1-9]\d* requests\)$`),
