@@ -25,7 +25,7 @@ func benchCmd() *command {
 	return &command{
 		name:    "bench",
 		summary: "measure against the peers (C git, the seed's figures), side by side",
-		usage:   "store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|blame|stats [flags]",
+		usage:   "store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|blame|stats|drift [flags]",
 		long: `Each bench builds its own fixtures, measures ours and the closest peer in
 one run, and prints both with the target and whether it was met. The
 benches, each with its own flags (listed below under its name):
@@ -88,7 +88,12 @@ bench blame [--rounds N] [--keep DIR]: git lossless blame of a 4,863-line file w
   accuracy against the fixture's bookkeeping.
 bench stats [--stats-commits N] [--rounds R]: git lossless stats over a
   1,000-commit history, half of it with archived agent writes, as a fresh
-  process beside git log --numstat of the same range, run alternately.`,
+  process beside git log --numstat of the same range, run alternately.
+bench drift --upstream URL --model M [--turns 30] [--window N] [--keep DIR]:
+  plants five facts in the first turns of a scripted conversation sent
+  through the proxy to your own model, and reports per summary which facts
+  survive, memo on against off, with summariser calls and input characters.
+  Talks only to URL; writes only to a temporary archive removed afterwards.`,
 		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			events := fs.Int("events", 100_000, "events in the verify and session fixture (smaller runs faster)")
 			batch := fs.Int("batch", 50, "events per batch commit in the imported fixtures")
@@ -105,6 +110,7 @@ bench stats [--stats-commits N] [--rounds R]: git lossless stats over a
 			importBench := benchImportFlags(fs)   // `bench import`: bench_import.go
 			blameBench := benchBlameFlags(fs)     // `bench blame`: bench_blame.go
 			statsBench := benchStatsFlags(fs)     // `bench stats`: bench_stats.go
+			driftBench := benchDriftFlags(fs)     // `bench drift`: bench_drift.go
 			return func(ctx context.Context, e *env, args []string) error {
 				if handled, err := blameBench(ctx, e, args); handled {
 					return err
@@ -124,6 +130,9 @@ bench stats [--stats-commits N] [--rounds R]: git lossless stats over a
 				if handled, err := importBench(ctx, e, args); handled {
 					return err
 				}
+				if handled, err := driftBench(ctx, e, args); handled {
+					return err
+				}
 				if handled, err := statsBench(ctx, e, args); handled {
 					return err
 				}
@@ -140,7 +149,7 @@ bench stats [--stats-commits N] [--rounds R]: git lossless stats over a
 					return err
 				}
 				if len(args) != 1 || args[0] != "store" {
-					return usagef("usage: git lossless bench store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|blame|stats [flags] (see git lossless bench --help)")
+					return usagef("usage: git lossless bench store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|blame|stats|drift [flags] (see git lossless bench --help)")
 				}
 				if *events < 100 {
 					return usagef("--events must be at least 100")

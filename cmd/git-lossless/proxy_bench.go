@@ -529,7 +529,7 @@ func benchProxy(ctx context.Context, o benchProxyOpts) (*benchProxyResult, error
 // args select the proxy bench.
 func benchProxyFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args []string) (handled bool, err error) {
 	d := defaultBenchProxyOpts()
-	turns := fs.Int("turns", d.turns, "bench proxy: turns of the scripted agent session")
+	turns := fs.Int("turns", d.turns, "bench proxy: turns of the scripted agent session; bench drift: user turns of its conversation (default 30 there)")
 	seed := fs.Uint64("seed", d.seed, "bench proxy: seed of the scripted session's content")
 	backend := fs.String("backend", d.backend, "bench proxy: stub upstream kind: openai (estimated counts), llamacpp or vllm (exact counts)")
 	clients := fs.Int("clients", d.clients, "bench proxy: concurrent clients for the pass-through rate")
