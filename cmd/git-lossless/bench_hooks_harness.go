@@ -293,7 +293,10 @@ func buildHello(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "hello")
-	cmd := exec.CommandContext(ctx, goExe, "build", "-o", bin, ".")
+	// -buildvcs=false: the binary needs no VCS stamp, and a broken
+	// repository in a parent of the bench directory (a stray .git in the
+	// temp dir) must not fail the build.
+	cmd := exec.CommandContext(ctx, goExe, "build", "-buildvcs=false", "-o", bin, ".")
 	cmd.Dir = dir
 	cmd.Env = append(childEnv(), "GOFLAGS=", "GOWORK=off", "GO111MODULE=on", "GOTOOLCHAIN=local")
 	if out, err := cmd.CombinedOutput(); err != nil {
