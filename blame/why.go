@@ -1,6 +1,7 @@
 package blame
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -229,12 +230,7 @@ func whyContext(ctx context.Context, st *gitstore.Store, o *Origin, w *Why, opt 
 		w.Call.Locked = false
 	}
 	if req != nil {
-		body, err := st.OpenContent(ctx, *req, opt.Identities)
-		if err != nil {
-			w.RequestLocked = true
-		} else {
-			w.Request = recall.Mask(transcript.ContentText(jsonscan.Field(body, "text")))
-		}
+		w.Request, w.RequestLocked = requestText(ctx, st, req, opt.Identities)
 	}
 	// Latest version of each file the context had before the write.
 	latest := map[string]*gitstore.Event{}
@@ -312,31 +308,65 @@ func absDur(d time.Duration) time.Duration {
 	return d
 }
 
-// fillRequests sets Origin.Request on every line with an origin: the
-// last user request of the writing context before the write (one read of
-// each writing context's spans).
-func fillRequests(ctx context.Context, st *gitstore.Store, lines []Line, ids []age.Identity) error {
-	type ck struct {
-		writer, session, agent string
-		seq                    int64
+// requestText is a user text span's words, masked as recall masks;
+// locked when it is encrypted to an identity not given.
+func requestText(ctx context.Context, st *gitstore.Store, ev *gitstore.Event, ids []age.Identity) (string, bool) {
+	body, err := st.OpenContent(ctx, *ev, ids)
+	if err != nil {
+		return "", true
 	}
-	done := map[ck]string{}
+	return recall.Mask(transcript.ContentText(jsonscan.Field(body, "text"))), false
+}
+
+// fillRequests sets Origin.Request on every line with an origin: the last
+// user request of the writing context before the write. Each writing
+// context's spans are selected once and each request span opened once,
+// however many lines and writes share them.
+func fillRequests(ctx context.Context, st *gitstore.Store, lines []Line, ids []age.Identity) error {
+	type ctxKey struct{ writer, session, agent string }
+	users := map[ctxKey][]*gitstore.Event{} // user text spans, seq order
+	texts := map[*gitstore.Event]string{}
 	for i := range lines {
 		o := lines[i].Origin
 		if o == nil {
 			continue
 		}
-		k := ck{o.Writer, o.Session, o.Agent, o.Seq}
-		if r, ok := done[k]; ok {
-			o.Request = r
+		k := ctxKey{o.Writer, o.Session, o.Agent}
+		us, ok := users[k]
+		if !ok {
+			sel := gitstore.Selection{Writers: []string{o.Writer}, Keep: func(_ string, line []byte) bool {
+				return bytes.Contains(line, []byte(`"op":"span"`))
+			}}
+			if o.Session != "" {
+				sel.Any = [][]byte{[]byte(`"session":` + string(jsonscan.Quote(o.Session)))}
+			}
+			evs, err := st.Select(ctx, sel)
+			if err != nil {
+				return fmt.Errorf("blame: events of %s: %w", o.Writer, err)
+			}
+			for j := range evs {
+				e := &evs[j]
+				if e.Op == "span" && e.Session == o.Session && e.Agent == o.Agent && spanKind(e) == "user" {
+					us = append(us, e)
+				}
+			}
+			users[k] = us
+		}
+		var req *gitstore.Event
+		for _, e := range us {
+			if e.Seq < o.Seq {
+				req = e
+			}
+		}
+		if req == nil {
 			continue
 		}
-		w := &Why{}
-		if err := whyContext(ctx, st, o, w, WhyOptions{Options: Options{Identities: ids}}); err != nil {
-			return err
+		t, ok := texts[req]
+		if !ok {
+			t, _ = requestText(ctx, st, req, ids)
+			texts[req] = t
 		}
-		done[k] = w.Request
-		o.Request = w.Request
+		o.Request = t
 	}
 	return nil
 }

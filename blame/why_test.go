@@ -94,3 +94,32 @@ func TestWhyNamesWhatTheContextHadSeen(t *testing.T) {
 		t.Fatal("line 99 of a 4-line file was explained")
 	}
 }
+
+// TestBlameRequests: with Requests, each agent line carries the user
+// request its context made before that write (the script's request names
+// the call), the same text --why gives, and a person's line none.
+func TestBlameRequests(t *testing.T) {
+	r := newRepo(t)
+	script(t, r)
+	lines, err := blame.File(context.Background(), r.st, "", "calc.go", blame.Options{Requests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range lines {
+		if l.Origin == nil {
+			continue
+		}
+		n++
+		if want := "please work on calc.go, call " + l.Origin.Call; l.Origin.Request != want {
+			t.Errorf("line %d: request %q, want %q", l.N, l.Origin.Request, want)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no agent line")
+	}
+	why, err := blame.WhyLine(context.Background(), r.st, "", "calc.go", len(lines), blame.WhyOptions{})
+	if err != nil || why.Request != "please work on calc.go, call "+why.Line.Origin.Call {
+		t.Fatalf("--why request %q (%v)", why.Request, err)
+	}
+}
