@@ -332,9 +332,11 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// TestReadmeHarnessSetUp runs each harness's set-up as README.md shows it
-// (`git lossless install NAME --apply`, then doctor), in a temporary HOME:
-// every install succeeds and doctor finds each harness's hooks.
+// TestReadmeHarnessSetUp runs each harness's set-up as README.md shows
+// it, with the built programs on PATH as `go install ./cmd/...` leaves
+// them and an empty HOME: every `git lossless install NAME --apply` of the
+// set-up table, then the example block line by line; every command exits
+// 0 and doctor then finds each harness's hooks and a working MCP server.
 func TestReadmeHarnessSetUp(t *testing.T) {
 	docsGit(t)
 	readme, err := os.ReadFile("../../README.md")
@@ -345,45 +347,40 @@ func TestReadmeHarnessSetUp(t *testing.T) {
 	if len(sets) < 4 {
 		t.Fatalf("README shows %d harness set-ups, want every harness", len(sets))
 	}
-	home := t.TempDir()
-	repo := t.TempDir()
-	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
+	example := regexp.MustCompile("(?s)For Claude Code, for example:\n\n```sh\n(.*?)```").FindSubmatch(readme)
+	if example == nil {
+		t.Fatal("README has no example set-up block")
 	}
-	getenv := func(k string) string {
-		switch k {
-		case "HOME":
-			return home
-		case "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GIT_DIR":
-			return ""
-		}
-		return os.Getenv(k)
-	}
-	t.Setenv("HOME", home)
-	for _, k := range []string{"XDG_CONFIG_HOME", "XDG_DATA_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME"} {
-		t.Setenv(k, "")
-	}
-	cli := func(args ...string) (int, string) {
-		var out bytes.Buffer
-		code := run(t.Context(), args, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, dir: repo, getenv: getenv})
-		return code, out.String()
-	}
+	sb := newSandbox(t)
+	sb.setenv("PATH", filepath.Dir(e2eBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	repo := sb.initRepo("work")
 	var names []string
 	for _, m := range sets {
-		name := string(m[1])
-		names = append(names, name)
-		if code, out := cli("install", name, "--apply"); code != exitOK {
-			t.Errorf("install %s --apply: exit %d\n%s", name, code, out)
-		}
+		names = append(names, string(m[1]))
+		sb.ok(repo, "install", string(m[1]), "--apply")
 	}
-	code, out := cli("doctor")
-	if code != exitOK {
-		t.Errorf("doctor: exit %d\n%s", code, out)
+	var doctor string
+	lines := strings.Split(strings.TrimSpace(string(example[1])), "\n")
+	if len(lines) != 3 {
+		t.Errorf("the example set-up is %d commands, want 3", len(lines))
+	}
+	for _, l := range lines {
+		words, err := shellWords(l)
+		if err != nil || len(words) < 3 || words[0] != "git" || words[1] != "lossless" {
+			t.Fatalf("example line %q is not a git lossless command", l)
+		}
+		r := sb.ok(repo, words[2:]...)
+		if words[2] == "doctor" {
+			doctor = r.stdout
+		}
 	}
 	for _, name := range names {
-		if !regexp.MustCompile(`(?m)^OK +` + regexp.QuoteMeta(name) + ` (hooks|plugin)`).MatchString(out) {
-			t.Errorf("doctor does not find %s's hooks after its set-up:\n%s", name, out)
+		if !regexp.MustCompile(`(?m)^OK +` + regexp.QuoteMeta(name) + ` (hooks|plugin)`).MatchString(doctor) {
+			t.Errorf("doctor does not find %s's hooks after its set-up:\n%s", name, doctor)
 		}
+	}
+	if !regexp.MustCompile(`(?m)^OK +mcp server: .*answered tools/list`).MatchString(doctor) {
+		t.Errorf("doctor: the MCP server does not answer after the set-up:\n%s", doctor)
 	}
 }
 
