@@ -474,7 +474,7 @@ func TestJournalIDVector(t *testing.T) {
 	if got := "sp-" + spanEnc.EncodeToString(sum[:10]); got != id {
 		t.Fatalf("sha256sum gives %s, the code %s", got, id)
 	}
-	for _, doc := range []string{"../README.md", "../gitstore/FORMAT.md"} {
+	for _, doc := range []string{"../docs/proxy.md", "../gitstore/FORMAT.md"} {
 		b, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)

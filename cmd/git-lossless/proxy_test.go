@@ -47,7 +47,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-// Every setting the code reads is documented, in --help and the README.
+// Every setting the code reads is documented, in --help and docs/proxy.md.
 func TestProxySettingsDocumented(t *testing.T) {
 	proxyTestEnv(t)
 	files, _ := filepath.Glob("../../proxy/*.go")
@@ -79,7 +79,7 @@ func TestProxySettingsDocumented(t *testing.T) {
 	if len(keys) < 30 {
 		t.Fatalf("found only %d settings: the scan is broken", len(keys))
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/proxy.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestProxySettingsDocumented(t *testing.T) {
 	sort.Strings(sorted)
 	for _, k := range sorted {
 		if !bytes.Contains(readme, []byte("`"+k+"`")) {
-			t.Errorf("%s is read but not documented in README.md", k)
+			t.Errorf("%s is read but not documented in docs/proxy.md", k)
 		}
 		if !strings.Contains(help.String(), k) {
 			t.Errorf("%s is read but not documented in `git lossless proxy --help`", k)
