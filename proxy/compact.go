@@ -84,6 +84,9 @@ type group struct{ start, end int }
 // assistant message with tool calls together with the results that
 // answer it, every other message alone.
 func groupsOf(msgs []message, d dialect) []group {
+	if d == responses {
+		return responsesGroups(msgs)
+	}
 	var out []group
 	for i := 0; i < len(msgs); {
 		j := i + 1
@@ -438,10 +441,10 @@ func (c *compaction) assemble(T int, summary string, spans, pins []string, folde
 		}
 		if !placed {
 			placed = true
-			sm := summaryMessage(summary, spans, pins, folded)
+			sm := asItem(c.r.d, summaryMessage(summary, spans, pins, folded))
 			add(sm, len(sm))
 			if first := firstNonSystem(msgs, T); first < 0 || msgs[first].role == "user" {
-				ack := ackMessage()
+				ack := asItem(c.r.d, ackMessage())
 				add(ack, len(ack))
 			}
 		}
@@ -582,6 +585,13 @@ func cutMessage(raw []byte, remove int, spanID string) ([]byte, bool) {
 		consider(c, func(s string) { v["content"] = s })
 	case []any:
 		walkParts(c)
+	}
+	// A Responses tool output keeps its text in "output".
+	switch o := v["output"].(type) {
+	case string:
+		consider(o, func(s string) { v["output"] = s })
+	case []any:
+		walkParts(o)
 	}
 	if best == nil {
 		return nil, false

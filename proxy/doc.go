@@ -11,8 +11,10 @@
 //
 // # Routes
 //
-// POST /v1/chat/completions (OpenAI) and POST /v1/messages (Anthropic) are
-// compacted; every other route (other /v1/* routes, Ollama's /api/*, the
+// POST /v1/chat/completions (OpenAI), POST /v1/messages (Anthropic) and
+// POST /v1/responses (OpenAI's Responses API: Codex CLI, and vLLM, LM
+// Studio and Ollama for local models; see responses.go for its items,
+// units and limits) are compacted; every other route (other /v1/* routes, Ollama's /api/*, the
 // backend's own routes) passes through unchanged, streamed both ways.
 // GET /lossless/usage, /lossless/stats, /lossless/events and
 // /lossless/health (a live HTML dashboard) are the proxy's own.

@@ -351,6 +351,9 @@ func (p *Proxy) finish(x *exchange, status int, scan *usageScan) {
 			st.forwarded++
 			st.addedPlain.add(ms)
 		}
+		if x.stateful {
+			st.stateful++
+		}
 		st.summaryCalls += x.calls
 		if truncated {
 			st.truncations++
@@ -385,7 +388,7 @@ func (p *Proxy) finish(x *exchange, status int, scan *usageScan) {
 		l := LogLine{
 			TS: now, Session: s.key, Model: x.req.model, Route: x.d.String(), Status: status,
 			Window: x.window, Before: x.before, After: x.sentTok, CountSource: x.sentSrc, Reported: reported,
-			Compacted: compacted, FailOpen: x.fail, Truncated: truncated, Retried: x.retried, UpstreamCut: x.cut, AddedMs: ms,
+			Compacted: compacted, Stateful: x.stateful, FailOpen: x.fail, Truncated: truncated, Retried: x.retried, UpstreamCut: x.cut, AddedMs: ms,
 		}
 		// Summary calls are logged for failed compactions too, as the
 		// stats count them: savings and stats must agree.

@@ -18,13 +18,26 @@ type dialect uint8
 const (
 	openAI    dialect = iota + 1 // POST /v1/chat/completions
 	anthropic                    // POST /v1/messages
+	responses                    // POST /v1/responses (OpenAI Responses API)
 )
 
 func (d dialect) String() string {
-	if d == anthropic {
+	switch d {
+	case anthropic:
 		return "anthropic"
+	case responses:
+		return "responses"
 	}
 	return "openai"
+}
+
+// arrayKey is the member holding the conversation: "messages", or the
+// Responses API's "input" items.
+func (d dialect) arrayKey() string {
+	if d == responses {
+		return "input"
+	}
+	return "messages"
 }
 
 // request is a chat request as the hot path sees it: the client's bytes,
@@ -41,8 +54,16 @@ type request struct {
 	// fixedChars counts the bytes outside messages that reach the prompt:
 	// tools, and Anthropic's top-level system.
 	fixedChars int
-	// system is Anthropic's top-level system value (raw), kept as it is.
+	// system is Anthropic's top-level system value, or the Responses
+	// API's instructions (raw), kept as it is.
 	system []byte
+	// stateful: a Responses request naming previous_response_id, whose
+	// history the server holds; forwarded untouched (responses.go).
+	stateful bool
+	// cacheKey is a Responses request's prompt_cache_key: the client's
+	// own conversation id (Codex sends its thread id), used in the
+	// session key when present.
+	cacheKey string
 }
 
 // message is one element of "messages".
@@ -54,7 +75,13 @@ type message struct {
 	classified bool
 	role       string
 	calls      bool // makes tool calls (assistant tool_calls / tool_use)
-	results    bool // answers tool calls (tool role / tool_result blocks)
+	// Responses items only (responses.go): the item's type, the call id
+	// it opens (a call) or answers (an output), and whether it is a
+	// reasoning item, which belongs to the item after it.
+	item      string
+	callID    string
+	reasoning bool
+	results   bool // answers tool calls (tool role / tool_result blocks)
 
 	// Filled by parse (messages being summarised only).
 	parsed bool
@@ -77,16 +104,20 @@ func parseRequest(body []byte, d dialect) *request {
 	}
 	r := &request{d: d, body: body, members: ms}
 	found := false
+	arrayKey := d.arrayKey()
 	for _, m := range ms {
 		v := body[m.start:m.end]
 		switch m.key {
-		case "messages":
+		case arrayKey:
+			if len(v) == 0 || v[0] != '[' {
+				return nil // a Responses input given as a string: nothing to fold
+			}
 			r.msgsAt, found = m, true
 		case "model":
 			r.model = stringValue(v)
 		case "stream":
 			r.stream = string(v) == "true"
-		case "max_tokens", "max_completion_tokens":
+		case "max_tokens", "max_completion_tokens", "max_output_tokens":
 			if n := intValue(v); n > r.maxOut {
 				r.maxOut = n
 			}
@@ -97,6 +128,15 @@ func parseRequest(body []byte, d dialect) *request {
 				r.system = v
 				r.fixedChars += contentChars(v)
 			}
+		case "instructions":
+			if d == responses && string(v) != "null" {
+				r.system = v
+				r.fixedChars += contentChars(v)
+			}
+		case "previous_response_id":
+			r.stateful = d == responses && string(v) != "null" && string(v) != `""`
+		case "prompt_cache_key":
+			r.cacheKey = stringValue(v)
 		}
 	}
 	if !found {
@@ -200,6 +240,9 @@ func (m *message) classify(d dialect) bool {
 	if !ok {
 		return false
 	}
+	if d == responses {
+		return m.classifyItem(ms)
+	}
 	m.role = stringValue(findMember(m.raw, ms, "role"))
 	if m.role == "" {
 		return false
@@ -242,6 +285,9 @@ func (m *message) classify(d dialect) bool {
 func (m *message) parse(d dialect) bool {
 	if m.parsed {
 		return true
+	}
+	if d == responses {
+		return m.parseItem()
 	}
 	var w wireMsg
 	if err := json.Unmarshal(m.raw, &w); err != nil || w.Role == "" {
@@ -369,8 +415,14 @@ func validSuffix(s string) string {
 // sessionSeed returns the text that identifies a conversation: the model,
 // the first system text and the first user text.
 func (r *request) sessionSeed() (system, user string) {
-	if r.d == anthropic && r.system != nil {
+	if (r.d == anthropic || r.d == responses) && r.system != nil {
 		system = textOfContent(r.system)
+	}
+	if r.cacheKey != "" {
+		// The client names its conversation: two sessions with the same
+		// instructions and first message (Codex's environment context)
+		// stay apart.
+		system = r.cacheKey + "\x00" + system
 	}
 	for i := range r.msgs {
 		if system != "" && user != "" {
@@ -384,7 +436,7 @@ func (r *request) sessionSeed() (system, user string) {
 		role := stringValue(findMember(raw, ms, "role"))
 		content := findMember(raw, ms, "content")
 		switch {
-		case (role == "system" || role == "developer") && system == "" && r.d == openAI:
+		case (role == "system" || role == "developer") && system == "" && r.d != anthropic:
 			system = textOfContent(content)
 		case role == "user" && user == "":
 			user = textOfContent(content)

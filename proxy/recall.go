@@ -233,7 +233,7 @@ func (c *compaction) stale(ctx context.Context, body []byte, n int) (ro recallOu
 	if err != nil {
 		return recallOut{}, err
 	}
-	ro.msgs = [][]byte{msg, ack}
+	ro.msgs = [][]byte{asItem(c.r.d, msg), asItem(c.r.d, ack)}
 	ro.tokens = tokens(b.Len())
 	return ro, nil
 }

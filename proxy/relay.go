@@ -250,6 +250,10 @@ func (u *usageScan) parse(data []byte) {
 		Message *struct {
 			Usage *usageObj `json:"usage"`
 		} `json:"message"`
+		// Responses API streams: response.completed {"response":{"usage"}}.
+		Response *struct {
+			Usage *usageObj `json:"usage"`
+		} `json:"response"`
 		PromptEvalCount *int `json:"prompt_eval_count"`
 		EvalCount       int  `json:"eval_count"`
 	}
@@ -276,6 +280,9 @@ func (u *usageScan) parse(data []byte) {
 	use(v.Usage)
 	if v.Message != nil {
 		use(v.Message.Usage)
+	}
+	if v.Response != nil {
+		use(v.Response.Usage)
 	}
 	if v.PromptEvalCount != nil && *v.PromptEvalCount > 0 {
 		u.prompt, u.found = *v.PromptEvalCount, true

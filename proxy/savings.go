@@ -30,27 +30,30 @@ const (
 
 // LogLine is one line of the savings log.
 type LogLine struct {
-	TS           time.Time `json:"ts"`
-	Session      string    `json:"session"`
-	Model        string    `json:"model,omitempty"`
-	Route        string    `json:"route"`
-	Status       int       `json:"status"`
-	Window       int       `json:"window,omitempty"`
-	Before       int       `json:"tokens_before"`
-	After        int       `json:"tokens_after"`
-	CountSource  string    `json:"count_source"`
-	Reported     int       `json:"tokens_reported,omitempty"`
-	Compacted    bool      `json:"compacted,omitempty"`
-	Summarised   bool      `json:"summarised,omitempty"`
-	Reused       bool      `json:"summary_reused,omitempty"`
-	Spills       int       `json:"spills,omitempty"`
-	Spans        []string  `json:"spans,omitempty"`
-	Folded       int       `json:"folded,omitempty"`
-	SummaryCalls int       `json:"summary_calls,omitempty"`
-	SummaryChars int       `json:"summary_chars,omitempty"`
-	FailOpen     string    `json:"fail_open,omitempty"`
-	Truncated    bool      `json:"truncated,omitempty"`
-	Retried      bool      `json:"retried,omitempty"`
+	TS          time.Time `json:"ts"`
+	Session     string    `json:"session"`
+	Model       string    `json:"model,omitempty"`
+	Route       string    `json:"route"`
+	Status      int       `json:"status"`
+	Window      int       `json:"window,omitempty"`
+	Before      int       `json:"tokens_before"`
+	After       int       `json:"tokens_after"`
+	CountSource string    `json:"count_source"`
+	Reported    int       `json:"tokens_reported,omitempty"`
+	Compacted   bool      `json:"compacted,omitempty"`
+	// Stateful: a Responses request naming previous_response_id,
+	// forwarded as it is (its history is on the server).
+	Stateful     bool     `json:"stateful,omitempty"`
+	Summarised   bool     `json:"summarised,omitempty"`
+	Reused       bool     `json:"summary_reused,omitempty"`
+	Spills       int      `json:"spills,omitempty"`
+	Spans        []string `json:"spans,omitempty"`
+	Folded       int      `json:"folded,omitempty"`
+	SummaryCalls int      `json:"summary_calls,omitempty"`
+	SummaryChars int      `json:"summary_chars,omitempty"`
+	FailOpen     string   `json:"fail_open,omitempty"`
+	Truncated    bool     `json:"truncated,omitempty"`
+	Retried      bool     `json:"retried,omitempty"`
 	// UpstreamCut: the backend broke the answer off; the client got what
 	// arrived before the cut and then a broken connection.
 	UpstreamCut bool `json:"upstream_cut,omitempty"`

@@ -436,6 +436,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.handleChat(w, r, openAI)
 	case r.Method == http.MethodPost && path == "/v1/messages":
 		p.handleChat(w, r, anthropic)
+	case r.Method == http.MethodPost && path == "/v1/responses":
+		p.handleChat(w, r, responses)
 	default:
 		p.passthrough(w, r)
 	}
@@ -528,25 +530,26 @@ func (p *Proxy) budgetFor(window, maxOut int) int {
 
 // exchange is one compactable request on its way.
 type exchange struct {
-	t0      time.Time
-	d       dialect
-	req     *request
-	sess    *session
-	ms      *modelState
-	kind    string
-	window  int
-	winSrc  string
-	budget  int
-	before  int
-	befSrc  string
-	exact   bool
-	res     *compactResult
-	fail    string // fail-open reason
-	sent    []byte
-	sentCh  int
-	sentTok int
-	sentSrc string
-	retried bool
+	stateful bool // a Responses request with previous_response_id (responses.go)
+	t0       time.Time
+	d        dialect
+	req      *request
+	sess     *session
+	ms       *modelState
+	kind     string
+	window   int
+	winSrc   string
+	budget   int
+	before   int
+	befSrc   string
+	exact    bool
+	res      *compactResult
+	fail     string // fail-open reason
+	sent     []byte
+	sentCh   int
+	sentTok  int
+	sentSrc  string
+	retried  bool
 	// cut: the backend broke the answer off (relayFailed); relayed: the
 	// answer has been relayed to its end or its cut.
 	cut     bool
@@ -655,14 +658,17 @@ func (p *Proxy) prepare(ctx context.Context, r *http.Request, body []byte, d dia
 	}
 	x = &exchange{t0: t0, d: d, req: req, sent: body, auth: authHeaders(r.Header)}
 	x.sess = p.sessions.get(sessionKeyFor(r.Header, req), p.now())
-	if p.journal != nil {
+	// A Responses request naming previous_response_id holds only the new
+	// turn (the server has the rest): counted, forwarded as it is.
+	x.stateful = req.stateful
+	if p.journal != nil && !x.stateful {
 		p.journal.observe(x.sess.key, req, p.now())
 	}
 	x.ms = p.model(req.model)
 	x.kind = p.up.Kind(ctx, x.auth)
 	p.plan(ctx, x)
 	p.checkToolBudget(ctx, x)
-	if x.window > 0 && x.before > x.budget {
+	if x.window > 0 && x.before > x.budget && !x.stateful {
 		p.compact(ctx, x, r)
 	}
 	return x, nil

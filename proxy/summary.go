@@ -145,7 +145,9 @@ func (p *Proxy) summaryCall(ctx context.Context, job summaryJob, prev, chunk str
 		model = p.cfg.SummaryModel
 	}
 	var body any
-	if job.r.d == anthropic {
+	if job.r.d == responses {
+		body = responsesSummaryBody(model, system, prompt.String(), maxTok)
+	} else if job.r.d == anthropic {
 		body = map[string]any{
 			"model": model, "max_tokens": maxTok, "system": system, "temperature": 0.2,
 			"messages": []any{map[string]any{"role": "user", "content": prompt.String()}},
@@ -231,6 +233,9 @@ func (p *Proxy) postSummary(ctx context.Context, job summaryJob, data []byte) (s
 
 // answerText extracts the assistant's text from a non-streamed answer.
 func answerText(raw []byte, d dialect) string {
+	if d == responses {
+		return responsesAnswerText(raw)
+	}
 	if d == anthropic {
 		var a struct {
 			Content []wireBlock `json:"content"`

@@ -136,6 +136,7 @@ type statCounters struct {
 	addedCompacting samples
 
 	toolBudget int // sessions noted with a tool_budget event
+	stateful   int // Responses requests forwarded as they are (previous_response_id)
 }
 
 func newStatCounters() *statCounters {
@@ -207,6 +208,9 @@ type Stats struct {
 	// definitions alone exceeded tool-share of the budget (one
 	// tool_budget event each).
 	ToolBudgetSessions int `json:"tool_budget_sessions"`
+	// Stateful counts Responses requests naming previous_response_id:
+	// the server holds their history, so they are forwarded untouched.
+	Stateful int `json:"stateful"`
 }
 
 // Stats returns the proxy's counters and its sessions, most recent first.
@@ -228,7 +232,7 @@ func (p *Proxy) Stats() Stats {
 		st.FailOpen[k] = v
 	}
 	st.Refused, st.BodyTimeouts = map[string]int{}, s.bodyTimeouts
-	st.ToolBudgetSessions = s.toolBudget
+	st.ToolBudgetSessions, st.Stateful = s.toolBudget, s.stateful
 	for k, v := range s.refused {
 		st.Refused[k] = v
 	}

@@ -106,7 +106,7 @@ func (p *Proxy) checkToolBudget(ctx context.Context, x *exchange) {
 		Floor: floor, CountSource: src, Budget: x.budget, Window: x.window, Share: p.cfg.ToolShare,
 		Percent: float64(int(1000*float64(floor)/float64(x.budget)+0.5)) / 10,
 	}
-	if r.d == anthropic {
+	if r.d == anthropic || r.d == responses {
 		tb.System = x.ms.estimate(contentChars(r.system), margin)
 	} else if sysChars > 0 {
 		tb.System = x.ms.estimate(sysChars, margin)

@@ -121,7 +121,7 @@ func (s *Server) Requests() []*Request {
 func (s *Server) Chat() []*Request {
 	var out []*Request
 	for _, r := range s.Requests() {
-		if !r.Summary && (r.Path == "/v1/chat/completions" || r.Path == "/v1/messages") {
+		if !r.Summary && (r.Path == "/v1/chat/completions" || r.Path == "/v1/messages" || r.Path == "/v1/responses") {
 			out = append(out, r)
 		}
 	}
@@ -304,6 +304,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rec *Request) {
 	switch {
 	case r.Method == "POST" && p == "/v1/chat/completions":
 		s.chat(w, rec)
+	case r.Method == "POST" && p == "/v1/responses" && s.Kind != Anthropic:
+		s.responses(w, rec)
 	case r.Method == "POST" && p == "/v1/messages" && (s.Kind == Anthropic || s.Kind == LlamaCpp):
 		s.messages(w, rec)
 	case r.Method == "POST" && p == "/v1/messages/count_tokens" && (s.Kind == Anthropic || s.Kind == LlamaCpp):
