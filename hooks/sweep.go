@@ -95,18 +95,18 @@ type SweepOptions struct {
 
 // SweepStats says what a sweep did.
 type SweepStats struct {
-	Transcripts int   // transcripts looked at
-	Resets      int   // cursors reset (transcript truncated or replaced)
-	Lines       int   // complete lines read
-	Invalid     int   // lines that are not JSON (skipped)
-	Skipped     int   // lines of types not archived
-	Bytes       int64 // bytes read
-	Records     int   // records built
-	Evidence    int   // of which file evidence (read/write/edit/attach)
-	Spans       int   // of which spans
-	Compactions int   // of which compaction boundaries
-	Appended    int   // events stored
-	Deduped     int   // records already stored (same key)
+	Transcripts int   `json:"transcripts"` // transcripts looked at
+	Resets      int   `json:"resets"`      // cursors reset (transcript truncated or replaced)
+	Lines       int   `json:"lines"`       // complete lines read
+	Invalid     int   `json:"invalid"`     // lines that are not JSON (skipped)
+	Skipped     int   `json:"skipped"`     // lines of types not archived
+	Bytes       int64 `json:"bytes"`       // bytes read
+	Records     int   `json:"records"`     // records built
+	Evidence    int   `json:"evidence"`    // of which file evidence (read/write/edit/attach)
+	Spans       int   `json:"spans"`       // of which spans
+	Compactions int   `json:"compactions"` // of which compaction boundaries
+	Appended    int   `json:"appended"`    // events stored
+	Deduped     int   `json:"deduped"`     // records already stored (same key)
 }
 
 func (s *SweepStats) add(o SweepStats) {

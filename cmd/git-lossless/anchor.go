@@ -172,7 +172,7 @@ anchor protect [--check] BARE_REPO
 				if made.New {
 					state = "new, signed"
 				}
-				fmt.Fprintf(out, "checkpoint %d of %s/%s (%s): %d writers, %d notes refs\n", c.N, c.Machine, c.Clone, state, len(c.Writers), len(c.Notes))
+				fmt.Fprintf(out, "checkpoint %d of %s/%s (%s): %s, %s\n", c.N, c.Machine, c.Clone, state, plural(len(c.Writers), "writer"), plural(len(c.Notes), "notes ref"))
 				for _, s := range made.Skipped {
 					fmt.Fprintf(e.stderr, "git-lossless: warning: writer %s left out: its head cannot be read (git lossless verify says why)\n", s)
 				}

@@ -527,7 +527,7 @@ func printAlarm(w io.Writer, f anchor.Finding) {
 
 func printReport(w io.Writer, r *seal.Report) {
 	if r.OK() {
-		fmt.Fprintf(w, "OK     %s: %d entries in %d batches, %d blobs checked, seal %.16s\n", r.Writer, r.Entries, r.Batches, r.Blobs, r.Head)
+		fmt.Fprintf(w, "OK     %s: %s in %s, %s checked, seal %.16s\n", r.Writer, plural(int(r.Entries), "entry"), plural(r.Batches, "batch"), plural(r.Blobs, "blob"), r.Head)
 	} else {
 		b := r.Break
 		fmt.Fprintf(w, "BREAK  %s: %s at entry %d", r.Writer, b.Kind, b.Seq)
@@ -540,7 +540,7 @@ func printReport(w io.Writer, r *seal.Report) {
 		fmt.Fprintf(w, ": %s\n", b.Detail)
 	}
 	if len(r.Pruned) > 0 {
-		fmt.Fprintf(w, "       %s: %d entries pruned (expected: removed by a prune record)\n", r.Writer, len(r.Pruned))
+		fmt.Fprintf(w, "       %s: %s pruned (expected: removed by a prune record)\n", r.Writer, plural(len(r.Pruned), "entry"))
 	}
 }
 

@@ -322,7 +322,7 @@ func (b *hooksBench) benchSweep(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if !bytes.Contains(out, []byte("Appended:0 ")) {
+		if !bytes.Contains(out, []byte(": 0 events stored")) {
 			return fmt.Errorf("re-sweep process found something new: %s", out)
 		}
 		if i >= 3 {

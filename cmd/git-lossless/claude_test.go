@@ -336,7 +336,7 @@ func TestClaudeCommandsInHelp(t *testing.T) {
 	f := newClaudeFixture(t)
 	_, out, _ := f.run(t, f.repo, "help")
 	for _, c := range []string{"install", "uninstall", "doctor"} {
-		if !regexp.MustCompile(`(?m)^  ` + c + ` +\S`).MatchString(out) {
+		if !regexp.MustCompile(`(?m)^ +` + c + ` +\S`).MatchString(out) {
 			t.Errorf("help lacks %s:\n%s", c, out)
 		}
 	}

@@ -167,10 +167,28 @@ the conversation as spans. A second sweep with nothing new adds nothing.`,
 					if err != nil {
 						return fmt.Errorf("sweep %s: %w", p, err)
 					}
-					fmt.Fprintf(e.stdout, "%s: %+v\n", p, stats)
+					fmt.Fprintf(e.stdout, "%s: %s\n", p, sweepSummary(stats))
 				}
 				return nil
 			}
 		},
 	}
+}
+
+// sweepSummary says what a sweep did in one line.
+func sweepSummary(s hooks.SweepStats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s read (%s, %s", plural(s.Transcripts, "transcript"), plural(s.Lines, "line"), pushBytes(s.Bytes))
+	if s.Invalid > 0 {
+		fmt.Fprintf(&b, ", %s not JSON, skipped", plural(s.Invalid, "line"))
+	}
+	if s.Resets > 0 {
+		fmt.Fprintf(&b, ", %s truncated or replaced, read again", plural(s.Resets, "transcript"))
+	}
+	fmt.Fprintf(&b, "): %s stored (%s, %s, %s)", plural(s.Appended, "event"), plural(s.Evidence, "file event"),
+		plural(s.Spans, "span"), plural(s.Compactions, "compaction"))
+	if s.Deduped > 0 {
+		fmt.Fprintf(&b, ", %s already stored", plural(s.Deduped, "record"))
+	}
+	return b.String()
 }

@@ -152,8 +152,12 @@ dispatch:
 	}
 	name, rest := args[0], args[1:]
 	if name == "help" {
-		if len(rest) == 0 {
+		switch {
+		case len(rest) == 0:
 			printHelp(e.stdout)
+			return exitOK
+		case rest[0] == "environment" || rest[0] == "env":
+			printEnvironment(e.stdout)
 			return exitOK
 		}
 		name, rest = rest[0], []string{"--help"}
@@ -243,18 +247,6 @@ var (
 		{"2", "usage error"},
 		{"3", "the command could not run (repository, I/O or internal error)"},
 	}
-	helpEnvironment = []helpDef{
-		{"LOSSLESS_ARCHIVE_EXCLUDE", "comma-separated globs added to the deny list"},
-		{"XDG_DATA_HOME", "where the embedded archive lives"},
-	}
-	helpGitConfig = []helpDef{
-		{"lossless.exclude", "deny glob (multi-valued)"},
-		{"lossless.fsync", "fsync objects and refs before they count (default true)"},
-		{"lossless.redact", `on (default): secrets in conversation spans are replaced by
-placeholders before they are stored; off stores them as they
-are (unsafe to push)`},
-		{"lossless.encrypt", "true: age-encrypt conversation spans (lossless.recipient)"},
-	}
 )
 
 // printDefs prints defs as help's two columns, the terms padded to width.
@@ -268,17 +260,42 @@ func printDefs(w io.Writer, defs []helpDef, width int) {
 func printHelp(w io.Writer) {
 	fmt.Fprintf(w, "git-lossless %s: %s.\n\n%s\n\nusage: git lossless [-C DIR] [--version] COMMAND [ARGS]\n\ncommands:\n",
 		version, helpTagline, helpIntro(embeddedHint()))
+	byName := map[string]*command{}
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		byName[c.name] = c
+		width = max(width, len(c.name))
+	}
+	for i, g := range commandGroups {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "  %s:\n", g.title)
+		for _, n := range g.names {
+			fmt.Fprintf(w, "    %-*s  %s\n", width, n, byName[n].summary)
+		}
 	}
 	fmt.Fprint(w, "\nglobal flags:\n")
 	printDefs(w, helpGlobalFlags, 10)
 	fmt.Fprint(w, "\nexit codes:\n")
 	printDefs(w, helpExitCodes, 2)
-	fmt.Fprint(w, "\nenvironment:\n")
-	printDefs(w, helpEnvironment, 25)
-	fmt.Fprint(w, "git config:\n")
-	printDefs(w, helpGitConfig, 25)
+	fmt.Fprint(w, "\nenvironment and git config: `git lossless help environment` lists every one.\n")
+}
+
+// commandGroups orders help's command list by what a user is doing;
+// TestHelpGroupsEveryCommand holds every command to exactly one group.
+var commandGroups = []struct {
+	title string
+	names []string
+}{
+	{"record and inspect", []string{"record", "log", "cat", "who", "blame", "stats", "trace", "span"}},
+	{"agents (hooks, restore, hand-off)", []string{"install", "uninstall", "doctor", "hook", "sweep", "import", "restore", "handoff", "mcp"}},
+	{"share and anchor", []string{"push", "sync", "anchor", "verify", "heads"}},
+	{"recall and metering", []string{"recall", "meter", "pack"}},
+	{"proxy", []string{"proxy", "statusline", "savings"}},
+	{"receipts", []string{"receipt", "key"}},
+	{"maintenance", []string{"prune", "redact", "locks", "reindex"}},
+	{"measure", []string{"bench", "demo"}},
 }
 
 func embeddedHint() string {

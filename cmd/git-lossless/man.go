@@ -77,9 +77,10 @@ func writeManPage(w io.Writer) error {
 	b.WriteString(".SH \"EXIT STATUS\"\n")
 	manDefs(&b, helpExitCodes)
 	b.WriteString(".SH ENVIRONMENT\n")
-	manDefs(&b, helpEnvironment)
-	b.WriteString(".SH CONFIGURATION\n.PP\n" + roffText("git config keys read by git-lossless:") + "\n")
-	manDefs(&b, helpGitConfig)
+	for _, sec := range environmentSections() {
+		b.WriteString(".PP\n" + roffText(sec.title+":") + "\n")
+		manDefs(&b, sec.defs)
+	}
 	b.WriteString(".SH \"SEE ALSO\"\n")
 	for i, p := range []string{"git (1)", "git-help (1)", "gitrepository-layout (5)"} {
 		sep := ","

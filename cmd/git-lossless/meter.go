@@ -137,7 +137,7 @@ func printMeter(out io.Writer, rep *meter.Report, b meter.By, rows []meter.Row, 
 	if rep.Harness != "" {
 		span += " of harness " + rep.Harness
 	}
-	fmt.Fprintf(out, "read tokens (o200k), %s, %d contexts\n", span, rep.Contexts)
+	fmt.Fprintf(out, "read tokens (o200k), %s, %s\n", span, plural(rep.Contexts, "context"))
 	if t.Reads == 0 {
 		fmt.Fprintln(out, "no reads archived")
 		return

@@ -59,7 +59,7 @@ func settingsHelp() string {
 func proxyCmd() *command {
 	return &command{
 		name:    "proxy",
-		summary: "compacting proxy for local models (OpenAI and Anthropic routes)",
+		summary: "compacting proxy for local models (OpenAI chat and Responses, Anthropic Messages)",
 		usage:   "[--listen ADDR] [--upstream URL] [--window N] [settings]",
 		long: `Sits between a coding client and its model server (Ollama, llama.cpp, vLLM,
 LM Studio, LiteLLM, or an Anthropic-compatible server) and keeps each request
@@ -229,13 +229,6 @@ func (s *settingValue) Set(v string) error {
 }
 
 func (s *settingValue) Type() string { return s.kind }
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
 
 func orDash(s string) string {
 	if s == "" {

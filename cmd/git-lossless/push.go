@@ -264,8 +264,10 @@ func printPushPlan(w io.Writer, remote string, o *gitstore.Outgoing) {
 		tw.Flush()
 	}
 	t := o.Total
-	fmt.Fprintf(w, "total: %d writers, %d batches, %d events (%d spans, %d file versions, %d vault entries), %d encrypted, %d blobs, %s; %d notes refs; %d objects, %s",
-		len(o.Writers), t.Batches, t.Events, t.Spans, t.FileVersions, t.Vault, t.Encrypted, t.Blobs, pushBytes(t.Bytes), len(o.Notes), t.Objects, pushBytes(t.ObjectBytes))
+	fmt.Fprintf(w, "total: %s, %s, %s (%s, %s, %s), %d encrypted, %s, %s; %s; %s, %s",
+		plural(len(o.Writers), "writer"), plural(t.Batches, "batch"), plural(t.Events, "event"), plural(t.Spans, "span"),
+		plural(t.FileVersions, "file version"), plural(t.Vault, "vault entry"), t.Encrypted, plural(t.Blobs, "blob"),
+		pushBytes(t.Bytes), plural(len(o.Notes), "notes ref"), plural(t.Objects, "object"), pushBytes(t.ObjectBytes))
 	if t.Pruned > 0 {
 		fmt.Fprintf(w, "; %d events' content pruned, not sent", t.Pruned)
 	}

@@ -251,7 +251,7 @@ func TestPushCleanDefaultRemote(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("push: exit %d\n%s%s", code, out, errOut)
 	}
-	if !strings.Contains(out, "to origin:") || !strings.Contains(out, "total: 1 writers, 1 batches, 2 events (0 spans, 2 file versions, 0 vault entries)") {
+	if !strings.Contains(out, "to origin:") || !strings.Contains(out, "total: 1 writer, 1 batch, 2 events (0 spans, 2 file versions, 0 vault entries)") {
 		t.Fatalf("plan output:\n%s", out)
 	}
 	if got := archiveRefs(t, bare); got != archiveRefs(t, repo) || got == "" {
@@ -319,7 +319,7 @@ func TestPushEncryptedSpans(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("push: exit %d\n%s%s", code, out, errOut)
 	}
-	if !strings.Contains(out, "encrypted, not scanned (sent as age ciphertext): proxy-1 #1-2") || !strings.Contains(out, "2 spans, 1 file versions, 0 vault entries), 2 encrypted") {
+	if !strings.Contains(out, "encrypted, not scanned (sent as age ciphertext): proxy-1 #1-2") || !strings.Contains(out, "2 spans, 1 file version, 0 vault entries), 2 encrypted") {
 		t.Fatalf("encrypted listing:\n%s", out)
 	}
 	if strings.Contains(out, "refused") || strings.Contains(out, "allowed (") {
