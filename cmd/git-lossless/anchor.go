@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,10 +20,10 @@ import (
 
 func anchorCmd() *command {
 	return &command{
-		name:    "anchor",
-		summary: "push signed checkpoints of every writer's seal head to remotes, so a rewritten history is caught",
-		usage:   "push [REMOTE...] [--tags] [--path DIR] [--with-archive] | key | protect [--check] BARE_REPO",
-		long: `A hash chain shows tampering only if someone outside the machine remembers
+		Name:    "anchor",
+		Summary: "push signed checkpoints of every writer's seal head to remotes, so a rewritten history is caught",
+		Usage:   "push [REMOTE...] [--tags] [--path DIR] [--with-archive] | key | protect [--check] BARE_REPO",
+		Long: `A hash chain shows tampering only if someone outside the machine remembers
 an earlier head. An anchor is that memory: a checkpoint — every writer's
 (name, entries, head seal, commit) and every refs/notes/lossless/* head
 (receipts), signed with this machine's anchor key — pushed to a remote.
@@ -66,7 +67,7 @@ anchor protect [--check] BARE_REPO
   the repository accepts it (exit 1; exit 3 when it could not install).
   --check only proves, installing nothing. Run it as the user pushes run
   as on the server: the proof is a push made as this user.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			tags := fs.Bool("tags", false, "anchor push: store each checkpoint as an annotated tag (for services that protect tags)")
 			path := fs.String("path", "", "anchor push: write the checkpoint under this directory instead of pushing")
 			withArchive := fs.Bool("with-archive", false, "anchor push: also push refs/lossless/* and refs/notes/lossless/* (checked like git lossless push)")
@@ -78,17 +79,17 @@ anchor protect [--check] BARE_REPO
 			_ = fs.MarkHidden("from-hook")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) == 0 {
-					return usagef("usage: git lossless anchor push [REMOTE...] | key | protect [--check] BARE_REPO")
+					return cli.Usagef("usage: git lossless anchor push [REMOTE...] | key | protect [--check] BARE_REPO")
 				}
 				if *check && args[0] != "protect" {
-					return usagef("--check goes with anchor protect")
+					return cli.Usagef("--check goes with anchor protect")
 				}
 				switch args[0] {
 				case "key":
 					if len(args) != 1 {
-						return usagef("anchor key takes no arguments")
+						return cli.Usagef("anchor key takes no arguments")
 					}
-					st, err := openStore(e)
+					st, err := cli.OpenStore(e)
 					if err != nil {
 						return err
 					}
@@ -96,16 +97,16 @@ anchor protect [--check] BARE_REPO
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(e.stdout, "%s\n", key.VKey)
+					fmt.Fprintf(e.Stdout, "%s\n", key.VKey)
 					return nil
 				case "protect":
 					if len(args) != 2 {
-						return usagef("usage: git lossless anchor protect [--check] BARE_REPO")
+						return cli.Usagef("usage: git lossless anchor protect [--check] BARE_REPO")
 					}
-					return anchorProtect(ctx, e, joinDir(e.dir, args[1]), *check)
+					return anchorProtect(ctx, e, joinDir(e.Dir, args[1]), *check)
 				case "push":
 				default:
-					return usagef("unknown anchor subcommand %q: push, key or protect", args[0])
+					return cli.Usagef("unknown anchor subcommand %q: push, key or protect", args[0])
 				}
 				remotes := args[1:]
 				if *fromHook {
@@ -116,14 +117,14 @@ anchor protect [--check] BARE_REPO
 					defer cancel()
 				}
 				if *path != "" && (len(remotes) > 0 || *tags || *withArchive) {
-					return usagef("--path anchors to a directory: give no REMOTE, --tags or --with-archive with it")
+					return cli.Usagef("--path anchors to a directory: give no REMOTE, --tags or --with-archive with it")
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
 				if st.Location().Embedded {
-					return withHint(errors.New("anchors need a repository; this is the embedded archive"), "run it inside the repository whose archive you want to anchor")
+					return cli.WithHint(errors.New("anchors need a repository; this is the embedded archive"), "run it inside the repository whose archive you want to anchor")
 				}
 				key, err := loadAnchorKey(st, true)
 				if err != nil {
@@ -135,7 +136,7 @@ anchor protect [--check] BARE_REPO
 					case "tags", "ref":
 						mode = v
 					default:
-						return withHint(fmt.Errorf("git config lossless.anchorMode %q", v), "use ref or tags")
+						return cli.WithHint(fmt.Errorf("git config lossless.anchorMode %q", v), "use ref or tags")
 					}
 				}
 				if *tags {
@@ -144,27 +145,27 @@ anchor protect [--check] BARE_REPO
 				var targets []anchor.Target
 				switch {
 				case *path != "":
-					targets = []anchor.Target{{Remote: *path, Mode: anchor.ModePath, Dir: e.dir}}
+					targets = []anchor.Target{{Remote: *path, Mode: anchor.ModePath, Dir: e.Dir}}
 				case len(remotes) > 0:
 					for _, r := range remotes {
 						if err := gitstore.ValidRemote(r); err != nil {
-							return usagef("%v", err)
+							return cli.Usagef("%v", err)
 						}
-						targets = append(targets, anchor.Target{Remote: r, Mode: mode, Dir: e.dir})
+						targets = append(targets, anchor.Target{Remote: r, Mode: mode, Dir: e.Dir})
 					}
 				default:
 					r := st.Config().Get("lossless.remote")
 					if r == "" {
 						r = "origin"
 					}
-					targets = []anchor.Target{{Remote: r, Mode: mode, Dir: e.dir}}
+					targets = []anchor.Target{{Remote: r, Mode: mode, Dir: e.Dir}}
 				}
 				made, err := anchor.MakeCheckpoint(ctx, st, key, time.Now())
 				if err != nil {
 					return err
 				}
 				c := made.Checkpoint
-				out := e.stdout
+				out := e.Stdout
 				if *fromHook || *asJSON {
 					out = io.Discard
 				}
@@ -172,9 +173,9 @@ anchor protect [--check] BARE_REPO
 				if made.New {
 					state = "new, signed"
 				}
-				fmt.Fprintf(out, "checkpoint %d of %s/%s (%s): %s, %s\n", c.N, c.Machine, c.Clone, state, plural(len(c.Writers), "writer"), plural(len(c.Notes), "notes ref"))
+				fmt.Fprintf(out, "checkpoint %d of %s/%s (%s): %s, %s\n", c.N, c.Machine, c.Clone, state, cli.Plural(len(c.Writers), "writer"), cli.Plural(len(c.Notes), "notes ref"))
 				for _, s := range made.Skipped {
-					fmt.Fprintf(e.stderr, "git-lossless: warning: writer %s left out: its head cannot be read (git lossless verify says why)\n", s)
+					fmt.Fprintf(e.Stderr, "git-lossless: warning: writer %s left out: its head cannot be read (git lossless verify says why)\n", s)
 				}
 				var archiveErr error
 				if *withArchive {
@@ -186,7 +187,7 @@ anchor protect [--check] BARE_REPO
 					switch {
 					case s.Err != nil:
 						failed++
-						fmt.Fprintf(e.stderr, "git-lossless: anchor on %s failed: %v\n", s.Target.Remote, s.Err)
+						fmt.Fprintf(e.Stderr, "git-lossless: anchor on %s failed: %v\n", s.Target.Remote, s.Err)
 					case s.UpToDate:
 						fmt.Fprintf(out, "anchored on %s: up to date (%s)\n", s.Target.Remote, s.Pushed)
 					default:
@@ -218,7 +219,7 @@ anchor protect [--check] BARE_REPO
 						}
 						rep.Sent = append(rep.Sent, j)
 					}
-					enc := json.NewEncoder(e.stdout)
+					enc := json.NewEncoder(e.Stdout)
 					enc.SetIndent("", "  ")
 					if err := enc.Encode(rep); err != nil {
 						return err
@@ -226,7 +227,7 @@ anchor protect [--check] BARE_REPO
 				}
 				switch {
 				case failed > 0:
-					return withHint(failedError{fmt.Sprintf("anchor failed on %d of %d targets; nothing is recorded as anchored there", failed, len(sent))},
+					return cli.WithHint(cli.FailedError{Msg: fmt.Sprintf("anchor failed on %d of %d targets; nothing is recorded as anchored there", failed, len(sent))},
 						"check the remote's name and your access to it (`git ls-remote REMOTE`), then run `git lossless anchor push` again")
 				case archiveErr != nil:
 					return archiveErr
@@ -251,7 +252,7 @@ func loadAnchorKey(st *gitstore.Store, create bool) (*anchor.Key, error) {
 	k, err := anchor.LoadKey(p, machine, create)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, withHint(fmt.Errorf("no anchor key at %s", p), "`git lossless anchor key` makes one")
+			return nil, cli.WithHint(fmt.Errorf("no anchor key at %s", p), "`git lossless anchor key` makes one")
 		}
 		return nil, fmt.Errorf("anchor key: %w", err)
 	}
@@ -264,7 +265,7 @@ func loadAnchorKey(st *gitstore.Store, create bool) (*anchor.Key, error) {
 func anchorArchive(ctx context.Context, e *env, st *gitstore.Store, targets []anchor.Target, allowSecrets, allowIgnored bool, out io.Writer) error {
 	pol, err := gitstore.PushPolicyFromConfig(st.Config())
 	if err != nil {
-		return withHint(err, "use true or false")
+		return cli.WithHint(err, "use true or false")
 	}
 	pol.AllowSecrets = pol.AllowSecrets || allowSecrets
 	pol.AllowIgnored = pol.AllowIgnored || allowIgnored
@@ -310,22 +311,22 @@ func anchorArchive(ctx context.Context, e *env, st *gitstore.Store, targets []an
 	if len(refusedAll) > 0 {
 		hint = pushHint(refusedAll)
 	}
-	return withHint(failedError{"archive not pushed: " + strings.Join(bad, "; ")}, hint)
+	return cli.WithHint(cli.FailedError{Msg: "archive not pushed: " + strings.Join(bad, "; ")}, hint)
 }
 
 // anchorTarget reads a verify --anchor argument: a directory that is not
 // a git repository is an anchor directory (path mode); anything else is a
 // git remote (name, URL or repository path).
 func anchorTarget(e *env, arg string) anchor.Target {
-	p := joinDir(e.dir, arg)
+	p := joinDir(e.Dir, arg)
 	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 		_, headErr := os.Stat(filepath.Join(p, "HEAD"))
 		_, dotErr := os.Stat(filepath.Join(p, ".git"))
 		if headErr != nil && dotErr != nil {
-			return anchor.Target{Remote: arg, Mode: anchor.ModePath, Dir: e.dir}
+			return anchor.Target{Remote: arg, Mode: anchor.ModePath, Dir: e.Dir}
 		}
 	}
-	return anchor.Target{Remote: arg, Mode: anchor.ModeRef, Dir: e.dir}
+	return anchor.Target{Remote: arg, Mode: anchor.ModeRef, Dir: e.Dir}
 }
 
 // printFindings prints a remote check's findings, each with its evidence.
@@ -384,32 +385,32 @@ func anchorProtect(ctx context.Context, e *env, dir string, check bool) error {
 		if res.Updated {
 			verb = "updated"
 		}
-		fmt.Fprintf(e.stdout, "%s %s, which refuses deletions and non-fast-forward updates of refs/lossless/*, refs/notes/lossless/* and refs/lossless-anchor/*, and changes to anchor tags\n", verb, res.Hook)
+		fmt.Fprintf(e.Stdout, "%s %s, which refuses deletions and non-fast-forward updates of refs/lossless/*, refs/notes/lossless/* and refs/lossless-anchor/*, and changes to anchor tags\n", verb, res.Hook)
 	}
 	if res.HooksPath != "" {
 		from := ""
 		if res.HooksPathFrom != "" {
 			from = ", from the " + res.HooksPathFrom
 		}
-		fmt.Fprintf(e.stdout, "hooks directory %s is core.hooksPath (%s%s)\n", res.HooksDir, res.HooksPath, from)
+		fmt.Fprintf(e.Stdout, "hooks directory %s is core.hooksPath (%s%s)\n", res.HooksDir, res.HooksPath, from)
 	}
 	if res.Shared {
-		fmt.Fprintf(e.stdout, "shared: %s is outside the repository; every repository whose git names it runs this hook too (it guards only git-lossless's refs there as well)\n", res.HooksDir)
+		fmt.Fprintf(e.Stdout, "shared: %s is outside the repository; every repository whose git names it runs this hook too (it guards only git-lossless's refs there as well)\n", res.HooksDir)
 	}
 	if res.Chained != "" {
-		fmt.Fprintf(e.stdout, "the repository's own pre-receive hook runs after it, from %s\n", res.Chained)
+		fmt.Fprintf(e.Stdout, "the repository's own pre-receive hook runs after it, from %s\n", res.Chained)
 	}
 	if res.Unused != "" {
-		fmt.Fprintf(e.stdout, "note: %s, from an earlier protect, is not run by git (core.hooksPath names %s); it can be removed\n", res.Unused, res.HooksDir)
+		fmt.Fprintf(e.Stdout, "note: %s, from an earlier protect, is not run by git (core.hooksPath names %s); it can be removed\n", res.Unused, res.HooksDir)
 	}
 	if pe != nil {
 		// The check ran and the repository is not protected: exit 1, as
 		// a failed verify; exit 3 is for what could not be done at all.
-		return failedError{msg: err.Error()}
+		return cli.FailedError{Msg: err.Error()}
 	}
-	fmt.Fprintf(e.stdout, "proved: a push to %s was refused by the hook\n", res.Probe)
+	fmt.Fprintf(e.Stdout, "proved: a push to %s was refused by the hook\n", res.Probe)
 	if res.Owner != "" {
-		fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", res.Owner)
+		fmt.Fprintf(e.Stderr, "git-lossless: warning: %s\n", res.Owner)
 	}
 	return nil
 }

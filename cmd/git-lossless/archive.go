@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync"
@@ -26,10 +24,10 @@ import (
 
 func recordCmd() *command {
 	return &command{
-		name:    "record",
-		summary: "archive files as an agent saw or wrote them",
-		usage:   "--op read|edit|write [--session S] [--agent A] [--writer W] PATH...",
-		long: `Archives each PATH's current content as a git blob and appends one event
+		Name:    "record",
+		Summary: "archive files as an agent saw or wrote them",
+		Usage:   "--op read|edit|write [--session S] [--agent A] [--writer W] PATH...",
+		Long: `Archives each PATH's current content as a git blob and appends one event
 per path to the writer's log (refs/lossless/<writer>), sealed in its chain.
 Paths inside the repository are recorded relative to its top; others
 absolutely. A path on the deny list is recorded with excluded:true and its
@@ -45,7 +43,7 @@ so is a cli-/proxy- name carrying another clone's id. A --session,
 --agent, --writer, --key or --source value in which the secret scanner
 finds a credential is refused before anything is written: it would be
 stored in the events or as a ref name, and pushed with the archive.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			op := fs.String("op", "", "what happened: read, edit or write (required)")
 			session := fs.String("session", "", "session id the event belongs to")
 			agent := fs.String("agent", "", "subagent id (empty: the main context)")
@@ -58,28 +56,28 @@ stored in the events or as a ref name, and pushed with the archive.`,
 				switch *op {
 				case "read", "edit", "write":
 				case "":
-					return usagef("--op is required: read, edit or write")
+					return cli.Usagef("--op is required: read, edit or write")
 				default:
-					return usagef("--op %q: use read, edit or write", *op)
+					return cli.Usagef("--op %q: use read, edit or write", *op)
 				}
 				if len(args) == 0 {
-					return usagef("record needs at least one PATH")
+					return cli.Usagef("record needs at least one PATH")
 				}
 				if *key != "" && len(args) > 1 {
-					return usagef("--key applies to one PATH; got %d", len(args))
+					return cli.Usagef("--key applies to one PATH; got %d", len(args))
 				}
 				if !validView(*view) {
-					return usagef("--view %q: use full or lines:A-B", *view)
+					return cli.Usagef("--view %q: use full or lines:A-B", *view)
 				}
 				if err := refuseSecretFlags("--session", *session, "--agent", *agent, "--writer", *writer, "--key", *key, "--source", *source); err != nil {
 					return err
 				}
 				if *writer != "" {
 					if err := gitstore.ValidWriter(*writer); err != nil {
-						return usagef("%v", err)
+						return cli.Usagef("%v", err)
 					}
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
@@ -92,15 +90,15 @@ stored in the events or as a ref name, and pushed with the archive.`,
 					}
 				}
 				if err := st.CheckWritable(w); err != nil {
-					return withHint(fmt.Errorf("record to %s: %w", w, err), "a clone appends only to writers it wrote; leave out --writer to use this clone's own")
+					return cli.WithHint(fmt.Errorf("record to %s: %w", w, err), "a clone appends only to writers it wrote; leave out --writer to use this clone's own")
 				}
 				var recs []gitstore.Record
 				var problems []string
 				for _, p := range args {
-					rec, err := fileRecord(st, e.dir, p)
+					rec, err := cli.FileRecord(st, e.Dir, p)
 					if err != nil {
 						problems = append(problems, err.Error())
-						fmt.Fprintf(e.stderr, "git-lossless: error: %v\n", err)
+						fmt.Fprintf(e.Stderr, "git-lossless: error: %v\n", err)
 						continue
 					}
 					rec.Op, rec.Session, rec.Agent, rec.Sidechain = *op, *session, *agent, *agent != ""
@@ -114,15 +112,15 @@ stored in the events or as a ref name, and pushed with the archive.`,
 					}
 					if !*quiet {
 						for _, ev := range res.Events {
-							printRecorded(e.stdout, ev)
+							cli.PrintRecorded(e.Stdout, ev)
 						}
 						if res.Deduped > 0 {
-							fmt.Fprintf(e.stdout, "skipped %d already recorded (same key)\n", res.Deduped)
+							fmt.Fprintf(e.Stdout, "skipped %d already recorded (same key)\n", res.Deduped)
 						}
 					}
 				}
 				if len(problems) > 0 {
-					return failedError{fmt.Sprintf("%d of %d paths refused", len(problems), len(args))}
+					return cli.FailedError{Msg: fmt.Sprintf("%d of %d paths refused", len(problems), len(args))}
 				}
 				return nil
 			}
@@ -133,52 +131,6 @@ stored in the events or as a ref name, and pushed with the archive.`,
 var viewRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(full|lines:[0-9]+-[0-9]+)$`) })
 
 func validView(v string) bool { return viewRe().MatchString(v) }
-
-func printRecorded(w io.Writer, ev gitstore.Event) {
-	if ev.Excluded {
-		fmt.Fprintf(w, "recorded %s %s (excluded: content withheld by the deny list) as %s#%d\n", ev.Op, ev.Path, ev.Writer, ev.Seq)
-		return
-	}
-	fmt.Fprintf(w, "recorded %s %s blob %s (%d bytes) as %s#%d\n", ev.Op, ev.Path, ev.Blob, ev.Bytes, ev.Writer, ev.Seq)
-}
-
-// fileRecord reads one path for recording: regular files (or symlinks to
-// them) only, byte for byte.
-func fileRecord(st *gitstore.Store, dir, p string) (gitstore.Record, error) {
-	abs := p
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(dir, p)
-	}
-	abs = filepath.Clean(abs)
-	fi, err := os.Stat(abs)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return gitstore.Record{}, fmt.Errorf("%s: no such file", p)
-	case errors.Is(err, fs.ErrPermission):
-		return gitstore.Record{}, fmt.Errorf("%s: permission denied", p)
-	case err != nil:
-		return gitstore.Record{}, fmt.Errorf("%s: %v", p, err)
-	case fi.IsDir():
-		return gitstore.Record{}, fmt.Errorf("%s: is a directory; record files one by one", p)
-	case !fi.Mode().IsRegular():
-		return gitstore.Record{}, fmt.Errorf("%s: not a regular file", p)
-	}
-	rec := gitstore.Record{File: abs}
-	rec.SetPath(st.RelPath(abs))
-	if _, _, denied := st.Deny().Check(abs); denied {
-		rec.Excluded = true // never even read
-		return rec, nil
-	}
-	data, err := os.ReadFile(abs)
-	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			return gitstore.Record{}, fmt.Errorf("%s: permission denied", p)
-		}
-		return gitstore.Record{}, fmt.Errorf("%s: %v", p, err)
-	}
-	rec.Content, rec.HasContent = data, true
-	return rec, nil
-}
 
 // filterFlags are the event filters shared by log and friends.
 type filterFlags struct {
@@ -212,13 +164,13 @@ func (f *filterFlags) query(now time.Time) (gitstore.Query, error) {
 	q.Harness, q.HarnessOf = *f.harness, harnesses.WriterHarness()
 	var err error
 	if q.Since, err = parseWhen(*f.since, now); err != nil {
-		return q, usagef("--since: %v", err)
+		return q, cli.Usagef("--since: %v", err)
 	}
 	if q.Until, err = parseWhen(*f.until, now); err != nil {
-		return q, usagef("--until: %v", err)
+		return q, cli.Usagef("--until: %v", err)
 	}
 	if *f.limit < 0 {
-		return q, usagef("--limit must be positive")
+		return q, cli.Usagef("--limit must be positive")
 	}
 	return q, nil
 }
@@ -248,28 +200,28 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 
 func logCmd() *command {
 	return &command{
-		name:    "log",
-		summary: "show archived events of every writer in time order",
-		usage:   "[--json] [filters]",
-		long: `Merges all writers' logs in time order. The table shows time, writer and
+		Name:    "log",
+		Summary: "show archived events of every writer in time order",
+		Usage:   "[--json] [filters]",
+		Long: `Merges all writers' logs in time order. The table shows time, writer and
 entry number, harness, op, session, agent, path and blob; --json prints one
 stored event line per event (unknown fields kept), with its writer and
 commit, and its harness: the event's own "harness" field, or, for events
 written before it existed, the harness its writer's prefix names (cc-:
 claude-code). Events of no harness (proxy-, cli-, mcp- writers) show "-"
 and carry none. --harness NAME keeps one harness's events.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			f := addFilterFlags(fs)
 			asJSON := fs.Bool("json", false, "one JSON object per line")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return usagef("log takes no arguments; use --path to select a file")
+					return cli.Usagef("log takes no arguments; use --path to select a file")
 				}
 				q, err := f.query(time.Now())
 				if err != nil {
 					return err
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
@@ -277,7 +229,7 @@ and carry none. --harness NAME keeps one harness's events.`,
 				if err != nil {
 					return err
 				}
-				bw := bufio.NewWriter(e.stdout)
+				bw := bufio.NewWriter(e.Stdout)
 				defer bw.Flush()
 				if *asJSON {
 					for _, ev := range evs {
@@ -316,20 +268,13 @@ and carry none. --harness NAME keeps one harness's events.`,
 						agent = "main"
 					}
 					fmt.Fprintf(tw, "%s\t%s#%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
-						ev.TS.Local().Format("2006-01-02 15:04:05"), ev.Writer, ev.Seq, dash(gitstore.HarnessOf(ev.Harness, ev.Writer, q.HarnessOf)), ev.Op,
-						dash(shortText(ev.Session, 12)), agent, dash(ev.Path), blob, ev.Bytes)
+						ev.TS.Local().Format("2006-01-02 15:04:05"), ev.Writer, ev.Seq, cli.Dash(gitstore.HarnessOf(ev.Harness, ev.Writer, q.HarnessOf)), ev.Op,
+						cli.Dash(shortText(ev.Session, 12)), agent, cli.Dash(ev.Path), blob, ev.Bytes)
 				}
 				return tw.Flush()
 			}
 		},
 	}
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func shortText(s string, n int) string {
@@ -341,27 +286,27 @@ func shortText(s string, n int) string {
 
 func catCmd() *command {
 	return &command{
-		name:    "cat",
-		summary: "print an archived blob's exact bytes",
-		usage:   "SHA1",
-		long:    "Prints the blob byte for byte (binary included); the same as `git cat-file -p SHA1`.",
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Name:    "cat",
+		Summary: "print an archived blob's exact bytes",
+		Usage:   "SHA1",
+		Long:    "Prints the blob byte for byte (binary included); the same as `git cat-file -p SHA1`.",
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) != 1 {
-					return usagef("cat needs exactly one blob id")
+					return cli.Usagef("cat needs exactly one blob id")
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
 				b, err := st.Blob(ctx, args[0])
 				if errors.Is(err, gitstore.ErrObjectMissing) {
-					return withHint(fmt.Errorf("blob %s is not in %s", args[0], st.Location().CommonDir), "`git lossless log --json` lists the blobs events name; a pruned blob is gone on purpose")
+					return cli.WithHint(fmt.Errorf("blob %s is not in %s", args[0], st.Location().CommonDir), "`git lossless log --json` lists the blobs events name; a pruned blob is gone on purpose")
 				}
 				if err != nil {
 					return err
 				}
-				_, err = e.stdout.Write(b)
+				_, err = e.Stdout.Write(b)
 				return err
 			}
 		},
@@ -370,10 +315,10 @@ func catCmd() *command {
 
 func verifyCmd() *command {
 	return &command{
-		name:    "verify",
-		summary: "check every writer's seal chain and archived content",
-		usage:   "[--all] [--json] [--no-content] [--anchor REMOTE|DIR]... [WRITER...]",
-		long: `Walks each writer's log from its first entry: sequence, links and batch
+		Name:    "verify",
+		Summary: "check every writer's seal chain and archived content",
+		Usage:   "[--all] [--json] [--no-content] [--anchor REMOTE|DIR]... [WRITER...]",
+		Long: `Walks each writer's log from its first entry: sequence, links and batch
 seals, then every referenced blob's presence and sha256, then the heads seen
 earlier: this clone's own (the witness) and those anchored in signed
 checkpoints pushed from here or accepted from a remote (git lossless anchor).
@@ -410,42 +355,42 @@ check per --anchor), "writers" (one report per writer, with "ok"),
 "findings" (the alarms)}.
 
 Exit 0 only when every writer verifies and no alarm is open.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			all := fs.Bool("all", false, "verify every writer (the default without WRITER arguments)")
 			asJSON := fs.Bool("json", false, "print the verdict as one JSON document")
 			quick := fs.Bool("no-content", false, "check the chains only, not the blobs")
 			anchors := fs.StringArray("anchor", nil, "fetch and check this remote's (or anchor directory's) checkpoints first (repeatable)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if *all && len(args) > 0 {
-					return usagef("give --all or WRITER names, not both")
+					return cli.Usagef("give --all or WRITER names, not both")
 				}
 				for _, w := range args {
 					if err := gitstore.ValidWriter(w); err != nil {
-						return usagef("%v", err)
+						return cli.Usagef("%v", err)
 					}
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
 				checks := []*anchor.RemoteCheck{}
 				for _, a := range *anchors {
 					if err := gitstore.ValidRemote(a); err != nil {
-						return usagef("--anchor: %v", err)
+						return cli.Usagef("--anchor: %v", err)
 					}
 					rc, err := anchor.CheckRemote(ctx, st, anchorTarget(e, a), time.Now())
 					if err != nil {
-						return withHint(fmt.Errorf("check anchors on %s: %w", a, err), "`git ls-remote REMOTE` shows whether the remote can be reached")
+						return cli.WithHint(fmt.Errorf("check anchors on %s: %w", a, err), "`git ls-remote REMOTE` shows whether the remote can be reached")
 					}
 					checks = append(checks, rc)
 					if !*asJSON {
-						printFindings(e.stdout, rc)
+						printFindings(e.Stdout, rc)
 					}
 				}
 				if locks, err := st.Locks(); err == nil {
 					for _, l := range locks {
 						if l.Stale {
-							fmt.Fprintf(e.stderr, "git-lossless: warning: stale lock %s (%s); `git lossless locks --clean` removes it\n", l.Path, l.Why)
+							fmt.Fprintf(e.Stderr, "git-lossless: warning: stale lock %s (%s); `git lossless locks --clean` removes it\n", l.Path, l.Why)
 						}
 					}
 				}
@@ -467,7 +412,7 @@ Exit 0 only when every writer verifies and no alarm is open.`,
 					for i, r := range v.Writers {
 						ws[i] = writerJSON{r, r.OK()}
 					}
-					enc := json.NewEncoder(e.stdout)
+					enc := json.NewEncoder(e.Stdout)
 					if err := enc.Encode(struct {
 						OK       bool                  `json:"ok"`
 						Summary  string                `json:"summary"`
@@ -479,7 +424,7 @@ Exit 0 only when every writer verifies and no alarm is open.`,
 					}
 				} else {
 					for _, rep := range v.Writers {
-						printReport(e.stdout, rep)
+						cli.PrintReport(e.Stdout, rep)
 					}
 					printed := map[string]bool{} // --anchor's findings, printed above with their checkpoints
 					for _, rc := range checks {
@@ -489,16 +434,16 @@ Exit 0 only when every writer verifies and no alarm is open.`,
 					}
 					for _, f := range v.Findings {
 						if !printed[f.Kind+"\x00"+f.Detail] {
-							printAlarm(e.stdout, f)
+							printAlarm(e.Stdout, f)
 						}
 					}
-					fmt.Fprintln(e.stdout, v.Summary())
+					fmt.Fprintln(e.Stdout, v.Summary())
 				}
 				switch {
 				case v.Broken() > 0:
-					return failedError{fmt.Sprintf("%d of %d writers failed verification", v.Broken(), len(v.Writers))}
+					return cli.FailedError{Msg: fmt.Sprintf("%d of %d writers failed verification", v.Broken(), len(v.Writers))}
 				case len(v.Findings) > 0:
-					return failedError{fmt.Sprintf("%s open", plural(len(v.Findings), "alarm"))}
+					return cli.FailedError{Msg: fmt.Sprintf("%s open", cli.Plural(len(v.Findings), "alarm"))}
 				}
 				return nil
 			}
@@ -525,37 +470,18 @@ func printAlarm(w io.Writer, f anchor.Finding) {
 	}
 }
 
-func printReport(w io.Writer, r *seal.Report) {
-	if r.OK() {
-		fmt.Fprintf(w, "OK     %s: %s in %s, %s checked, seal %.16s\n", r.Writer, plural(int(r.Entries), "entry"), plural(r.Batches, "batch"), plural(r.Blobs, "blob"), r.Head)
-	} else {
-		b := r.Break
-		fmt.Fprintf(w, "BREAK  %s: %s at entry %d", r.Writer, b.Kind, b.Seq)
-		if b.Commit != "" {
-			fmt.Fprintf(w, " (commit %.12s)", b.Commit)
-		}
-		if b.Blob != "" {
-			fmt.Fprintf(w, " blob %s", b.Blob)
-		}
-		fmt.Fprintf(w, ": %s\n", b.Detail)
-	}
-	if len(r.Pruned) > 0 {
-		fmt.Fprintf(w, "       %s: %s pruned (expected: removed by a prune record)\n", r.Writer, plural(len(r.Pruned), "entry"))
-	}
-}
-
 func headsCmd() *command {
 	return &command{
-		name:    "heads",
-		summary: "print each writer's chain head and length",
-		usage:   "[--json]",
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Name:    "heads",
+		Summary: "print each writer's chain head and length",
+		Usage:   "[--json]",
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			asJSON := fs.Bool("json", false, "one JSON object per writer")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return usagef("heads takes no arguments")
+					return cli.Usagef("heads takes no arguments")
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
@@ -564,7 +490,7 @@ func headsCmd() *command {
 					return err
 				}
 				if *asJSON {
-					enc := json.NewEncoder(e.stdout)
+					enc := json.NewEncoder(e.Stdout)
 					for _, w := range ws {
 						if err := enc.Encode(w); err != nil {
 							return err
@@ -573,10 +499,10 @@ func headsCmd() *command {
 					return nil
 				}
 				if len(ws) == 0 {
-					fmt.Fprintf(e.stdout, "no writers in %s\n", st.Location().CommonDir)
+					fmt.Fprintf(e.Stdout, "no writers in %s\n", st.Location().CommonDir)
 					return nil
 				}
-				tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+				tw := tabwriter.NewWriter(e.Stdout, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "WRITER\tENTRIES\tSEAL\tCOMMIT")
 				for _, w := range ws {
 					if w.Err != "" {
@@ -593,17 +519,17 @@ func headsCmd() *command {
 
 func locksCmd() *command {
 	return &command{
-		name:    "locks",
-		summary: "report (and with --clean remove) stale ref locks",
-		usage:   "[--clean]",
-		long: `A process killed while moving a ref leaves refs/lossless/<writer>.lock.
+		Name:    "locks",
+		Summary: "report (and with --clean remove) stale ref locks",
+		Usage:   "[--clean]",
+		Long: `A process killed while moving a ref leaves refs/lossless/<writer>.lock.
 A lock is stale when the git-lossless process that took it is gone, or when
 any lock is older than 30 seconds (git holds ref locks for milliseconds).
 Appends remove stale locks themselves; this command shows them.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			clean := fs.Bool("clean", false, "remove stale locks")
 			return func(ctx context.Context, e *env, args []string) error {
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
@@ -612,7 +538,7 @@ Appends remove stale locks themselves; this command shows them.`,
 					return err
 				}
 				if len(ls) == 0 {
-					fmt.Fprintln(e.stdout, "no locks")
+					fmt.Fprintln(e.Stdout, "no locks")
 					return nil
 				}
 				for _, l := range ls {
@@ -620,14 +546,14 @@ Appends remove stale locks themselves; this command shows them.`,
 					if l.Stale {
 						state = "stale: " + l.Why
 					}
-					fmt.Fprintf(e.stdout, "%s (%s, age %s)\n", l.Path, state, l.Age.Round(time.Millisecond))
+					fmt.Fprintf(e.Stdout, "%s (%s, age %s)\n", l.Path, state, l.Age.Round(time.Millisecond))
 				}
 				if *clean {
 					removed, err := st.CleanStaleLocks()
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(e.stdout, "removed %d stale locks\n", len(removed))
+					fmt.Fprintf(e.Stdout, "removed %d stale locks\n", len(removed))
 				}
 				return nil
 			}
@@ -637,22 +563,22 @@ Appends remove stale locks themselves; this command shows them.`,
 
 func reindexCmd() *command {
 	return &command{
-		name:    "reindex",
-		summary: "rebuild the derived index from the commits",
-		usage:   "",
-		long: `The index under <git dir>/lossless/index is a cache of each writer's event
+		Name:    "reindex",
+		Summary: "rebuild the derived index from the commits",
+		Usage:   "",
+		Long: `The index under <git dir>/lossless/index is a cache of each writer's event
 lines; readers check it against the refs and catch it up themselves. This
 rebuilds it from scratch. It is never the source of truth.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			return func(ctx context.Context, e *env, args []string) error {
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
 				if err := st.Reindex(ctx); err != nil {
 					return err
 				}
-				fmt.Fprintln(e.stdout, "index rebuilt")
+				fmt.Fprintln(e.Stdout, "index rebuilt")
 				return nil
 			}
 		},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,10 +22,10 @@ import (
 
 func blameCmd() *command {
 	return &command{
-		name:    "blame",
-		summary: "for each line of a file, the commit that brought it and the agent context (or person) that wrote it",
-		usage:   "[-M] [-C] [-L A,B] [--porcelain|--json] [REV] [--] FILE | --why FILE:LINE [REV]",
-		long: `Line provenance. For each line of FILE at REV (default: the working tree,
+		Name:    "blame",
+		Summary: "for each line of a file, the commit that brought it and the agent context (or person) that wrote it",
+		Usage:   "[-M] [-C] [-L A,B] [--porcelain|--json] [REV] [--] FILE | --why FILE:LINE [REV]",
+		Long: `Line provenance. For each line of FILE at REV (default: the working tree,
 uncommitted changes included), the commit git blame finds for it and its
 origin: the archived agent write that introduced it (harness, session,
 subagent, model where known, tool call, time) or a person ("-": no archived
@@ -54,7 +55,7 @@ changed is the person's. The rule is in blame/FORMAT.md.
                the commit that carries it
   --identity   age identity (or unencrypted SSH key) to open encrypted spans
                for --why and --requests`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			moves := fs.BoolP("moves", "M", false, "follow lines moved within the file (git blame -M)")
 			copies := fs.BoolP("copies", "C", false, "follow lines moved or copied from other files (git blame -C)")
 			lrange := fs.StringP("lines", "L", "", "blame lines A,B only")
@@ -65,9 +66,9 @@ changed is the person's. The rule is in blame/FORMAT.md.
 			identity := fs.String("identity", "", "age identity file or unencrypted SSH private key, to open encrypted spans")
 			return func(ctx context.Context, e *env, args []string) error {
 				if *porcelain && *asJSON {
-					return usagef("--porcelain and --json cannot be combined")
+					return cli.Usagef("--porcelain and --json cannot be combined")
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
@@ -76,7 +77,7 @@ changed is the person's. The rule is in blame/FORMAT.md.
 				}
 				opt := blame.Options{Moves: *moves, Copies: *copies, Requests: *requests, HarnessOf: harnesses.WriterHarness()}
 				if *identity != "" || *why != "" || *requests {
-					ids, err := st.LoadIdentities(*identity, e.getenv)
+					ids, err := st.LoadIdentities(*identity, e.Getenv)
 					if err != nil {
 						return err
 					}
@@ -84,10 +85,10 @@ changed is the person's. The rule is in blame/FORMAT.md.
 				}
 				if *why != "" {
 					if *lrange != "" || *porcelain {
-						return usagef("--why takes no -L or --porcelain")
+						return cli.Usagef("--why takes no -L or --porcelain")
 					}
 					if len(args) > 1 {
-						return usagef("--why FILE:LINE takes at most a REV")
+						return cli.Usagef("--why FILE:LINE takes at most a REV")
 					}
 					file, n, err := parseFileLine(*why)
 					if err != nil {
@@ -105,7 +106,7 @@ changed is the person's. The rule is in blame/FORMAT.md.
 					if err != nil && !errors.Is(err, blame.ErrNoOrigin) {
 						return err
 					}
-					bw := bufio.NewWriter(e.stdout)
+					bw := bufio.NewWriter(e.Stdout)
 					defer bw.Flush()
 					if *asJSON {
 						return writeJSON(bw, w)
@@ -120,7 +121,7 @@ changed is the person's. The rule is in blame/FORMAT.md.
 				case len(args) == 2:
 					rev, file = args[0], args[1]
 				default:
-					return usagef("blame takes [REV] [--] FILE")
+					return cli.Usagef("blame takes [REV] [--] FILE")
 				}
 				if *lrange != "" {
 					a, b, err := parseRange(*lrange)
@@ -137,7 +138,7 @@ changed is the person's. The rule is in blame/FORMAT.md.
 				if err != nil {
 					return err
 				}
-				bw := bufio.NewWriter(e.stdout)
+				bw := bufio.NewWriter(e.Stdout)
 				defer bw.Flush()
 				switch {
 				case *asJSON:
@@ -174,11 +175,11 @@ func writeJSON(bw *bufio.Writer, v any) error {
 func repoPath(st *gitstore.Store, e *env, file string) (string, error) {
 	abs := file
 	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(e.dir, file)
+		abs = filepath.Join(e.Dir, file)
 	}
 	rel := st.RelPath(filepath.Clean(abs))
 	if filepath.IsAbs(rel) || rel == "." || strings.HasPrefix(rel, "../") {
-		return "", usagef("%s is outside the work tree %s", file, st.Location().WorkTree)
+		return "", cli.Usagef("%s is outside the work tree %s", file, st.Location().WorkTree)
 	}
 	return rel, nil
 }
@@ -186,11 +187,11 @@ func repoPath(st *gitstore.Store, e *env, file string) (string, error) {
 func parseFileLine(s string) (string, int, error) {
 	i := strings.LastIndexByte(s, ':')
 	if i <= 0 {
-		return "", 0, usagef("--why takes FILE:LINE, not %q", s)
+		return "", 0, cli.Usagef("--why takes FILE:LINE, not %q", s)
 	}
 	n, err := strconv.Atoi(s[i+1:])
 	if err != nil || n < 1 {
-		return "", 0, usagef("--why takes FILE:LINE with LINE a number from 1, not %q", s[i+1:])
+		return "", 0, cli.Usagef("--why takes FILE:LINE with LINE a number from 1, not %q", s[i+1:])
 	}
 	return s[:i], n, nil
 }
@@ -199,12 +200,12 @@ func parseRange(s string) (int, int, error) {
 	a, b, _ := strings.Cut(s, ",")
 	start, err := strconv.Atoi(a)
 	if err != nil || start < 1 {
-		return 0, 0, usagef("-L takes A,B with A a line number from 1, not %q", s)
+		return 0, 0, cli.Usagef("-L takes A,B with A a line number from 1, not %q", s)
 	}
 	end := 0
 	if b != "" {
 		if end, err = strconv.Atoi(b); err != nil || end < start {
-			return 0, 0, usagef("-L takes A,B with B a line number not before A, not %q", s)
+			return 0, 0, cli.Usagef("-L takes A,B with B a line number not before A, not %q", s)
 		}
 	}
 	return start, end, nil
@@ -327,7 +328,7 @@ func printWhy(bw *bufio.Writer, rel string, w *blame.Why) {
 		fmt.Fprintln(bw, "  no archived agent write made this line: a person wrote it, or an agent the archive did not record")
 	} else {
 		fmt.Fprintf(bw, "  written by %s at %s\n", originLabel(o), o.TS.Local().Format(whyTime))
-		fmt.Fprintf(bw, "  %s by %s (call %s), line %d of version %s of %s\n", o.Op, dash(o.Tool), dash(guard.Printable(o.Call)), o.Line, short(o.Blob), guard.Printable(o.Path))
+		fmt.Fprintf(bw, "  %s by %s (call %s), line %d of version %s of %s\n", o.Op, cli.Dash(o.Tool), cli.Dash(guard.Printable(o.Call)), o.Line, short(o.Blob), guard.Printable(o.Path))
 		switch {
 		case w.Request != "":
 			fmt.Fprintf(bw, "  request: %s\n", guard.Printable(flatten(w.Request, 300)))
@@ -344,10 +345,10 @@ func printWhy(bw *bufio.Writer, rel string, w *blame.Why) {
 				fmt.Fprintf(bw, "  call input: %s\n", guard.Printable(flatten(string(c.Input), 300)))
 			}
 		}
-		fmt.Fprintf(bw, "  the context had seen %s before the write:\n", plural(len(w.Seen), "file"))
+		fmt.Fprintf(bw, "  the context had seen %s before the write:\n", cli.Plural(len(w.Seen), "file"))
 		for _, s := range w.Seen {
 			state := s.State()
-			fmt.Fprintf(bw, "    %-9s %s  %s %s  %s\n", state, guard.Printable(s.Path), s.Op, s.TS.Local().Format(whyTime), dash(short(s.Blob)))
+			fmt.Fprintf(bw, "    %-9s %s  %s %s  %s\n", state, guard.Printable(s.Path), s.Op, s.TS.Local().Format(whyTime), cli.Dash(short(s.Blob)))
 		}
 	}
 	if len(w.Receipts) == 0 {

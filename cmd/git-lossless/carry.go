@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,7 @@ func runReceiptCarry(ctx context.Context, e *env, rng string, o carryOpts) error
 	if err != nil && o.fromHook {
 		// A hook fails open: the rewrite is done, the receipt can be
 		// carried later with `receipt carry OLD..NEW`.
-		fmt.Fprintf(e.stderr, "git-lossless: receipts not carried (run `git lossless receipt carry OLD..NEW`): %v\n", err)
+		fmt.Fprintf(e.Stderr, "git-lossless: receipts not carried (run `git lossless receipt carry OLD..NEW`): %v\n", err)
 		return nil
 	}
 	return err
@@ -40,7 +41,7 @@ func carry(ctx context.Context, e *env, rng string, o carryOpts) error {
 	var unmatched []string
 	switch {
 	case o.rewritten != "":
-		if rewrites, err = receipt.ParseRewritten(e.stdin); err != nil {
+		if rewrites, err = receipt.ParseRewritten(e.Stdin); err != nil {
 			return err
 		}
 	case o.cherry:
@@ -55,7 +56,7 @@ func carry(ctx context.Context, e *env, rng string, o carryOpts) error {
 		if err != nil {
 			return err
 		}
-		head, err := receipt.ResolveRev(ctx, e.dir, "HEAD")
+		head, err := receipt.ResolveRev(ctx, e.Dir, "HEAD")
 		if err != nil {
 			return err
 		}
@@ -63,9 +64,9 @@ func carry(ctx context.Context, e *env, rng string, o carryOpts) error {
 	default:
 		oldRev, newRev, ok := strings.Cut(rng, "..")
 		if !ok || oldRev == "" || newRev == "" || strings.HasPrefix(newRev, ".") {
-			return usagef("receipt carry needs OLD..NEW")
+			return cli.Usagef("receipt carry needs OLD..NEW")
 		}
-		if rewrites, unmatched, err = receipt.MatchRange(ctx, st, e.dir, oldRev, newRev); err != nil {
+		if rewrites, unmatched, err = receipt.MatchRange(ctx, st, e.Dir, oldRev, newRev); err != nil {
 			return err
 		}
 	}
@@ -74,7 +75,7 @@ func carry(ctx context.Context, e *env, rng string, o carryOpts) error {
 		return err
 	}
 	opt := receipt.Options{NoTokens: o.noTokens, HarnessOf: harnesses.WriterHarness()}
-	enc := json.NewEncoder(e.stdout)
+	enc := json.NewEncoder(e.Stdout)
 	done := 0
 	results, err := receipt.CarryAll(ctx, st, rewrites, k, opt, o.force)
 	if err != nil {
@@ -93,16 +94,16 @@ func carry(ctx context.Context, e *env, rng string, o carryOpts) error {
 		}
 		var from []string
 		for _, s := range res.Sources {
-			from = append(from, short12(s))
+			from = append(from, cli.Short12(s))
 		}
 		switch res.Status {
 		case receipt.CarryDone:
-			fmt.Fprintf(e.stdout, "carried  %s from %s (%s)\n", short12(rw.New), strings.Join(from, ", "), rw.How)
+			fmt.Fprintf(e.Stdout, "carried  %s from %s (%s)\n", cli.Short12(rw.New), strings.Join(from, ", "), rw.How)
 		case receipt.CarryKept:
-			fmt.Fprintf(e.stdout, "kept     %s: it has a receipt already (--force rebuilds it)\n", short12(rw.New))
+			fmt.Fprintf(e.Stdout, "kept     %s: it has a receipt already (--force rebuilds it)\n", cli.Short12(rw.New))
 		case receipt.CarryNoSource:
 			if !o.fromHook {
-				fmt.Fprintf(e.stdout, "skipped  %s: none of the commits it replaces has a receipt\n", short12(rw.New))
+				fmt.Fprintf(e.Stdout, "skipped  %s: none of the commits it replaces has a receipt\n", cli.Short12(rw.New))
 			}
 		}
 	}
@@ -113,10 +114,10 @@ func carry(ctx context.Context, e *env, rng string, o carryOpts) error {
 			}
 			continue
 		}
-		fmt.Fprintf(e.stdout, "unmatched %s: no commit of the new side has its patch id or its change\n", short12(u))
+		fmt.Fprintf(e.Stdout, "unmatched %s: no commit of the new side has its patch id or its change\n", cli.Short12(u))
 	}
 	if !o.json && !o.fromHook {
-		fmt.Fprintf(e.stdout, "%s carried, %d old receipts unmatched\n", plural(done, "receipt"), len(unmatched))
+		fmt.Fprintf(e.Stdout, "%s carried, %d old receipts unmatched\n", cli.Plural(done, "receipt"), len(unmatched))
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func newClaudeFixture(t *testing.T) *claudeFixture {
 func (f *claudeFixture) run(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, dir: dir, getenv: func(k string) string { return f.vars[k] }}
+	e := &env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Dir: dir, Getenv: func(k string) string { return f.vars[k] }}
 	code = run(context.Background(), args, e)
 	return code, out.String(), errb.String()
 }
@@ -351,7 +351,7 @@ func TestClaudeCommandsInHelp(t *testing.T) {
 func (f *claudeFixture) runIn(t *testing.T, dir, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	e := &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, dir: dir, getenv: func(k string) string { return f.vars[k] }}
+	e := &env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Dir: dir, Getenv: func(k string) string { return f.vars[k] }}
 	code = run(context.Background(), args, e)
 	return code, out.String(), errb.String()
 }

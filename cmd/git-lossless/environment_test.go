@@ -118,11 +118,11 @@ func TestHelpGroupsEveryCommand(t *testing.T) {
 	}
 	width := 0
 	for _, c := range commands() {
-		if seen[c.name] != 1 {
-			t.Errorf("command %s is in %d help groups, want 1", c.name, seen[c.name])
+		if seen[c.Name] != 1 {
+			t.Errorf("command %s is in %d help groups, want 1", c.Name, seen[c.Name])
 		}
-		delete(seen, c.name)
-		width = max(width, len(c.name))
+		delete(seen, c.Name)
+		width = max(width, len(c.Name))
 	}
 	for n := range seen {
 		t.Errorf("help group names %s, which is no command", n)
@@ -133,17 +133,17 @@ func TestHelpGroupsEveryCommand(t *testing.T) {
 	}
 	col := -1
 	for _, c := range commands() {
-		re := regexp.MustCompile(`(?m)^    ` + regexp.QuoteMeta(c.name) + ` +(\S)`)
+		re := regexp.MustCompile(`(?m)^    ` + regexp.QuoteMeta(c.Name) + ` +(\S)`)
 		loc := re.FindStringSubmatchIndex(out)
 		if loc == nil {
-			t.Errorf("help does not list %s", c.name)
+			t.Errorf("help does not list %s", c.Name)
 			continue
 		}
 		lineStart := strings.LastIndexByte(out[:loc[2]], '\n') + 1
 		if at := loc[2] - lineStart; col < 0 {
 			col = at
 		} else if at != col {
-			t.Errorf("%s's summary starts at column %d, others at %d", c.name, at, col)
+			t.Errorf("%s's summary starts at column %d, others at %d", c.Name, at, col)
 		}
 	}
 	if col != 4+width+2 {

@@ -17,7 +17,7 @@ import (
 func hookRun(t *testing.T, dir, payload string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), append([]string{"-C", dir, "hook"}, args...), &env{stdin: strings.NewReader(payload), stdout: &out, stderr: &errb, getenv: os.Getenv})
+	code := run(context.Background(), append([]string{"-C", dir, "hook"}, args...), &env{Stdin: strings.NewReader(payload), Stdout: &out, Stderr: &errb, Getenv: os.Getenv})
 	return code, out.String(), errb.String()
 }
 

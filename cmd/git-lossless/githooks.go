@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,9 +43,9 @@ claude-code picks it) or --command PATH.`
 
 // runGitHooks is install/uninstall git-hooks: a dry run unless apply.
 func runGitHooks(ctx context.Context, e *env, verb string, apply bool, command string) error {
-	dir, hooksPath, err := anchor.HooksDir(ctx, e.dir)
+	dir, hooksPath, err := anchor.HooksDir(ctx, e.Dir)
 	if err != nil {
-		return withHint(err, "run it inside the repository whose pushes should anchor (or pass -C DIR)")
+		return cli.WithHint(err, "run it inside the repository whose pushes should anchor (or pass -C DIR)")
 	}
 	st, err := anchor.InspectPrePush(dir)
 	if err != nil {
@@ -54,31 +55,31 @@ func runGitHooks(ctx context.Context, e *env, verb string, apply bool, command s
 	if hooksPath != "" {
 		where += " (core.hooksPath " + hooksPath + ")"
 	}
-	fmt.Fprintf(e.stdout, "hooks directory: %s\n", where)
+	fmt.Fprintf(e.Stdout, "hooks directory: %s\n", where)
 	if verb == "uninstall" {
 		return uninstallGitHooks(e, st, apply)
 	}
 
-	getenv := e.getenv
+	getenv := e.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	bin, err := settings.ResolveBinary(ctx, settings.BinaryOptions{Override: command, Dir: e.dir, Getenv: getenv})
+	bin, err := settings.ResolveBinary(ctx, settings.BinaryOptions{Override: command, Dir: e.Dir, Getenv: getenv})
 	if err != nil {
 		return err
 	}
 	if bin.Warning != "" {
-		fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", bin.Warning)
+		fmt.Fprintf(e.Stderr, "git-lossless: warning: %s\n", bin.Warning)
 	}
-	fmt.Fprintf(e.stdout, "hook program: %s\n", bin.Path)
+	fmt.Fprintf(e.Stdout, "hook program: %s\n", bin.Path)
 	// The hook does nothing until this is on: say so, whatever happens.
 	note := func() {
-		on, err := anchor.AnchorOnPush(ctx, e.dir)
+		on, err := anchor.AnchorOnPush(ctx, e.Dir)
 		switch {
 		case err != nil:
-			fmt.Fprintf(e.stderr, "git-lossless: warning: %v: the hook anchors nothing until it is true or false\n", err)
+			fmt.Fprintf(e.Stderr, "git-lossless: warning: %v: the hook anchors nothing until it is true or false\n", err)
 		case !on:
-			fmt.Fprintln(e.stdout, "anchoring on push is off: `git config lossless.anchorOnPush true` turns it on for this repository (--global: every repository with this hook)")
+			fmt.Fprintln(e.Stdout, "anchoring on push is off: `git config lossless.anchorOnPush true` turns it on for this repository (--global: every repository with this hook)")
 		}
 	}
 
@@ -90,50 +91,50 @@ func runGitHooks(ctx context.Context, e *env, verb string, apply bool, command s
 	for _, h := range rw {
 		rwCurrent = rwCurrent && h.Current
 		if h.Exists && !h.Ours && h.Chained != "" {
-			return withHint(fmt.Errorf("%s is not git-lossless's and %s exists too: there is no place to keep the existing hook", h.Hook, h.Chained),
+			return cli.WithHint(fmt.Errorf("%s is not git-lossless's and %s exists too: there is no place to keep the existing hook", h.Hook, h.Chained),
 				"nothing was written; merge or move one of them aside, then run again")
 		}
 	}
 	if st.Ours && st.Current && st.Program == bin.Path && rwCurrent {
-		fmt.Fprintf(e.stdout, "the git-lossless pre-push, post-rewrite and post-commit hooks are already installed in %s; nothing to change\n", filepath.Dir(st.Hook))
+		fmt.Fprintf(e.Stdout, "the git-lossless pre-push, post-rewrite and post-commit hooks are already installed in %s; nothing to change\n", filepath.Dir(st.Hook))
 		note()
 		return nil
 	}
 	if st.Exists && !st.Ours && st.Chained != "" {
-		return withHint(fmt.Errorf("%s is not git-lossless's and %s exists too: there is no place to keep the existing hook", st.Hook, st.Chained),
+		return cli.WithHint(fmt.Errorf("%s is not git-lossless's and %s exists too: there is no place to keep the existing hook", st.Hook, st.Chained),
 			"nothing was written; merge or move one of them aside, then run again")
 	}
 	switch {
 	case st.Ours && st.Program != bin.Path && st.Program != "":
-		fmt.Fprintf(e.stdout, "  update   %s: runs %s (was %s)\n", st.Hook, bin.Path, st.Program)
+		fmt.Fprintf(e.Stdout, "  update   %s: runs %s (was %s)\n", st.Hook, bin.Path, st.Program)
 	case st.Ours:
-		fmt.Fprintf(e.stdout, "  update   %s: to this version's hook\n", st.Hook)
+		fmt.Fprintf(e.Stdout, "  update   %s: to this version's hook\n", st.Hook)
 	case st.Exists:
-		fmt.Fprintf(e.stdout, "  keep     the existing %s as %s: it runs first, and its verdict decides the push\n", st.Hook, anchor.PrePushChained)
-		fmt.Fprintf(e.stdout, "  add      %s: then anchors to the remote pushed to\n", st.Hook)
+		fmt.Fprintf(e.Stdout, "  keep     the existing %s as %s: it runs first, and its verdict decides the push\n", st.Hook, anchor.PrePushChained)
+		fmt.Fprintf(e.Stdout, "  add      %s: then anchors to the remote pushed to\n", st.Hook)
 	default:
-		fmt.Fprintf(e.stdout, "  add      %s: anchors to the remote pushed to\n", st.Hook)
+		fmt.Fprintf(e.Stdout, "  add      %s: anchors to the remote pushed to\n", st.Hook)
 	}
 	if !st.Ours && st.Chained != "" {
-		fmt.Fprintf(e.stdout, "  chain    %s (kept by an earlier install) runs first\n", st.Chained)
+		fmt.Fprintf(e.Stdout, "  chain    %s (kept by an earlier install) runs first\n", st.Chained)
 	}
 	for _, h := range rw {
 		switch {
 		case h.Ours && h.Current:
 		case h.Ours:
-			fmt.Fprintf(e.stdout, "  update   %s: to this version's hook\n", h.Hook)
+			fmt.Fprintf(e.Stdout, "  update   %s: to this version's hook\n", h.Hook)
 		case h.Exists:
-			fmt.Fprintf(e.stdout, "  keep     the existing %s as %s.before-lossless: it runs first\n", h.Hook, h.Name)
-			fmt.Fprintf(e.stdout, "  add      %s: then carries receipts to rewritten commits\n", h.Hook)
+			fmt.Fprintf(e.Stdout, "  keep     the existing %s as %s.before-lossless: it runs first\n", h.Hook, h.Name)
+			fmt.Fprintf(e.Stdout, "  add      %s: then carries receipts to rewritten commits\n", h.Hook)
 		default:
-			fmt.Fprintf(e.stdout, "  add      %s: carries receipts to rewritten commits (amend, rebase, cherry-pick)\n", h.Hook)
+			fmt.Fprintf(e.Stdout, "  add      %s: carries receipts to rewritten commits (amend, rebase, cherry-pick)\n", h.Hook)
 		}
 	}
-	if w := inWorkTree(e.dir, dir); w != "" {
-		fmt.Fprintf(e.stderr, "git-lossless: warning: the hooks directory is inside the working tree %s: the new and moved files show in `git status`, and committing them gives every clone a hook that runs %s\n", w, bin.Path)
+	if w := inWorkTree(e.Dir, dir); w != "" {
+		fmt.Fprintf(e.Stderr, "git-lossless: warning: the hooks directory is inside the working tree %s: the new and moved files show in `git status`, and committing them gives every clone a hook that runs %s\n", w, bin.Path)
 	}
 	if !apply {
-		fmt.Fprintf(e.stdout, "dry run: nothing was written; run again with --apply to write %s\n", st.Hook)
+		fmt.Fprintf(e.Stdout, "dry run: nothing was written; run again with --apply to write %s\n", st.Hook)
 		note()
 		return nil
 	}
@@ -146,18 +147,18 @@ func runGitHooks(ctx context.Context, e *env, verb string, apply bool, command s
 		return err
 	}
 	for _, c := range carried {
-		fmt.Fprintf(e.stdout, "installed %s: carries receipts to rewritten commits\n", c.Hook)
+		fmt.Fprintf(e.Stdout, "installed %s: carries receipts to rewritten commits\n", c.Hook)
 		if c.Chained != "" {
-			fmt.Fprintf(e.stdout, "the previous %s runs first, from %s\n", filepath.Base(c.Hook), c.Chained)
+			fmt.Fprintf(e.Stdout, "the previous %s runs first, from %s\n", filepath.Base(c.Hook), c.Chained)
 		}
 	}
 	verb = "installed"
 	if res.Updated {
 		verb = "updated"
 	}
-	fmt.Fprintf(e.stdout, "%s %s\n", verb, res.Hook)
+	fmt.Fprintf(e.Stdout, "%s %s\n", verb, res.Hook)
 	if res.Chained != "" {
-		fmt.Fprintf(e.stdout, "the previous pre-push hook runs first, from %s (`git lossless uninstall git-hooks --apply` puts it back)\n", res.Chained)
+		fmt.Fprintf(e.Stdout, "the previous pre-push hook runs first, from %s (`git lossless uninstall git-hooks --apply` puts it back)\n", res.Chained)
 	}
 	note()
 	return nil
@@ -169,23 +170,23 @@ func uninstallGitHooks(e *env, st anchor.PrePushState, apply bool) error {
 	}
 	switch {
 	case st.Exists && !st.Ours:
-		fmt.Fprintf(e.stdout, "%s is not git-lossless's; nothing to change\n", st.Hook)
+		fmt.Fprintf(e.Stdout, "%s is not git-lossless's; nothing to change\n", st.Hook)
 		if st.Chained != "" {
-			fmt.Fprintf(e.stdout, "%s is a pre-push hook an install of git-lossless kept; move it back by hand if you want it\n", st.Chained)
+			fmt.Fprintf(e.Stdout, "%s is a pre-push hook an install of git-lossless kept; move it back by hand if you want it\n", st.Chained)
 		}
 		return nil
 	case !st.Exists && st.Chained == "":
-		fmt.Fprintf(e.stdout, "no git-lossless pre-push hook in %s; nothing to change\n", filepath.Dir(st.Hook))
+		fmt.Fprintf(e.Stdout, "no git-lossless pre-push hook in %s; nothing to change\n", filepath.Dir(st.Hook))
 		return nil
 	case st.Exists && st.Chained != "":
-		fmt.Fprintf(e.stdout, "  remove   %s (git-lossless's)\n  restore  %s as %s\n", st.Hook, st.Chained, st.Hook)
+		fmt.Fprintf(e.Stdout, "  remove   %s (git-lossless's)\n  restore  %s as %s\n", st.Hook, st.Chained, st.Hook)
 	case st.Exists:
-		fmt.Fprintf(e.stdout, "  remove   %s (git-lossless's)\n", st.Hook)
+		fmt.Fprintf(e.Stdout, "  remove   %s (git-lossless's)\n", st.Hook)
 	default:
-		fmt.Fprintf(e.stdout, "  restore  %s as %s (git-lossless's hook is gone already)\n", st.Chained, st.Hook)
+		fmt.Fprintf(e.Stdout, "  restore  %s as %s (git-lossless's hook is gone already)\n", st.Chained, st.Hook)
 	}
 	if !apply {
-		fmt.Fprintf(e.stdout, "dry run: nothing was changed; run again with --apply to change %s\n", filepath.Dir(st.Hook))
+		fmt.Fprintf(e.Stdout, "dry run: nothing was changed; run again with --apply to change %s\n", filepath.Dir(st.Hook))
 		return nil
 	}
 	res, err := anchor.UninstallPrePush(filepath.Dir(st.Hook))
@@ -194,14 +195,14 @@ func uninstallGitHooks(e *env, st anchor.PrePushState, apply bool) error {
 	}
 
 	if res.NotOurs { // replaced between the look and the change
-		fmt.Fprintf(e.stdout, "%s is not git-lossless's (any more); nothing was changed\n", res.Hook)
+		fmt.Fprintf(e.Stdout, "%s is not git-lossless's (any more); nothing was changed\n", res.Hook)
 		return nil
 	}
 	if res.Removed {
-		fmt.Fprintf(e.stdout, "removed git-lossless's %s\n", res.Hook)
+		fmt.Fprintf(e.Stdout, "removed git-lossless's %s\n", res.Hook)
 	}
 	if res.Restored != "" {
-		fmt.Fprintf(e.stdout, "restored the previous pre-push hook from %s\n", res.Restored)
+		fmt.Fprintf(e.Stdout, "restored the previous pre-push hook from %s\n", res.Restored)
 	}
 	return nil
 }
@@ -219,11 +220,11 @@ func uninstallRewriteHooks(e *env, dir string, apply bool) error {
 		case h.Exists && !h.Ours:
 			continue
 		case h.Ours && h.Chained != "":
-			fmt.Fprintf(e.stdout, "  remove   %s (git-lossless's)\n  restore  %s as %s\n", h.Hook, h.Chained, h.Hook)
+			fmt.Fprintf(e.Stdout, "  remove   %s (git-lossless's)\n  restore  %s as %s\n", h.Hook, h.Chained, h.Hook)
 		case h.Ours:
-			fmt.Fprintf(e.stdout, "  remove   %s (git-lossless's)\n", h.Hook)
+			fmt.Fprintf(e.Stdout, "  remove   %s (git-lossless's)\n", h.Hook)
 		case h.Chained != "":
-			fmt.Fprintf(e.stdout, "  restore  %s as %s (git-lossless's hook is gone already)\n", h.Chained, h.Hook)
+			fmt.Fprintf(e.Stdout, "  restore  %s as %s (git-lossless's hook is gone already)\n", h.Chained, h.Hook)
 		default:
 			continue
 		}
@@ -238,10 +239,10 @@ func uninstallRewriteHooks(e *env, dir string, apply bool) error {
 	}
 	for _, r := range rs {
 		if r.Removed {
-			fmt.Fprintf(e.stdout, "removed git-lossless's %s\n", r.Hook)
+			fmt.Fprintf(e.Stdout, "removed git-lossless's %s\n", r.Hook)
 		}
 		if r.Restored != "" {
-			fmt.Fprintf(e.stdout, "restored the previous %s hook from %s\n", filepath.Base(r.Hook), r.Restored)
+			fmt.Fprintf(e.Stdout, "restored the previous %s hook from %s\n", filepath.Base(r.Hook), r.Restored)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 
 	"github.com/spf13/pflag"
 
@@ -13,10 +14,10 @@ import (
 
 func handoffCmd() *command {
 	return &command{
-		name:    "handoff",
-		summary: "what a new session or another agent needs to pick a session's work up, from the archive alone",
-		usage:   "[--session S] [--decisions N] [--json] [--identity FILE]",
-		long: `A hand-off of one session (default: the session of the newest span or file
+		Name:    "handoff",
+		Summary: "what a new session or another agent needs to pick a session's work up, from the archive alone",
+		Usage:   "[--session S] [--decisions N] [--json] [--identity FILE]",
+		Long: `A hand-off of one session (default: the session of the newest span or file
 version in the archive, whatever its harness; proxy sessions included),
 made from what the archive already holds: nothing is recorded for it.
 
@@ -64,27 +65,27 @@ document: {session, harness, proxy, first, last, spans, locked, goal,
 latest_request, summary, pinned_facts, latest_decisions, files_edited,
 files_read, errors_open, rest, span_ranges}. A session the archive holds
 nothing of is an error (exit 3).`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			asJSON := fs.Bool("json", false, "one JSON document")
 			session := fs.String("session", "", "the session (default: the newest in the archive)")
 			decisions := fs.Int("decisions", 3, "assistant statements to report")
 			identity := fs.String("identity", "", "age identity file or unencrypted SSH private key, to open encrypted spans")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return usagef("usage: git lossless handoff [--session S] [--json]")
+					return cli.Usagef("usage: git lossless handoff [--session S] [--json]")
 				}
 				if *decisions < 1 {
-					return usagef("--decisions: want 1 or more, not %d", *decisions)
+					return cli.Usagef("--decisions: want 1 or more, not %d", *decisions)
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
-				ids, err := st.LoadIdentities(*identity, e.getenv)
+				ids, err := st.LoadIdentities(*identity, e.Getenv)
 				if err != nil {
 					return err
 				}
-				warn := func(msg string) { fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", msg) }
+				warn := func(msg string) { fmt.Fprintf(e.Stderr, "git-lossless: warning: %s\n", msg) }
 				idx, err := recall.Open(ctx, st, recall.Options{Identities: ids, Warn: warn, HarnessOf: harnesses.WriterHarness()})
 				if err != nil {
 					return err
@@ -92,15 +93,15 @@ nothing of is an error (exit 3).`,
 				defer idx.Close()
 				h, err := idx.Handoff(ctx, recall.HandoffQuery{Session: *session, Decisions: *decisions})
 				if errors.Is(err, recall.ErrNoSession) {
-					return withHint(err, "`git lossless recall digests` lists the archived sessions")
+					return cli.WithHint(err, "`git lossless recall digests` lists the archived sessions")
 				}
 				if err != nil {
 					return err
 				}
 				if *asJSON {
-					return printJSON(e.stdout, h)
+					return printJSON(e.Stdout, h)
 				}
-				return h.WriteText(e.stdout)
+				return h.WriteText(e.Stdout)
 			}
 		},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -14,10 +15,10 @@ import (
 
 func hookCmd() *command {
 	return &command{
-		name:    "hook",
-		summary: "an agent harness's hook entry point (reads the hook JSON on stdin)",
-		usage:   "[HARNESS] session-start|pre-tool-use|post-tool-use|pre-compact|subagent-stop|session-end",
-		long: `Installed into an agent harness's hook settings by ` + "`git lossless install HARNESS`" + `;
+		Name:    "hook",
+		Summary: "an agent harness's hook entry point (reads the hook JSON on stdin)",
+		Usage:   "[HARNESS] session-start|pre-tool-use|post-tool-use|pre-compact|subagent-stop|session-end",
+		Long: `Installed into an agent harness's hook settings by ` + "`git lossless install HARNESS`" + `;
 HARNESS (` + harnessList() + `) names whose payload is on stdin, and
 without it the hook is Claude Code's (` + "`git lossless install claude-code`" + ` writes
 none, so settings of every version keep working).
@@ -30,7 +31,7 @@ A hook never blocks its harness because of its own failure: errors, bad
 flags and a bad -C included, are one line on stderr and exit 0. The
 harness's own event names (Claude Code's PreToolUse, ...) are accepted
 too.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			return func(ctx context.Context, e *env, args []string) error {
 				runHook(ctx, e, args)
 				return nil
@@ -45,7 +46,7 @@ func hookInvocation(args []string) ([]string, bool) { return hooks.Invocation(ar
 
 // runHook runs `hook [HARNESS] EVENT` (hooks.RunArgs); it always exits 0.
 func runHook(ctx context.Context, e *env, args []string) int {
-	return hooks.RunArgs(ctx, harnesses.All(), args, hooks.Env{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv})
+	return hooks.RunArgs(ctx, harnesses.All(), args, hooks.Env{Stdin: e.Stdin, Stdout: e.Stdout, Stderr: e.Stderr, Getenv: e.Getenv})
 }
 
 // harnessList names the harnesses for help texts: "claude-code, ...".
@@ -58,7 +59,7 @@ func checkHarnessFilter(name string) error {
 		return nil
 	}
 	if _, ok := harnesses.ByName(name); !ok {
-		return usagef("--harness %q: the harnesses are %s", name, harnessList())
+		return cli.Usagef("--harness %q: the harnesses are %s", name, harnessList())
 	}
 	return nil
 }
@@ -71,7 +72,7 @@ func harnessFlag(name string) (hooks.Harness, error) {
 	}
 	h, ok := harnesses.ByName(name)
 	if !ok {
-		return nil, usagef("--harness %q: the harnesses are %s", name, harnessList())
+		return nil, cli.Usagef("--harness %q: the harnesses are %s", name, harnessList())
 	}
 	return h, nil
 }
@@ -93,15 +94,15 @@ func sessionHarness(ctx context.Context, st *gitstore.Store, name, session strin
 
 func restoreCmd() *command {
 	return &command{
-		name:    "restore",
-		summary: "print a context's working set (current content) back for the model",
-		usage:   "[--session S] [--agent A] [--files F...] [--budget N]",
-		long: `Prints the current content of the files a context worked on (ranked:
+		Name:    "restore",
+		Summary: "print a context's working set (current content) back for the model",
+		Usage:   "[--session S] [--agent A] [--files F...] [--budget N]",
+		Long: `Prints the current content of the files a context worked on (ranked:
 edited first, then by touches, then recency), each annotated with how it
 relates to what the context last saw, within a character budget. What it
 prints is recorded as seen by that context, so the edit guard lets the
 model edit those files afterwards.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			session := fs.String("session", "", "the agent session's id")
 			agent := fs.String("agent", "", "subagent id (empty: the main context)")
 			harness := fs.String("harness", "", "the session's harness, "+harnessList()+" (default: the one whose archive holds the session)")
@@ -110,18 +111,18 @@ model edit those files afterwards.`,
 			return func(ctx context.Context, e *env, args []string) error {
 				all := append(append([]string{}, *files...), args...)
 				if *session == "" && len(all) == 0 {
-					return usagef("restore needs --session or --files")
+					return cli.Usagef("restore needs --session or --files")
 				}
 				if *budget <= 0 {
-					return usagef("--budget must be positive")
+					return cli.Usagef("--budget must be positive")
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
 				for i, f := range all {
 					if !strings.HasPrefix(f, "/") {
-						all[i] = e.dir + "/" + f
+						all[i] = e.Dir + "/" + f
 					}
 				}
 				h, err := sessionHarness(ctx, st, *harness, *session)
@@ -132,7 +133,7 @@ model edit those files afterwards.`,
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprint(e.stdout, out)
+				_, err = fmt.Fprint(e.Stdout, out)
 				return err
 			}
 		},
@@ -141,14 +142,14 @@ model edit those files afterwards.`,
 
 func sweepCmd() *command {
 	return &command{
-		name:    "sweep",
-		summary: "archive an agent harness's transcripts (and their subagents') by hand",
-		usage:   "[--harness NAME] TRANSCRIPT...",
-		long: `Parses each session transcript and every subagent transcript its harness
+		Name:    "sweep",
+		Summary: "archive an agent harness's transcripts (and their subagents') by hand",
+		Usage:   "[--harness NAME] TRANSCRIPT...",
+		Long: `Parses each session transcript and every subagent transcript its harness
 keeps beside it (Claude Code: under <session>/subagents/) from where the
 last sweep stopped, and archives the file versions the model was shown and
 the conversation as spans. A second sweep with nothing new adds nothing.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			harness := fs.String("harness", "", "the transcripts' harness, "+harnessList()+" (default: the first)")
 			return func(ctx context.Context, e *env, args []string) error {
 				h, err := harnessFlag(*harness)
@@ -156,9 +157,9 @@ the conversation as spans. A second sweep with nothing new adds nothing.`,
 					return err
 				}
 				if len(args) == 0 {
-					return usagef("sweep needs at least one transcript path")
+					return cli.Usagef("sweep needs at least one transcript path")
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
@@ -167,7 +168,7 @@ the conversation as spans. A second sweep with nothing new adds nothing.`,
 					if err != nil {
 						return fmt.Errorf("sweep %s: %w", p, err)
 					}
-					fmt.Fprintf(e.stdout, "%s: %s\n", p, sweepSummary(stats))
+					fmt.Fprintf(e.Stdout, "%s: %s\n", p, sweepSummary(stats))
 				}
 				return nil
 			}
@@ -178,17 +179,17 @@ the conversation as spans. A second sweep with nothing new adds nothing.`,
 // sweepSummary says what a sweep did in one line.
 func sweepSummary(s hooks.SweepStats) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s read (%s, %s", plural(s.Transcripts, "transcript"), plural(s.Lines, "line"), pushBytes(s.Bytes))
+	fmt.Fprintf(&b, "%s read (%s, %s", cli.Plural(s.Transcripts, "transcript"), cli.Plural(s.Lines, "line"), pushBytes(s.Bytes))
 	if s.Invalid > 0 {
-		fmt.Fprintf(&b, ", %s not JSON, skipped", plural(s.Invalid, "line"))
+		fmt.Fprintf(&b, ", %s not JSON, skipped", cli.Plural(s.Invalid, "line"))
 	}
 	if s.Resets > 0 {
-		fmt.Fprintf(&b, ", %s truncated or replaced, read again", plural(s.Resets, "transcript"))
+		fmt.Fprintf(&b, ", %s truncated or replaced, read again", cli.Plural(s.Resets, "transcript"))
 	}
-	fmt.Fprintf(&b, "): %s stored (%s, %s, %s)", plural(s.Appended, "event"), plural(s.Evidence, "file event"),
-		plural(s.Spans, "span"), plural(s.Compactions, "compaction"))
+	fmt.Fprintf(&b, "): %s stored (%s, %s, %s)", cli.Plural(s.Appended, "event"), cli.Plural(s.Evidence, "file event"),
+		cli.Plural(s.Spans, "span"), cli.Plural(s.Compactions, "compaction"))
 	if s.Deduped > 0 {
-		fmt.Fprintf(&b, ", %s already stored", plural(s.Deduped, "record"))
+		fmt.Fprintf(&b, ", %s already stored", cli.Plural(s.Deduped, "record"))
 	}
 	return b.String()
 }

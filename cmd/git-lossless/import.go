@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"io/fs"
 	"os"
@@ -21,10 +22,10 @@ import (
 
 func importCmd() *command {
 	return &command{
-		name:    "import",
-		summary: "archive agent harnesses' past transcripts (every session and subagent)",
-		usage:   "[--harness NAME] [--quiet] [--dry-run] [--json] [--workers N] [DIR...]",
-		long: `Archives every session and subagent transcript of a harness under each
+		Name:    "import",
+		Summary: "archive agent harnesses' past transcripts (every session and subagent)",
+		Usage:   "[--harness NAME] [--quiet] [--dry-run] [--json] [--workers N] [DIR...]",
+		Long: `Archives every session and subagent transcript of a harness under each
 DIR (a DIR may also be one project's directory or one transcript; its
 harness is --harness, default claude-code), or, without DIR, every
 session each harness keeps where it keeps them (--harness: that harness's
@@ -46,7 +47,7 @@ otherwise, none with --quiet); the summary to stdout: sessions, archives,
 events, bytes, and what was skipped and why (with --json one object per
 harness, naming it). Exit 3 when some transcript could not be archived
 (the others are).`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 			dry := fs.Bool("dry-run", false, "find the transcripts and where each session would go; store nothing")
 			asJSON := fs.Bool("json", false, "print the summary as JSON")
@@ -54,12 +55,12 @@ harness, naming it). Exit 3 when some transcript could not be archived
 			harness := fs.String("harness", "", "import this harness's sessions only: "+harnessList())
 			return func(ctx context.Context, e *env, args []string) error {
 				if *workers < 0 {
-					return usagef("--workers must not be negative")
+					return cli.Usagef("--workers must not be negative")
 				}
-				if e.getenv("GIT_DIR") != "" {
+				if e.Getenv("GIT_DIR") != "" {
 					// Repository discovery would send every session to
 					// that one repository, whatever its cwd.
-					return withHint(errors.New("GIT_DIR is set: import places each session by its own cwd"), "unset GIT_DIR (and GIT_WORK_TREE) and run it again")
+					return cli.WithHint(errors.New("GIT_DIR is set: import places each session by its own cwd"), "unset GIT_DIR (and GIT_WORK_TREE) and run it again")
 				}
 				runs, err := importRuns(e, *harness, args)
 				if err != nil {
@@ -67,7 +68,7 @@ harness, naming it). Exit 3 when some transcript could not be archived
 				}
 				var firstErr error
 				for i, r := range runs {
-					pr := newImportProgress(e.stderr, *quiet)
+					pr := newImportProgress(e.Stderr, *quiet)
 					opt := hooks.ImportOptions{DryRun: *dry, Workers: *workers, Warn: pr.warn}
 					if !*quiet {
 						opt.Progress = pr.update
@@ -79,7 +80,7 @@ harness, naming it). Exit 3 when some transcript could not be archived
 					}
 					stats.Harness = r.h.Name()
 					if *asJSON {
-						enc := json.NewEncoder(e.stdout)
+						enc := json.NewEncoder(e.Stdout)
 						enc.SetIndent("", "  ")
 						if jerr := enc.Encode(stats); jerr != nil {
 							return jerr
@@ -87,11 +88,11 @@ harness, naming it). Exit 3 when some transcript could not be archived
 					} else {
 						if len(runs) > 1 {
 							if i > 0 {
-								fmt.Fprintln(e.stdout)
+								fmt.Fprintln(e.Stdout)
 							}
-							fmt.Fprintf(e.stdout, "%s:\n", r.h.Name())
+							fmt.Fprintf(e.Stdout, "%s:\n", r.h.Name())
 						}
-						printImportSummary(e.stdout, stats, *dry)
+						printImportSummary(e.Stdout, stats, *dry)
 					}
 					if firstErr == nil {
 						firstErr = err
@@ -121,7 +122,7 @@ func importRuns(e *env, harness string, args []string) ([]importRun, error) {
 		}
 		dirs := make([]string, len(args))
 		for i, a := range args {
-			dirs[i] = joinDir(e.dir, a)
+			dirs[i] = joinDir(e.Dir, a)
 		}
 		return []importRun{{h, dirs}}, nil
 	}
@@ -136,7 +137,7 @@ func importRuns(e *env, harness string, args []string) ([]importRun, error) {
 	var runs []importRun
 	var missing []string
 	for _, h := range hs {
-		ds, err := h.ImportDirs(e.dir, e.getenv)
+		ds, err := h.ImportDirs(e.Dir, e.Getenv)
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +154,7 @@ func importRuns(e *env, harness string, args []string) ([]importRun, error) {
 		}
 	}
 	if len(runs) == 0 {
-		return nil, withHint(fmt.Errorf("no sessions of %s at %s", strings.Join(names(hs), " or "), strings.Join(missing, ", ")),
+		return nil, cli.WithHint(fmt.Errorf("no sessions of %s at %s", strings.Join(names(hs), " or "), strings.Join(missing, ", ")),
 			"name the directory: git lossless import [--harness NAME] DIR (or set CLAUDE_CONFIG_DIR)")
 	}
 	return runs, nil
@@ -271,18 +272,18 @@ func (r *importProgress) finish() {
 // totals, a row per archive, what was skipped and what failed. Paths are
 // escaped (hooks.LogLine): they come from the file system.
 func printImportSummary(w io.Writer, s hooks.ImportStats, dry bool) {
-	mb := mib
+	mb := cli.MiB
 	if dry {
 		var total int64
 		for _, a := range s.Stores {
 			total += a.Bytes
 		}
 		fmt.Fprintf(w, "would import %s (%s, %s) into %s (dry run: nothing stored)\n",
-			plural(s.Sessions, "session"), plural(s.Transcripts, "transcript"), mb(total), plural(len(s.Stores), "archive"))
+			cli.Plural(s.Sessions, "session"), cli.Plural(s.Transcripts, "transcript"), mb(total), cli.Plural(len(s.Stores), "archive"))
 	} else {
 		fmt.Fprintf(w, "imported %s (%s, %d already up to date; %s read) in %s: %s stored, %d already archived\n",
-			plural(s.Sessions, "session"), plural(s.Transcripts, "transcript"), s.UpToDate, mb(s.Bytes),
-			s.Elapsed.Round(10*time.Millisecond), plural(s.Events, "event"), s.Deduped)
+			cli.Plural(s.Sessions, "session"), cli.Plural(s.Transcripts, "transcript"), s.UpToDate, mb(s.Bytes),
+			s.Elapsed.Round(10*time.Millisecond), cli.Plural(s.Events, "event"), s.Deduped)
 	}
 	if len(s.Stores) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -310,7 +311,7 @@ func printSkips(w io.Writer, label string, skips []hooks.ImportSkip) {
 	if len(skips) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%s %s:\n", label, plural(len(skips), "file"))
+	fmt.Fprintf(w, "%s %s:\n", label, cli.Plural(len(skips), "file"))
 	var order []string
 	by := map[string][]hooks.ImportSkip{}
 	for _, k := range skips {

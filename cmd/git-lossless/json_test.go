@@ -54,7 +54,7 @@ func TestJSONShapesDocumented(t *testing.T) {
 	t.Setenv("HOME", home)
 	cli := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
-		code := run(t.Context(), args, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, dir: repo, getenv: getenv})
+		code := run(t.Context(), args, &env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Dir: repo, Getenv: getenv})
 		return code, out.String(), errb.String()
 	}
 	// A past Claude Code session for import, and a signed receipt.

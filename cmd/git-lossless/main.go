@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"os"
 	"os/signal"
@@ -23,8 +24,6 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-
-	"github.com/spf13/pflag"
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	_ "github.com/git-lossless/git-lossless/gitstore/sshkeys" // SSH recipients and identities (not in git-lossless-hook)
@@ -36,70 +35,34 @@ import (
 var version = lversion.Version
 
 const (
-	exitOK     = 0
-	exitFailed = 1
-	exitUsage  = 2
-	exitError  = 3
+	exitOK     = cli.ExitOK
+	exitFailed = cli.ExitFailed
+	exitUsage  = cli.ExitUsage
+	exitError  = cli.ExitError
 )
 
-// env is everything a command touches of the outside world, so commands
-// run in tests without a process of their own.
-type env struct {
-	stdin          io.Reader
-	stdout, stderr io.Writer
-	dir            string // working directory after -C
-	getenv         func(string) string
-}
-
-// command is one subcommand: a flag set built fresh per run, and a run
-// function over the parsed flags.
-type command struct {
-	name    string
-	summary string
-	usage   string // after "git lossless NAME "
-	long    string
-	flags   func(fs *pflag.FlagSet) func(ctx context.Context, e *env, args []string) error
-}
-
-// usageError is a bad invocation: exit 2.
-type usageError struct{ msg string }
-
-func (u usageError) Error() string { return u.msg }
-
-func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
-
-// failedError is a check that ran and failed: exit 1, its report already
-// printed.
-type failedError struct{ msg string }
-
-func (f failedError) Error() string { return f.msg }
-
-// hintError carries a hint line printed under the error.
-type hintError struct {
-	err  error
-	hint string
-}
-
-func (h hintError) Error() string { return h.err.Error() }
-func (h hintError) Unwrap() error { return h.err }
-
-func withHint(err error, hint string) error { return hintError{err, hint} }
+// env and command are the shared framework's (internal/cli): the
+// benchmarks and the demo, in cmd/git-lossless-bench, use the same.
+type (
+	env     = cli.Env
+	command = cli.Command
+)
 
 func commands() []*command {
 	cs := []*command{
 		recordCmd(), logCmd(), importCmd(), catCmd(), verifyCmd(), headsCmd(), locksCmd(), reindexCmd(),
-		demoCmd(), benchCmd(), pruneCmd(), hookCmd(), restoreCmd(), sweepCmd(),
+		externalCmd("demo"), externalCmd("bench"), pruneCmd(), hookCmd(), restoreCmd(), sweepCmd(),
 		installCmd(), uninstallCmd(), doctorCmd(), receiptCmd(), keyCmd(),
 		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(), redactCmd(), pushCmd(), anchorCmd(), syncCmd(), mcpCmd(), recallCmd(),
 		meterCmd(), packCmd(), whoCmd(), blameCmd(), traceCmd(), statsCmd(), handoffCmd(),
 	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
 	return cs
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
+	code := run(ctx, os.Args[1:], &env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 	stop()
 	os.Exit(code)
 }
@@ -115,59 +78,69 @@ func run(ctx context.Context, args []string, e *env) int {
 		switch {
 		case a == "-C":
 			if len(args) < 2 {
-				return fail(e, usagef("-C needs a directory"))
+				return cli.Fail(e, cli.Usagef("-C needs a directory"))
 			}
-			e.dir = joinDir(e.dir, args[1])
+			e.Dir = joinDir(e.Dir, args[1])
 			args = args[2:]
 		case strings.HasPrefix(a, "-C") && len(a) > 2:
-			e.dir = joinDir(e.dir, a[2:])
+			e.Dir = joinDir(e.Dir, a[2:])
 			args = args[1:]
 		case a == "--version" || a == "version":
-			fmt.Fprintf(e.stdout, "git-lossless version %s\n", version)
+			fmt.Fprintf(e.Stdout, "git-lossless version %s\n", version)
 			return exitOK
 		case a == "-h" || a == "--help":
-			printHelp(e.stdout)
+			printHelp(e.Stdout)
 			return exitOK
 		case strings.HasPrefix(a, "-"):
-			return fail(e, usagef("unknown global flag %s (see `git lossless help`)", a))
+			return cli.Fail(e, cli.Usagef("unknown global flag %s (see `git lossless help`)", a))
 		default:
 			goto dispatch
 		}
 	}
 dispatch:
 	if len(args) == 0 {
-		printHelp(e.stderr)
+		printHelp(e.Stderr)
 		return exitUsage
 	}
-	if e.dir == "" {
+	if e.Dir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
-			return fail(e, err)
+			return cli.Fail(e, err)
 		}
-		e.dir = wd
-	} else if st, err := os.Stat(e.dir); err != nil {
-		return fail(e, usagef("cannot change to %s: %v", e.dir, errors.Unwrap(err)))
+		e.Dir = wd
+	} else if st, err := os.Stat(e.Dir); err != nil {
+		return cli.Fail(e, cli.Usagef("cannot change to %s: %v", e.Dir, errors.Unwrap(err)))
 	} else if !st.IsDir() {
-		return fail(e, usagef("cannot change to %s: not a directory", e.dir))
+		return cli.Fail(e, cli.Usagef("cannot change to %s: not a directory", e.Dir))
 	}
 	name, rest := args[0], args[1:]
 	if name == "help" {
 		switch {
 		case len(rest) == 0:
-			printHelp(e.stdout)
+			printHelp(e.Stdout)
 			return exitOK
 		case rest[0] == "environment" || rest[0] == "env":
-			printEnvironment(e.stdout)
+			printEnvironment(e.Stdout)
 			return exitOK
 		}
 		name, rest = rest[0], []string{"--help"}
 	}
+	if _, ok := externalSummaries[name]; ok {
+		// git-lossless-bench parses its own flags and prints its own
+		// errors; its exit code is ours.
+		err := runExternal(ctx, e, name, rest)
+		var xc exitCode
+		if errors.As(err, &xc) {
+			return int(xc)
+		}
+		return cli.Fail(e, err)
+	}
 	for _, c := range commands() {
-		if c.name == name {
-			return fail(e, runCommand(ctx, c, e, rest))
+		if c.Name == name {
+			return cli.Fail(e, cli.RunCommand(ctx, c, e, rest))
 		}
 	}
-	return fail(e, usagef("%q is not a git-lossless command (see `git lossless help`)", name))
+	return cli.Fail(e, cli.Usagef("%q is not a git-lossless command (see `git lossless help`)", name))
 }
 
 func joinDir(base, d string) string {
@@ -175,47 +148,6 @@ func joinDir(base, d string) string {
 		return d
 	}
 	return filepath.Join(base, d)
-}
-
-func runCommand(ctx context.Context, c *command, e *env, args []string) error {
-	fs := pflag.NewFlagSet("git lossless "+c.name, pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.SortFlags = false
-	runFn := c.flags(fs)
-	help := fs.BoolP("help", "h", false, "show this help")
-	if err := fs.Parse(args); err != nil {
-		return usagef("%v (see `git lossless %s --help`)", err, c.name)
-	}
-	if *help {
-		printCommandHelp(e.stdout, c, fs)
-		return nil
-	}
-	return runFn(ctx, e, fs.Args())
-}
-
-// fail prints err the one way errors are printed and returns the exit code.
-func fail(e *env, err error) int {
-	if err == nil {
-		return exitOK
-	}
-	var ue usageError
-	var fe failedError
-	code := exitError
-	switch {
-	case errors.As(err, &ue):
-		code = exitUsage
-	case errors.As(err, &fe):
-		code = exitFailed
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(e.stderr, "git-lossless: interrupted")
-		return 130
-	}
-	fmt.Fprintf(e.stderr, "git-lossless: error: %s\n", err.Error())
-	var he hintError
-	if errors.As(err, &he) && he.hint != "" {
-		fmt.Fprintf(e.stderr, "git-lossless: hint: %s\n", he.hint)
-	}
-	return code
 }
 
 // helpTagline is what git-lossless is, in one line (help's first line,
@@ -263,8 +195,8 @@ func printHelp(w io.Writer) {
 	byName := map[string]*command{}
 	width := 0
 	for _, c := range commands() {
-		byName[c.name] = c
-		width = max(width, len(c.name))
+		byName[c.Name] = c
+		width = max(width, len(c.Name))
 	}
 	for i, g := range commandGroups {
 		if i > 0 {
@@ -272,7 +204,7 @@ func printHelp(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s:\n", g.title)
 		for _, n := range g.names {
-			fmt.Fprintf(w, "    %-*s  %s\n", width, n, byName[n].summary)
+			fmt.Fprintf(w, "    %-*s  %s\n", width, n, byName[n].Summary)
 		}
 	}
 	fmt.Fprint(w, "\nglobal flags:\n")
@@ -303,24 +235,4 @@ func embeddedHint() string {
 		return d
 	}
 	return "$XDG_DATA_HOME/git-lossless/archive.git"
-}
-
-func printCommandHelp(w io.Writer, c *command, fs *pflag.FlagSet) {
-	fmt.Fprintf(w, "usage: git lossless %s %s\n\n%s\n", c.name, c.usage, c.summary)
-	if c.long != "" {
-		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.long))
-	}
-	fmt.Fprintf(w, "\nflags:\n%s", fs.FlagUsages())
-}
-
-// openStore discovers and opens the archive for the command's directory,
-// printing the fallback reason when a repository could not be used.
-func openStore(e *env) (*gitstore.Store, error) {
-	st, err := gitstore.OpenDir(e.dir, gitstore.Options{Warn: func(msg string) {
-		fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", msg)
-	}})
-	if err != nil {
-		return nil, fmt.Errorf("open archive: %w", err)
-	}
-	return st, nil
 }

@@ -55,18 +55,18 @@ func writeManPage(w io.Writer) error {
 
 	b.WriteString(".SH COMMANDS\n")
 	for _, c := range commands() {
-		fs := pflag.NewFlagSet("git lossless "+c.name, pflag.ContinueOnError)
+		fs := pflag.NewFlagSet("git lossless "+c.Name, pflag.ContinueOnError)
 		fs.SortFlags = false
-		c.flags(fs)
+		c.Flags(fs)
 		fs.BoolP("help", "h", false, "show this help") // as runCommand adds it
-		fmt.Fprintf(&b, ".SS %s\n", roffArg("git lossless "+c.name))
-		fmt.Fprintf(&b, ".B %s\n", roffArg("git lossless "+c.name))
-		if c.usage != "" {
-			b.WriteString(roffText(c.usage) + "\n")
+		fmt.Fprintf(&b, ".SS %s\n", roffArg("git lossless "+c.Name))
+		fmt.Fprintf(&b, ".B %s\n", roffArg("git lossless "+c.Name))
+		if c.Usage != "" {
+			b.WriteString(roffText(c.Usage) + "\n")
 		}
-		b.WriteString(".PP\n" + roffText(c.summary) + "\n")
-		if c.long != "" {
-			manParagraphs(&b, strings.TrimSpace(c.long))
+		b.WriteString(".PP\n" + roffText(c.Summary) + "\n")
+		if c.Long != "" {
+			manParagraphs(&b, strings.TrimSpace(c.Long))
 		}
 		b.WriteString(".PP\nFlags:\n")
 		manFlags(&b, fs.FlagUsages())
@@ -256,7 +256,7 @@ func manDir(getenv func(string) string) (string, error) {
 // Unlike install claude-code there is no dry run: the file is ours alone,
 // replaced whole, and `rm` undoes it.
 func runInstallMan(ctx context.Context, e *env, dir string) error {
-	getenv := e.getenv
+	getenv := e.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -266,7 +266,7 @@ func runInstallMan(ctx context.Context, e *env, dir string) error {
 			return err
 		}
 	} else if !filepath.IsAbs(dir) {
-		dir = filepath.Join(e.dir, dir)
+		dir = filepath.Join(e.Dir, dir)
 	}
 	var page strings.Builder
 	if err := writeManPage(&page); err != nil {
@@ -280,14 +280,14 @@ func runInstallMan(ctx context.Context, e *env, dir string) error {
 	if err := writeFileAtomic(path, []byte(page.String())); err != nil {
 		return fmt.Errorf("install man: %w", err)
 	}
-	fmt.Fprintf(e.stdout, "wrote %s\n", path)
+	fmt.Fprintf(e.Stdout, "wrote %s\n", path)
 	onPath, how := manFinds(ctx, dir)
 	switch {
 	case onPath:
-		fmt.Fprintf(e.stdout, "%s is on the man path (%s): `git lossless --help` and `man git-lossless` open it\n", dir, how)
+		fmt.Fprintf(e.Stdout, "%s is on the man path (%s): `git lossless --help` and `man git-lossless` open it\n", dir, how)
 	default:
-		fmt.Fprintf(e.stdout, "%s is not on the man path (%s); to have `git lossless --help` open the page, add it:\n", dir, how)
-		fmt.Fprintf(e.stdout, "  export MANPATH=%q   # in your shell's profile; the trailing : keeps the system's pages\n", dir+":"+getenv("MANPATH"))
+		fmt.Fprintf(e.Stdout, "%s is not on the man path (%s); to have `git lossless --help` open the page, add it:\n", dir, how)
+		fmt.Fprintf(e.Stdout, "  export MANPATH=%q   # in your shell's profile; the trailing : keeps the system's pages\n", dir+":"+getenv("MANPATH"))
 	}
 	return nil
 }

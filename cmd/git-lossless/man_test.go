@@ -85,17 +85,17 @@ func TestManPageSource(t *testing.T) {
 		}
 	}
 	for _, c := range commands() {
-		if !strings.Contains(page, ".SS \"git lossless "+c.name+"\"\n") {
-			t.Errorf("no section for %s", c.name)
+		if !strings.Contains(page, ".SS \"git lossless "+c.Name+"\"\n") {
+			t.Errorf("no section for %s", c.Name)
 		}
-		if !strings.Contains(page, roffText(c.summary)) {
-			t.Errorf("%s: summary missing", c.name)
+		if !strings.Contains(page, roffText(c.Summary)) {
+			t.Errorf("%s: summary missing", c.Name)
 		}
-		fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
-		c.flags(fs)
+		fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
+		c.Flags(fs)
 		fs.VisitAll(func(f *pflag.Flag) {
 			if !f.Hidden && !strings.Contains(page, `\fB`+roffText("--"+f.Name)) && !strings.Contains(page, roffText(", --"+f.Name)) {
-				t.Errorf("%s: flag --%s missing", c.name, f.Name)
+				t.Errorf("%s: flag --%s missing", c.Name, f.Name)
 			}
 		})
 	}
@@ -137,7 +137,7 @@ func TestManPageRenders(t *testing.T) {
 	}
 	words := strings.Join(strings.Fields(out), " ")
 	for _, c := range commands() {
-		for _, want := range []string{"git lossless " + c.name, strings.Join(strings.Fields(c.summary), " ")} {
+		for _, want := range []string{"git lossless " + c.Name, strings.Join(strings.Fields(c.Summary), " ")} {
 			if !strings.Contains(words, want) {
 				t.Errorf("rendered page lacks %q", want)
 			}
@@ -242,7 +242,7 @@ func TestInstallManUsage(t *testing.T) {
 		{"install", "manual"},
 	} {
 		var out, errb bytes.Buffer
-		code := run(context.Background(), append([]string{"-C", dir}, args...), &env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }})
+		code := run(context.Background(), append([]string{"-C", dir}, args...), &env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
 		if code != exitUsage {
 			t.Errorf("%v: code %d, want %d\n%s%s", args, code, exitUsage, out.String(), errb.String())
 		}

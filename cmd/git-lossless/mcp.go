@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 
 	"github.com/spf13/pflag"
 
@@ -13,10 +14,10 @@ import (
 
 func mcpCmd() *command {
 	return &command{
-		name:    "mcp",
-		summary: "serve the archive to an agent as MCP tools (stdio)",
-		usage:   "[--harness NAME] [--identity FILE] [--no-mask]",
-		long: `Runs git-lossless's MCP server on standard input and output (the stdio
+		Name:    "mcp",
+		Summary: "serve the archive to an agent as MCP tools (stdio)",
+		Usage:   "[--harness NAME] [--identity FILE] [--no-mask]",
+		Long: `Runs git-lossless's MCP server on standard input and output (the stdio
 transport), for the repository it is started in (-C DIR; the embedded
 archive outside any repository). Tools: search, read_span, digests,
 read_file, restore_context, file_history, seal_status, context_status,
@@ -40,19 +41,19 @@ gets the JSON-RPC error the specification names and the next one is
 served; read_file refuses the git directory and anything outside the work
 tree. The server exits, with status 0, when standard input ends (after
 answering the calls in flight), or when standard output fails.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			identity := fs.String("identity", "", "age identity file or unencrypted SSH private key, to open encrypted spans")
 			noMask := fs.Bool("no-mask", false, "print secrets in archived text as they are archived")
 			harness := fs.String("harness", "", "the agent harness whose sessions the tools serve: "+harnessList()+" (default: the first)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return usagef("mcp takes no arguments")
+					return cli.Usagef("mcp takes no arguments")
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
-				ids, err := st.LoadIdentities(*identity, e.getenv)
+				ids, err := st.LoadIdentities(*identity, e.Getenv)
 				if err != nil {
 					return err
 				}
@@ -60,8 +61,8 @@ answering the calls in flight), or when standard output fails.`,
 				if err != nil {
 					return err
 				}
-				srv := mcp.New(mcp.Config{Store: st, Identities: ids, NoMask: *noMask, Harness: h, HarnessOf: harnesses.WriterHarness(), Getenv: e.getenv, Version: version,
-					Warn: func(msg string) { fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", msg) }})
+				srv := mcp.New(mcp.Config{Store: st, Identities: ids, NoMask: *noMask, Harness: h, HarnessOf: harnesses.WriterHarness(), Getenv: e.Getenv, Version: version,
+					Warn: func(msg string) { fmt.Fprintf(e.Stderr, "git-lossless: warning: %s\n", msg) }})
 				err = srv.Run(ctx)
 				if errors.Is(err, context.Canceled) {
 					return nil

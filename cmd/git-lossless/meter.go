@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -20,10 +21,10 @@ const meterTableRows = 20
 
 func meterCmd() *command {
 	return &command{
-		name:    "meter",
-		summary: "where the read tokens went: by file, session, agent or repository, re-reads and what a restore would have saved",
-		usage:   "[--session S] [--harness NAME] [--since AGE] [--by file|session|agent|repo|harness] [--limit N] [--json]",
-		long: `Counts, over the archive (-C DIR; the embedded archive outside any
+		Name:    "meter",
+		Summary: "where the read tokens went: by file, session, agent or repository, re-reads and what a restore would have saved",
+		Usage:   "[--session S] [--harness NAME] [--since AGE] [--by file|session|agent|repo|harness] [--limit N] [--json]",
+		Long: `Counts, over the archive (-C DIR; the embedded archive outside any
 repository), the tokens the agents' contexts were shown files by, exactly,
 with the o200k_base tokenizer over the archived bytes (counts are cached by
 blob under .git/lossless/receipts/, shared with receipts: a second run
@@ -57,7 +58,7 @@ harness. --harness NAME meters that harness's contexts only. The table
 shows the top rows (--limit N, 0 for all); --json prints every figure,
 with stable names, and every row (with its "harness" for session and
 agent rows).`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			session := fs.String("session", "", "meter one session only")
 			harness := fs.String("harness", "", "meter one agent harness's contexts only ("+harnessList()+")")
 			since := fs.String("since", "", "count reads since: an age (30m, 24h, 7d, 2w) or an RFC 3339 time (default: everything)")
@@ -66,23 +67,23 @@ agent rows).`,
 			asJSON := fs.Bool("json", false, "print JSON")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return usagef("meter takes no arguments (see `git lossless meter --help`)")
+					return cli.Usagef("meter takes no arguments (see `git lossless meter --help`)")
 				}
 				b, err := meter.ParseBy(*by)
 				if err != nil {
-					return usagef("--by: %v", err)
+					return cli.Usagef("--by: %v", err)
 				}
 				if *limit < 0 {
-					return usagef("--limit must be 0 or more")
+					return cli.Usagef("--limit must be 0 or more")
 				}
 				if err := checkHarnessFilter(*harness); err != nil {
 					return err
 				}
 				from, err := parseWhen(*since, time.Now())
 				if err != nil {
-					return usagef("--since: %v", err)
+					return cli.Usagef("--since: %v", err)
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
@@ -103,14 +104,14 @@ agent rows).`,
 					shown = shown[:n]
 				}
 				if *asJSON {
-					return printJSON(e.stdout, struct {
+					return printJSON(e.Stdout, struct {
 						*meter.Report
 						By        meter.By    `json:"by"`
 						RowsTotal int         `json:"rows_total"`
 						Rows      []meter.Row `json:"rows"`
 					}{rep, b, len(rows), shown})
 				}
-				printMeter(e.stdout, rep, b, shown, len(rows), *since)
+				printMeter(e.Stdout, rep, b, shown, len(rows), *since)
 				return nil
 			}
 		},
@@ -137,18 +138,18 @@ func printMeter(out io.Writer, rep *meter.Report, b meter.By, rows []meter.Row, 
 	if rep.Harness != "" {
 		span += " of harness " + rep.Harness
 	}
-	fmt.Fprintf(out, "read tokens (o200k), %s, %s\n", span, plural(rep.Contexts, "context"))
+	fmt.Fprintf(out, "read tokens (o200k), %s, %s\n", span, cli.Plural(rep.Contexts, "context"))
 	if t.Reads == 0 {
 		fmt.Fprintln(out, "no reads archived")
 		return
 	}
-	fmt.Fprintf(out, "  reads      %8s   %12s tokens\n", commas(int64(t.Reads)), commas(t.Tokens))
-	fmt.Fprintf(out, "  re-reads   %8s   %12s tokens   %s of reads\n", commas(int64(t.ReReads)), commas(t.ReReadTokens), ratioPct(t.ReReads, t.Reads))
-	fmt.Fprintf(out, "    changed  %8s   %12s tokens   %s of re-reads arrived changed\n", commas(int64(t.Changed)), commas(t.ChangedTokens), ratioPct(t.Changed, t.ReReads))
-	fmt.Fprintf(out, "    unchanged%8s                         %s of them after a compaction (needed)\n", commas(int64(t.Unchanged)), commas(int64(t.AfterCompaction)))
-	fmt.Fprintf(out, "  saved      %8s   %12s tokens   a restore from the archive would have saved (unchanged, no compaction between)\n", commas(int64(t.Saveable)), commas(t.SavedTokens))
+	fmt.Fprintf(out, "  reads      %8s   %12s tokens\n", cli.Commas(int64(t.Reads)), cli.Commas(t.Tokens))
+	fmt.Fprintf(out, "  re-reads   %8s   %12s tokens   %s of reads\n", cli.Commas(int64(t.ReReads)), cli.Commas(t.ReReadTokens), ratioPct(t.ReReads, t.Reads))
+	fmt.Fprintf(out, "    changed  %8s   %12s tokens   %s of re-reads arrived changed\n", cli.Commas(int64(t.Changed)), cli.Commas(t.ChangedTokens), ratioPct(t.Changed, t.ReReads))
+	fmt.Fprintf(out, "    unchanged%8s                         %s of them after a compaction (needed)\n", cli.Commas(int64(t.Unchanged)), cli.Commas(int64(t.AfterCompaction)))
+	fmt.Fprintf(out, "  saved      %8s   %12s tokens   a restore from the archive would have saved (unchanged, no compaction between)\n", cli.Commas(int64(t.Saveable)), cli.Commas(t.SavedTokens))
 	if t.Uncounted > 0 {
-		fmt.Fprintf(out, "  uncounted  %8s   (denied by the deny list, or content pruned: tokens unknown)\n", commas(int64(t.Uncounted)))
+		fmt.Fprintf(out, "  uncounted  %8s   (denied by the deny list, or content pruned: tokens unknown)\n", cli.Commas(int64(t.Uncounted)))
 	}
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -158,7 +159,7 @@ func printMeter(out io.Writer, rep *meter.Report, b meter.By, rows []meter.Row, 
 		if !withHarness {
 			return ""
 		}
-		return "  " + dash(r.Harness) + "\t"
+		return "  " + cli.Dash(r.Harness) + "\t"
 	}
 	head := ""
 	if withHarness {
@@ -166,7 +167,7 @@ func printMeter(out io.Writer, rep *meter.Report, b meter.By, rows []meter.Row, 
 	}
 	fmt.Fprintf(w, "READS\tTOKENS\tRE-READS\tCHANGED\tSAVED TOKENS\t%s  %s\n", head, strings.ToUpper(string(b)))
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s  %s\n", commas(int64(r.Reads)), commas(r.Tokens), commas(int64(r.ReReads)), commas(int64(r.Changed)), commas(r.SavedTokens), harnessCol(r), guard.Printable(r.Key))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s  %s\n", cli.Commas(int64(r.Reads)), cli.Commas(r.Tokens), cli.Commas(int64(r.ReReads)), cli.Commas(int64(r.Changed)), cli.Commas(r.SavedTokens), harnessCol(r), guard.Printable(r.Key))
 	}
 	w.Flush()
 	if len(rows) < total {
@@ -176,10 +177,10 @@ func printMeter(out io.Writer, rep *meter.Report, b meter.By, rows []meter.Row, 
 
 func packCmd() *command {
 	return &command{
-		name:    "pack",
-		summary: "one byte-stable text of the files agents read most, for an agent type's system prompt",
-		usage:   "[--budget TOKENS] [--since AGE] [--harness NAME] [--json]",
-		long: `Prints the files the agents read most across sessions (reads, attaches
+		Name:    "pack",
+		Summary: "one byte-stable text of the files agents read most, for an agent type's system prompt",
+		Usage:   "[--budget TOKENS] [--since AGE] [--harness NAME] [--json]",
+		Long: `Prints the files the agents read most across sessions (reads, attaches
 and restores over the window, ties by path), each with its current content
 from the working tree and its git blob id, within --budget o200k tokens
 (the whole text, header included, counted exactly), for embedding in an
@@ -203,26 +204,26 @@ harnesses whose contexts read it ("-" for reads of no harness), tokens,
 blob, whether the disk changed since the newest full read, and the
 reason it is in or out (in, over budget, budget full, gone, denied,
 binary, outside, secret).`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			budget := fs.Int64("budget", meter.DefaultBudget, "the most o200k tokens the text may hold")
 			since := fs.String("since", "7d", "the window: an age (30m, 24h, 7d, 2w)")
 			harness := fs.String("harness", "", "count the reads of one agent harness only ("+harnessList()+")")
 			asJSON := fs.Bool("json", false, "list what went in and why, as JSON (instead of the text)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return usagef("pack takes no arguments (see `git lossless pack --help`)")
+					return cli.Usagef("pack takes no arguments (see `git lossless pack --help`)")
 				}
 				if *budget <= 0 {
-					return usagef("--budget must be a positive number of tokens")
+					return cli.Usagef("--budget must be a positive number of tokens")
 				}
 				if err := checkHarnessFilter(*harness); err != nil {
 					return err
 				}
 				d, err := parseAgeFlag(*since)
 				if err != nil {
-					return usagef("--since: %v", err)
+					return cli.Usagef("--since: %v", err)
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
@@ -231,9 +232,9 @@ binary, outside, secret).`,
 					return err
 				}
 				if *asJSON {
-					return printJSON(e.stdout, p)
+					return printJSON(e.Stdout, p)
 				}
-				_, err = e.stdout.Write(p.Text)
+				_, err = e.Stdout.Write(p.Text)
 				return err
 			}
 		},

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -58,10 +58,10 @@ func settingsHelp() string {
 
 func proxyCmd() *command {
 	return &command{
-		name:    "proxy",
-		summary: "compacting proxy for local models (OpenAI chat and Responses, Anthropic Messages)",
-		usage:   "[--listen ADDR] [--upstream URL] [--window N] [settings]",
-		long: `Sits between a coding client and its model server (Ollama, llama.cpp, vLLM,
+		Name:    "proxy",
+		Summary: "compacting proxy for local models (OpenAI chat and Responses, Anthropic Messages)",
+		Usage:   "[--listen ADDR] [--upstream URL] [--window N] [settings]",
+		Long: `Sits between a coding client and its model server (Ollama, llama.cpp, vLLM,
 LM Studio, LiteLLM, or an Anthropic-compatible server) and keeps each request
 inside the model's context window. It counts tokens itself (exactly with
 llama.cpp and vLLM, else an estimate calibrated per model from the usage the
@@ -139,7 +139,7 @@ body must arrive within --body-timeout (default 1m) of its headers, or the
 request is answered 408 and nothing is forwarded.
 
 ` + settingsHelp(),
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			vals := map[string]*settingValue{}
 			for _, s := range proxy.Settings {
 				if s.Name == "" || s.Kind == "" {
@@ -155,7 +155,7 @@ request is answered 408 and nothing is forwarded.
 			verbose := fs.BoolP("verbose", "v", false, "log every request, not only compactions and warnings")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return usagef("proxy takes no arguments (see `git lossless proxy --help`)")
+					return cli.Usagef("proxy takes no arguments (see `git lossless proxy --help`)")
 				}
 				flags := map[string]string{}
 				for name, v := range vals {
@@ -163,29 +163,29 @@ request is answered 408 and nothing is forwarded.
 						flags[name] = v.v
 					}
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
-				cfg, err := proxy.Load(proxy.Sources{Flags: flags, Getenv: e.getenv, Git: st.Config().Get, GitAll: st.Config().GetAll})
+				cfg, err := proxy.Load(proxy.Sources{Flags: flags, Getenv: e.Getenv, Git: st.Config().Get, GitAll: st.Config().GetAll})
 				if err != nil {
-					return usagef("%v", err)
+					return cli.Usagef("%v", err)
 				}
 				cfg.Store = st
 				cfg.Verbose = *verbose
 				cfg.Logf = func(format string, a ...any) {
-					fmt.Fprintf(e.stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+					fmt.Fprintf(e.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
 				}
 				on, _, err := st.Encryption()
 				if err != nil {
-					return withHint(err, "set `git config --add lossless.recipient age1...` (or an ssh-ed25519 public key), or `git config lossless.encrypt false`")
+					return cli.WithHint(err, "set `git config --add lossless.recipient age1...` (or an ssh-ed25519 public key), or `git config lossless.encrypt false`")
 				}
 				ln, p, err := proxy.Listen(cfg)
 				if errors.Is(err, proxy.ErrUpstreamIsSelf) {
-					return withHint(err, "point --upstream at the model server: Ollama http://127.0.0.1:11434, llama.cpp http://127.0.0.1:8080, vLLM http://127.0.0.1:8000")
+					return cli.WithHint(err, "point --upstream at the model server: Ollama http://127.0.0.1:11434, llama.cpp http://127.0.0.1:8080, vLLM http://127.0.0.1:8000")
 				}
 				if err != nil {
-					return withHint(err, "choose another address with --listen, or set allow-remote to listen beyond loopback")
+					return cli.WithHint(err, "choose another address with --listen, or set allow-remote to listen beyond loopback")
 				}
 				defer p.Close()
 				addr := ln.Addr().String()
@@ -194,13 +194,13 @@ request is answered 408 and nothing is forwarded.
 					enc = "age-encrypted"
 				}
 				where := st.Location().CommonDir
-				fmt.Fprintf(e.stdout, "git lossless proxy on http://%s -> %s (backend %s)\n", addr, cfg.Upstream, cfg.Backend)
-				fmt.Fprintf(e.stdout, "  archive   %s, writer %s, spans %s\n", where, p.Writer(), enc)
+				fmt.Fprintf(e.Stdout, "git lossless proxy on http://%s -> %s (backend %s)\n", addr, cfg.Upstream, cfg.Backend)
+				fmt.Fprintf(e.Stdout, "  archive   %s, writer %s, spans %s\n", where, p.Writer(), enc)
 				if cfg.Capture == proxy.CaptureJournal {
-					fmt.Fprintf(e.stdout, "  capture   journal: every message of every session is archived (lossless.proxy.capture)\n")
+					fmt.Fprintf(e.Stdout, "  capture   journal: every message of every session is archived (lossless.proxy.capture)\n")
 				}
-				fmt.Fprintf(e.stdout, "  dashboard http://%s/lossless/health\n", addr)
-				fmt.Fprintf(e.stdout, "  clients   OPENAI_BASE_URL=http://%s/v1   ANTHROPIC_BASE_URL=http://%s\n", addr, addr)
+				fmt.Fprintf(e.Stdout, "  dashboard http://%s/lossless/health\n", addr)
+				fmt.Fprintf(e.Stdout, "  clients   OPENAI_BASE_URL=http://%s/v1   ANTHROPIC_BASE_URL=http://%s\n", addr, addr)
 				if err := p.Serve(ctx, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 					return err
 				}
@@ -249,8 +249,8 @@ func gitConfigFor(dir string) *gitstore.Config {
 // proxyURL resolves the proxy's URL: --url, LOSSLESS_PROXY_URL,
 // lossless.proxy.url, else http:// + the listen setting.
 func proxyURL(e *env, flagURL string) string {
-	cfg := gitConfigFor(e.dir)
-	src := proxy.Sources{Getenv: e.getenv, Git: cfg.Get}
+	cfg := gitConfigFor(e.Dir)
+	src := proxy.Sources{Getenv: e.Getenv, Git: cfg.Get}
 	if flagURL != "" {
 		return strings.TrimRight(flagURL, "/")
 	}
@@ -266,10 +266,10 @@ func proxyURL(e *env, flagURL string) string {
 
 func statuslineCmd() *command {
 	return &command{
-		name:    "statusline",
-		summary: "print the proxy's window use in one line (for status bars)",
-		usage:   "[--url URL] [--session S]",
-		long: `Prints the window use of the proxy's latest session (or --session S), as
+		Name:    "statusline",
+		Summary: "print the proxy's window use in one line (for status bars)",
+		Usage:   "[--url URL] [--session S]",
+		Long: `Prints the window use of the proxy's latest session (or --session S), as
   ctx 40% (12.9k/32k) est
 where the last word says how the tokens were counted: exact (the backend's
 tokenizer), reported (the usage the backend reported), est (an estimate).
@@ -278,19 +278,19 @@ prints "ctx ?" and exits 1. The URL comes from --url, LOSSLESS_PROXY_URL,
 git config lossless.proxy.url, else http:// + lossless.proxy.listen.
 
 In Claude Code: "statusLine": {"type": "command", "command": "git lossless statusline"}.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			u := fs.String("url", "", "the proxy's URL (default http://127.0.0.1:8786)")
 			session := fs.String("session", "", "session id (default: the latest)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return usagef("statusline takes no arguments")
+					return cli.Usagef("statusline takes no arguments")
 				}
 				line, err := statusline(ctx, proxyURL(e, *u), *session)
 				if err != nil {
-					fmt.Fprintln(e.stdout, "ctx ?")
-					return failedError{"statusline: " + err.Error()}
+					fmt.Fprintln(e.Stdout, "ctx ?")
+					return cli.FailedError{Msg: "statusline: " + err.Error()}
 				}
-				fmt.Fprintln(e.stdout, line)
+				fmt.Fprintln(e.Stdout, line)
 				return nil
 			}
 		},
@@ -374,24 +374,6 @@ func kfmt(n int64) string {
 	}
 }
 
-// commas prints 1130722 as 1,130,722.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
 func proxyLogPath(st *gitstore.Store) (string, error) {
 	dir, err := st.StateDir("proxy")
 	if err != nil {
@@ -402,29 +384,29 @@ func proxyLogPath(st *gitstore.Store) (string, error) {
 
 func savingsCmd() *command {
 	return &command{
-		name:    "savings",
-		summary: "what the proxy kept out of the window, from its log and the archive",
-		usage:   "[--since 30m|24h|7d|2w] [--json]",
-		long: `Counts, for the repository's archive (-C DIR; the embedded archive outside
+		Name:    "savings",
+		Summary: "what the proxy kept out of the window, from its log and the archive",
+		Usage:   "[--since 30m|24h|7d|2w] [--json]",
+		Long: `Counts, for the repository's archive (-C DIR; the embedded archive outside
 any repository): requests before -> after (tokens), tokens kept out of the
 window, summaries written and reused, spills, stale recalls (and the
 archived lines they quoted), fail-opens and silent truncations, from the proxy's request log (<git dir>/lossless/proxy/
 requests.jsonl: counts only, no text); and the spans archived, from the
 archive itself. Nothing is estimated after the fact: every figure is what
 the proxy counted when it handled the request.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			since := fs.String("since", "", "only since: an age (30m, 24h, 7d, 2w) or an RFC 3339 time (default: everything)")
 			asJSON := fs.Bool("json", false, "print the report as JSON")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return usagef("savings takes no arguments")
+					return cli.Usagef("savings takes no arguments")
 				}
 				now := time.Now()
 				from, err := parseWhen(*since, now)
 				if err != nil {
-					return usagef("--since: %v", err)
+					return cli.Usagef("--since: %v", err)
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
@@ -437,11 +419,11 @@ the proxy counted when it handled the request.`,
 					return err
 				}
 				if *asJSON {
-					enc := json.NewEncoder(e.stdout)
+					enc := json.NewEncoder(e.Stdout)
 					enc.SetIndent("", "  ")
 					return enc.Encode(rep)
 				}
-				printSavings(e.stdout, rep, *since)
+				printSavings(e.Stdout, rep, *since)
 				return nil
 			}
 		},
@@ -463,11 +445,11 @@ func printSavings(w io.Writer, r proxy.Report, since string) {
 		pct = 100 * float64(r.TokensKeptOut) / float64(r.TokensBefore)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  requests\t%d (%d compacted, %d forwarded unchanged) in %s\n", r.Requests, r.Compacted, r.Requests-r.Compacted, plural(r.Sessions, "session"))
-	fmt.Fprintf(tw, "  tokens\t%s -> %s: %s kept out of the window (%.1f%%)\n", commas(r.TokensBefore), commas(r.TokensAfter), commas(r.TokensKeptOut), pct)
-	fmt.Fprintf(tw, "  summaries\t%d written, %d reused (%s, %s input characters)\n", r.Summaries, r.SummariesReused, plural(r.SummaryCalls, "summariser call"), commas(r.SummaryChars))
+	fmt.Fprintf(tw, "  requests\t%d (%d compacted, %d forwarded unchanged) in %s\n", r.Requests, r.Compacted, r.Requests-r.Compacted, cli.Plural(r.Sessions, "session"))
+	fmt.Fprintf(tw, "  tokens\t%s -> %s: %s kept out of the window (%.1f%%)\n", cli.Commas(r.TokensBefore), cli.Commas(r.TokensAfter), cli.Commas(r.TokensKeptOut), pct)
+	fmt.Fprintf(tw, "  summaries\t%d written, %d reused (%s, %s input characters)\n", r.Summaries, r.SummariesReused, cli.Plural(r.SummaryCalls, "summariser call"), cli.Commas(r.SummaryChars))
 	fmt.Fprintf(tw, "  spills\t%d\n", r.Spills)
-	fmt.Fprintf(tw, "  recalls\t%d (%s quoted from folded-away turns)\n", r.Recalls, plural(r.RecallLines, "archived line"))
+	fmt.Fprintf(tw, "  recalls\t%d (%s quoted from folded-away turns)\n", r.Recalls, cli.Plural(r.RecallLines, "archived line"))
 	fo := 0
 	var reasons []string
 	for k, v := range r.FailOpen {
@@ -480,9 +462,9 @@ func printSavings(w io.Writer, r proxy.Report, since string) {
 		fmt.Fprintf(tw, "  fail-open\t0\n")
 	}
 	fmt.Fprintf(tw, "  truncations\t%d silent truncations detected\n", r.Truncations)
-	fmt.Fprintf(tw, "  archive\t%s (%d summary, %d spill; %d encrypted), %s, %s bytes\n", plural(r.Spans, "span"), r.SpansSummary, r.SpansSpill, r.SpansEncrypted, plural(r.MessagesKept, "message"), commas(r.ArchivedBytes))
+	fmt.Fprintf(tw, "  archive\t%s (%d summary, %d spill; %d encrypted), %s, %s bytes\n", cli.Plural(r.Spans, "span"), r.SpansSummary, r.SpansSpill, r.SpansEncrypted, cli.Plural(r.MessagesKept, "message"), cli.Commas(r.ArchivedBytes))
 	if r.Journaled > 0 {
-		fmt.Fprintf(tw, "  journal\t%s captured (lossless.proxy.capture journal), %s bytes\n", plural(r.Journaled, "message"), commas(r.JournalBytes))
+		fmt.Fprintf(tw, "  journal\t%s captured (lossless.proxy.capture journal), %s bytes\n", cli.Plural(r.Journaled, "message"), cli.Commas(r.JournalBytes))
 	}
 	tw.Flush()
 	if r.LogMissing {
@@ -496,7 +478,7 @@ func printSpan(w io.Writer, ev gitstore.Event, sp *proxy.Span) {
 		fmt.Fprintf(w, "  journaled as sent (lossless.proxy.capture journal); %s#%d\n", ev.Writer, ev.Seq)
 	} else {
 		fmt.Fprintf(w, "  request %s -> %s tokens (%s) of a %s window; %d messages archived; %s#%d\n",
-			commas(int64(sp.TokensBefore)), commas(int64(sp.TokensAfter)), sp.CountSource, commas(int64(sp.Window)), len(sp.Messages), ev.Writer, ev.Seq)
+			cli.Commas(int64(sp.TokensBefore)), cli.Commas(int64(sp.TokensAfter)), sp.CountSource, cli.Commas(int64(sp.Window)), len(sp.Messages), ev.Writer, ev.Seq)
 	}
 	if sp.Extends != "" {
 		fmt.Fprintf(w, "  extends %s\n", sp.Extends)
@@ -525,32 +507,4 @@ func printSpan(w io.Writer, ev gitstore.Event, sp *proxy.Span) {
 			fmt.Fprintf(w, "- %s\n", p)
 		}
 	}
-}
-
-// runDemoProxy is `git lossless demo proxy`: a stub backend with an
-// 8,192-token window that rejects anything larger, and one scripted
-// 12-turn session sent to it directly and through the proxy.
-func runDemoProxy(ctx context.Context, e *env, keep bool) error {
-	return demoProxy(ctx, e.stdout, keep)
-}
-
-// proxyArchiveDir creates a bare repository for the demo and bench
-// without running git.
-func proxyArchiveDir(root, extraConfig string) (*gitstore.Store, error) {
-	dir := filepath.Join(root, "archive.git")
-	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags", "refs/lossless"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
-			return nil, err
-		}
-	}
-	files := map[string]string{
-		"HEAD":   "ref: refs/heads/main\n",
-		"config": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n" + extraConfig,
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			return nil, err
-		}
-	}
-	return gitstore.Open(gitstore.Location{GitDir: dir, CommonDir: dir}, gitstore.Options{})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/spf13/pflag"
@@ -12,17 +13,17 @@ import (
 
 func pruneCmd() *command {
 	return &command{
-		name:    "prune",
-		summary: "remove archived content on purpose, keeping the seal intact",
-		usage:   "[--writer W]... [--path GLOB] [--session S] [--before TIME] [--dry-run] --reason TEXT",
-		long: `Removes the content (blobs) of the selected events from each writer's
+		Name:    "prune",
+		Summary: "remove archived content on purpose, keeping the seal intact",
+		Usage:   "[--writer W]... [--path GLOB] [--session S] [--before TIME] [--dry-run] --reason TEXT",
+		Long: `Removes the content (blobs) of the selected events from each writer's
 history and appends a prune record naming what was removed. The events stay,
 every seal stays valid, and verify reports those entries as "pruned"
 (expected) instead of blob-missing. The objects are deleted from disk by the
 next ` + "`git gc --prune=now`" + ` unless another writer still references them.
 A remote that already received the archive keeps its copy: prune there too.
 At least one of --path, --session, --before is required.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			writers := fs.StringArray("writer", nil, "only this writer (repeatable; default all)")
 			path := fs.String("path", "", "events whose path matches this glob")
 			session := fs.String("session", "", "events of this session")
@@ -31,27 +32,27 @@ At least one of --path, --session, --before is required.`,
 			dry := fs.Bool("dry-run", false, "show what would be pruned, change nothing")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return usagef("prune takes no arguments")
+					return cli.Usagef("prune takes no arguments")
 				}
 				if *path == "" && *session == "" && *before == "" {
-					return usagef("prune needs a selection: --path, --session or --before")
+					return cli.Usagef("prune needs a selection: --path, --session or --before")
 				}
 				if *reason == "" && !*dry {
-					return usagef("--reason is required: it is recorded in the prune record")
+					return cli.Usagef("--reason is required: it is recorded in the prune record")
 				}
 				if err := refuseSecretFlags("--reason", *reason); err != nil {
 					return err
 				}
 				if *path != "" && !doublestar.ValidatePattern(*path) {
-					return usagef("--path %q is not a valid glob", *path)
+					return cli.Usagef("--path %q is not a valid glob", *path)
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
 				cut, err := parseWhen(*before, st.Now())
 				if err != nil {
-					return usagef("--before: %v", err)
+					return cli.Usagef("--before: %v", err)
 				}
 				match := func(ev *gitstore.Event) bool {
 					if *path != "" {
@@ -91,16 +92,16 @@ At least one of --path, --session, --before is required.`,
 					if *dry {
 						verb = "would prune"
 					}
-					fmt.Fprintf(e.stdout, "%s %s: %d blobs of %d events", verb, w, len(res.Blobs), res.Events)
+					fmt.Fprintf(e.Stdout, "%s %s: %d blobs of %d events", verb, w, len(res.Blobs), res.Events)
 					if !*dry {
-						fmt.Fprintf(e.stdout, ", %d batch commits rewritten, prune record #%d", res.Rewrote, res.Recorded.Seq)
+						fmt.Fprintf(e.Stdout, ", %d batch commits rewritten, prune record #%d", res.Rewrote, res.Recorded.Seq)
 					}
-					fmt.Fprintln(e.stdout)
+					fmt.Fprintln(e.Stdout)
 				}
 				if total == 0 {
-					fmt.Fprintln(e.stdout, "nothing to prune")
+					fmt.Fprintln(e.Stdout, "nothing to prune")
 				} else if !*dry {
-					fmt.Fprintln(e.stdout, "run `git gc --prune=now` to delete the objects from disk")
+					fmt.Fprintln(e.Stdout, "run `git gc --prune=now` to delete the objects from disk")
 				}
 				return nil
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"sort"
 	"strings"
@@ -17,10 +18,10 @@ import (
 
 func pushCmd() *command {
 	return &command{
-		name:    "push",
-		summary: "send the archive to a remote, holding back secrets and git-ignored files",
-		usage:   "[REMOTE] [--dry-run] [--allow-secrets] [--allow-ignored] [--force] [--json]",
-		long: `Sends refs/lossless/* (every writer's events and the content they archive)
+		Name:    "push",
+		Summary: "send the archive to a remote, holding back secrets and git-ignored files",
+		Usage:   "[REMOTE] [--dry-run] [--allow-secrets] [--allow-ignored] [--force] [--json]",
+		Long: `Sends refs/lossless/* (every writer's events and the content they archive)
 and refs/notes/lossless/* (receipts) to REMOTE — a remote name, URL or
 path; default: git config lossless.remote, else origin — with your own git
 (your SSH config and credential helpers), after checking what would leave.
@@ -81,7 +82,7 @@ git config:
 Exit status: 0 pushed (or nothing to push, or --dry-run found nothing
 refused), 1 refused (nothing pushed) or git push rejected a ref, 2 usage,
 3 the remote could not be reached or the archive read.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			dry := fs.Bool("dry-run", false, "print the plan and the verdict, push nothing")
 			allowSecrets := fs.Bool("allow-secrets", false, "send content holding secrets anyway")
 			allowIgnored := fs.Bool("allow-ignored", false, "send file versions git ignores, outside the repository, or whose ignore rules are unknown")
@@ -89,9 +90,9 @@ refused), 1 refused (nothing pushed) or git push rejected a ref, 2 usage,
 			asJSON := fs.Bool("json", false, "print the plan, the problems and the outcome as one JSON object")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 1 {
-					return usagef("push takes at most one REMOTE; got %d arguments", len(args))
+					return cli.Usagef("push takes at most one REMOTE; got %d arguments", len(args))
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
@@ -105,22 +106,22 @@ refused), 1 refused (nothing pushed) or git push rejected a ref, 2 usage,
 				}
 				if err := gitstore.ValidRemote(remote); err != nil {
 					if from == "argument" {
-						return usagef("%v", err)
+						return cli.Usagef("%v", err)
 					}
 					return fmt.Errorf("%s: %w", from, err)
 				}
 				pol, err := gitstore.PushPolicyFromConfig(st.Config())
 				if err != nil {
-					return withHint(err, "use true or false")
+					return cli.WithHint(err, "use true or false")
 				}
 				cfgSecrets, cfgIgnored := pol.AllowSecrets, pol.AllowIgnored
 				pol.AllowSecrets = pol.AllowSecrets || *allowSecrets
 				pol.AllowIgnored = pol.AllowIgnored || *allowIgnored
 				pol.Force = *force
-				r := gitstore.Remote{URL: remote, Dir: e.dir}
+				r := gitstore.Remote{URL: remote, Dir: e.Dir}
 				refs, err := st.LsRemote(ctx, r)
 				if err != nil {
-					return withHint(err, "`git remote -v` lists this repository's remotes; name one, give a URL or path, or set `git config lossless.remote NAME`")
+					return cli.WithHint(err, "`git remote -v` lists this repository's remotes; name one, give a URL or path, or set `git config lossless.remote NAME`")
 				}
 				plan, err := st.Outgoing(ctx, refs)
 				if err != nil {
@@ -147,8 +148,8 @@ refused), 1 refused (nothing pushed) or git push rejected a ref, 2 usage,
 					rep.Verdict = "push"
 				}
 				if !*asJSON {
-					printPushPlan(e.stdout, remote, plan)
-					printPushProblems(e.stdout, probs, allowedBy)
+					printPushPlan(e.Stdout, remote, plan)
+					printPushProblems(e.Stdout, probs, allowedBy)
 				}
 				if rep.Verdict == "push" {
 					pushed, perr := st.Push(ctx, r, plan, *force)
@@ -159,25 +160,25 @@ refused), 1 refused (nothing pushed) or git push rejected a ref, 2 usage,
 						rep.Verdict = "failed"
 					}
 					if !*asJSON {
-						printPushed(e.stdout, remote, pushed)
+						printPushed(e.Stdout, remote, pushed)
 					}
 					if perr != nil {
 						if *asJSON {
-							printPushJSON(e.stdout, rep)
+							printPushJSON(e.Stdout, rep)
 						}
-						return withHint(failedError{perr.Error()}, "the remote changed since the plan, or refused the update: run `git lossless push` again to re-plan against it")
+						return cli.WithHint(cli.FailedError{Msg: perr.Error()}, "the remote changed since the plan, or refused the update: run `git lossless push` again to re-plan against it")
 					}
 				}
 				if *asJSON {
-					if err := printPushJSON(e.stdout, rep); err != nil {
+					if err := printPushJSON(e.Stdout, rep); err != nil {
 						return err
 					}
 				} else {
 					switch rep.Verdict {
 					case "nothing to push":
-						fmt.Fprintf(e.stdout, "nothing to push: %s has everything (%d refs up to date)\n", remote, plan.UpToDate)
+						fmt.Fprintf(e.Stdout, "nothing to push: %s has everything (%d refs up to date)\n", remote, plan.UpToDate)
 					case "would push":
-						fmt.Fprintf(e.stdout, "dry run: the push would go through; nothing was pushed\n")
+						fmt.Fprintf(e.Stdout, "dry run: the push would go through; nothing was pushed\n")
 					}
 				}
 				if len(refused) > 0 && !plan.Empty() {
@@ -185,7 +186,7 @@ refused), 1 refused (nothing pushed) or git push rejected a ref, 2 usage,
 					if *dry {
 						verb = "would be refused"
 					}
-					return withHint(failedError{fmt.Sprintf("push %s: %d item(s) held back; nothing was pushed", verb, len(refused))}, pushHint(refused))
+					return cli.WithHint(cli.FailedError{Msg: fmt.Sprintf("push %s: %d item(s) held back; nothing was pushed", verb, len(refused))}, pushHint(refused))
 				}
 				return nil
 			}
@@ -265,9 +266,9 @@ func printPushPlan(w io.Writer, remote string, o *gitstore.Outgoing) {
 	}
 	t := o.Total
 	fmt.Fprintf(w, "total: %s, %s, %s (%s, %s, %s), %d encrypted, %s, %s; %s; %s, %s",
-		plural(len(o.Writers), "writer"), plural(t.Batches, "batch"), plural(t.Events, "event"), plural(t.Spans, "span"),
-		plural(t.FileVersions, "file version"), plural(t.Vault, "vault entry"), t.Encrypted, plural(t.Blobs, "blob"),
-		pushBytes(t.Bytes), plural(len(o.Notes), "notes ref"), plural(t.Objects, "object"), pushBytes(t.ObjectBytes))
+		cli.Plural(len(o.Writers), "writer"), cli.Plural(t.Batches, "batch"), cli.Plural(t.Events, "event"), cli.Plural(t.Spans, "span"),
+		cli.Plural(t.FileVersions, "file version"), cli.Plural(t.Vault, "vault entry"), t.Encrypted, cli.Plural(t.Blobs, "blob"),
+		pushBytes(t.Bytes), cli.Plural(len(o.Notes), "notes ref"), cli.Plural(t.Objects, "object"), pushBytes(t.ObjectBytes))
 	if t.Pruned > 0 {
 		fmt.Fprintf(w, "; %d events' content pruned, not sent", t.Pruned)
 	}

@@ -79,7 +79,7 @@ func (p pushStdin) Read([]byte) (int, error) {
 func pushCLI(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), append([]string{"-C", dir}, args...), &env{stdin: pushStdin{t}, stdout: &out, stderr: &errb, getenv: os.Getenv})
+	code = run(context.Background(), append([]string{"-C", dir}, args...), &env{Stdin: pushStdin{t}, Stdout: &out, Stderr: &errb, Getenv: os.Getenv})
 	if strings.Contains(errb.String(), "panic") {
 		t.Fatalf("panic:\n%s", errb.String())
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"slices"
 	"sort"
@@ -21,10 +22,10 @@ import (
 
 func recallCmd() *command {
 	return &command{
-		name:    "recall",
-		summary: "find anything the agents saw or said: digests, search, open a span, a file's history",
-		usage:   "digests [--session S] [--harness NAME] [--since AGE] | search QUERY [--limit N] [--session S] [--harness NAME] [--kind K] | open ID [--lines A-B] [--reveal] | file PATH [--session S] [--harness NAME]",
-		long: `Searches the archive: every agent harness's spans (prompts, answers, tool
+		Name:    "recall",
+		Summary: "find anything the agents saw or said: digests, search, open a span, a file's history",
+		Usage:   "digests [--session S] [--harness NAME] [--since AGE] | search QUERY [--limit N] [--session S] [--harness NAME] [--kind K] | open ID [--lines A-B] [--reveal] | file PATH [--session S] [--harness NAME]",
+		Long: `Searches the archive: every agent harness's spans (prompts, answers, tool
 calls and results, compaction summaries), every proxy span, and every
 file version by its path.
 
@@ -58,7 +59,7 @@ their plaintext is written to disk.
 The index is derived state under .git/lossless/recall/: updated
 incrementally (only new batches are read), rebuilt by --reindex, deletable
 at any time. --json prints JSON.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			asJSON := fs.Bool("json", false, "print JSON")
 			noMask := fs.Bool("no-mask", false, "print secrets as archived")
 			identity := fs.String("identity", "", "age identity file or unencrypted SSH private key, to open encrypted spans")
@@ -73,16 +74,16 @@ at any time. --json prints JSON.`,
 			reveal := fs.Bool("reveal", false, "open: put redacted secrets back from the vault")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) == 0 && !*reindex {
-					return usagef("usage: git lossless recall digests|search QUERY|open ID|file PATH")
+					return cli.Usagef("usage: git lossless recall digests|search QUERY|open ID|file PATH")
 				}
 				if err := checkHarnessFilter(*harness); err != nil {
 					return err
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
-				ids, err := st.LoadIdentities(*identity, e.getenv)
+				ids, err := st.LoadIdentities(*identity, e.Getenv)
 				if err != nil {
 					return err
 				}
@@ -91,11 +92,11 @@ at any time. --json prints JSON.`,
 						return err
 					}
 					if len(args) == 0 {
-						fmt.Fprintln(e.stdout, "recall index rebuilt")
+						fmt.Fprintln(e.Stdout, "recall index rebuilt")
 						return nil
 					}
 				}
-				warn := func(msg string) { fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", msg) }
+				warn := func(msg string) { fmt.Fprintf(e.Stderr, "git-lossless: warning: %s\n", msg) }
 				idx, err := recall.Open(ctx, st, recall.Options{Identities: ids, Warn: warn, HarnessOf: harnesses.WriterHarness()})
 				if err != nil {
 					return err
@@ -107,17 +108,17 @@ at any time. --json prints JSON.`,
 					}
 					return recall.Mask(s)
 				}
-				out := e.stdout
+				out := e.Stdout
 				switch args[0] {
 				case "digests":
 					if len(args) != 1 {
-						return usagef("usage: git lossless recall digests [--session S] [--since AGE]")
+						return cli.Usagef("usage: git lossless recall digests [--session S] [--since AGE]")
 					}
 					var from time.Time
 					if *since != "" {
 						d, err := parseAgeFlag(*since)
 						if err != nil {
-							return usagef("--since: %v", err)
+							return cli.Usagef("--since: %v", err)
 						}
 						from = time.Now().Add(-d)
 					}
@@ -161,11 +162,11 @@ at any time. --json prints JSON.`,
 					return nil
 				case "search":
 					if len(args) < 2 {
-						return usagef("usage: git lossless recall search QUERY")
+						return cli.Usagef("usage: git lossless recall search QUERY")
 					}
 					res, err := idx.Search(ctx, recall.Query{Text: strings.Join(args[1:], " "), Limit: *limit, Session: *session, Harness: *harness, Kind: *kind, Cursor: *cursor})
 					if err != nil {
-						return usagef("%v", err)
+						return cli.Usagef("%v", err)
 					}
 					for i := range res.Hits {
 						res.Hits[i].Snippet = mask(res.Hits[i].Snippet)
@@ -195,24 +196,24 @@ at any time. --json prints JSON.`,
 					return nil
 				case "open":
 					if len(args) != 2 {
-						return usagef("usage: git lossless recall open ID [--lines A-B] [--reveal]")
+						return cli.Usagef("usage: git lossless recall open ID [--lines A-B] [--reveal]")
 					}
 					sp, err := idx.Span(ctx, args[1])
 					if errors.Is(err, recall.ErrNoSpan) {
-						return withHint(err, "`git lossless recall search QUERY` or `recall digests` give span ids")
+						return cli.WithHint(err, "`git lossless recall search QUERY` or `recall digests` give span ids")
 					}
 					if err != nil {
 						return err
 					}
 					if sp.Locked {
-						fmt.Fprintf(out, "span %s: locked (age-encrypted, %s bytes)\n", sp.ID, commas(sp.Bytes))
-						return withHint(failedError{"span is encrypted"}, gitstore.IdentityHint)
+						fmt.Fprintf(out, "span %s: locked (age-encrypted, %s bytes)\n", sp.ID, cli.Commas(sp.Bytes))
+						return cli.WithHint(cli.FailedError{Msg: "span is encrypted"}, gitstore.IdentityHint)
 					}
 					lns := sp.Lines
 					from, to := 1, len(lns)
 					if *lines != "" {
 						if from, to, err = parseLines(*lines, len(lns)); err != nil {
-							return usagef("--lines: %v", err)
+							return cli.Usagef("--lines: %v", err)
 						}
 					}
 					text := strings.Join(lns[min(from-1, len(lns)):to], "\n")
@@ -238,12 +239,12 @@ at any time. --json prints JSON.`,
 						fmt.Fprintln(out, text)
 					}
 					if left > 0 {
-						return withHint(failedError{fmt.Sprintf("%d placeholders could not be revealed: the vault is locked or was pruned", left)}, "the vault opens with the local identity of the machine that archived the span ("+localIdentityHint()+")")
+						return cli.WithHint(cli.FailedError{Msg: fmt.Sprintf("%d placeholders could not be revealed: the vault is locked or was pruned", left)}, "the vault opens with the local identity of the machine that archived the span ("+localIdentityHint()+")")
 					}
 					return nil
 				case "file":
 					if len(args) != 2 {
-						return usagef("usage: git lossless recall file PATH [--session S]")
+						return cli.Usagef("usage: git lossless recall file PATH [--session S]")
 					}
 					vs, err := idx.FileHistory(ctx, args[1], *session)
 					if err != nil {
@@ -267,7 +268,7 @@ at any time. --json prints JSON.`,
 					}
 					return nil
 				default:
-					return usagef("unknown recall subcommand %q: digests, search, open or file", args[0])
+					return cli.Usagef("unknown recall subcommand %q: digests, search, open or file", args[0])
 				}
 			}
 		},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -23,10 +24,10 @@ import (
 
 func receiptCmd() *command {
 	return &command{
-		name:    "receipt",
-		summary: "build, show and verify signed receipts: what the model saw for a commit",
-		usage:   "[REV] [--refresh] [--json] | show REV [--json] | verify [REV | --all] [--json] [--keyring FILE] | list [--json] | carry OLD..NEW [--force] [--json]",
-		long: `A receipt answers, for one commit, which model contexts touched the files it
+		Name:    "receipt",
+		Summary: "build, show and verify signed receipts: what the model saw for a commit",
+		Usage:   "[REV] [--refresh] [--json] | show REV [--json] | verify [REV | --all] [--json] [--keyring FILE] | list [--json] | carry OLD..NEW [--force] [--json]",
+		Long: `A receipt answers, for one commit, which model contexts touched the files it
 changes, what exactly they saw (blob ids), whether they edited from a current
 or a stale view, and who changed things after them. It is stored as a
 clear-signed git note on refs/notes/lossless/receipts-<key id>, in a notes
@@ -68,7 +69,7 @@ and --keyring files. Plain git and gpg read the same notes:
 
 Share receipts with: git push origin '+refs/notes/lossless/*:refs/notes/lossless/*' 'refs/lossless/*:refs/lossless/*'
 Exit 1 when verify finds a problem or there is no receipt to show.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			refresh := fs.Bool("refresh", false, "build the receipt anew even when one is stored")
 			asJSON := fs.Bool("json", false, "print JSON")
 			all := fs.Bool("all", false, "verify: every stored receipt")
@@ -90,34 +91,34 @@ Exit 1 when verify finds a problem or there is no receipt to show.`,
 				switch sub {
 				case "":
 					if o.all {
-						return usagef("--all goes with `receipt verify`")
+						return cli.Usagef("--all goes with `receipt verify`")
 					}
 					if len(args) > 1 {
-						return usagef("receipt takes at most one revision")
+						return cli.Usagef("receipt takes at most one revision")
 					}
 					return runReceipt(ctx, e, firstArg(args), o)
 				case "show":
 					if len(args) != 1 {
-						return usagef("receipt show needs one revision")
+						return cli.Usagef("receipt show needs one revision")
 					}
 					return runReceiptShow(ctx, e, args[0], o)
 				case "verify":
 					if o.all == (len(args) > 0) && len(args) > 0 {
-						return usagef("give REV or --all, not both")
+						return cli.Usagef("give REV or --all, not both")
 					}
 					if len(args) > 1 {
-						return usagef("receipt verify takes one revision")
+						return cli.Usagef("receipt verify takes one revision")
 					}
 					return runReceiptVerify(ctx, e, firstArg(args), o)
 				case "carry":
 					co := carryOpts{force: *force, fromHook: *fromHook, rewritten: *rewritten, cherry: *cherry, json: *asJSON, noTokens: *noTokens}
 					if (len(args) == 1) == (co.rewritten != "" || co.cherry) || len(args) > 1 {
-						return usagef("receipt carry takes OLD..NEW, or --rewritten / --cherry-pick")
+						return cli.Usagef("receipt carry takes OLD..NEW, or --rewritten / --cherry-pick")
 					}
 					return runReceiptCarry(ctx, e, firstArg(args), co)
 				case "list":
 					if len(args) > 0 {
-						return usagef("receipt list takes no arguments")
+						return cli.Usagef("receipt list takes no arguments")
 					}
 					return runReceiptList(ctx, e, o)
 				}
@@ -141,12 +142,12 @@ func firstArg(args []string) string {
 
 // openRepoStore opens the archive and insists on a repository.
 func openRepoStore(e *env) (*gitstore.Store, error) {
-	st, err := openStore(e)
+	st, err := cli.OpenStore(e)
 	if err != nil {
 		return nil, err
 	}
 	if st.Location().Embedded {
-		return nil, withHint(errors.New("receipts describe commits, and this is not a git repository"), "run it inside the repository (or use -C DIR)")
+		return nil, cli.WithHint(errors.New("receipts describe commits, and this is not a git repository"), "run it inside the repository (or use -C DIR)")
 	}
 	return st, nil
 }
@@ -158,7 +159,7 @@ func resolve(ctx context.Context, e *env, st *gitstore.Store, rev string) (strin
 	}
 	id, err := receipt.ResolveRev(ctx, dir, rev)
 	if errors.Is(err, receipt.ErrNoRevision) {
-		return "", usagef("%v", err)
+		return "", cli.Usagef("%v", err)
 	}
 	return id, err
 }
@@ -197,9 +198,9 @@ func loadSigningKey(st *gitstore.Store) (*receipt.Key, error) {
 	k, err := receipt.LoadKey(p)
 	if errors.Is(err, os.ErrNotExist) {
 		if configured {
-			return nil, withHint(fmt.Errorf("signing key %s (git config lossless.signingKey) does not exist", p), "fix the path, or unset it to use the default key")
+			return nil, cli.WithHint(fmt.Errorf("signing key %s (git config lossless.signingKey) does not exist", p), "fix the path, or unset it to use the default key")
 		}
-		return nil, withHint(fmt.Errorf("no signing key at %s", p), "create one with `git lossless key generate`, or point git config lossless.signingKey at an armored secret key")
+		return nil, cli.WithHint(fmt.Errorf("no signing key at %s", p), "create one with `git lossless key generate`, or point git config lossless.signingKey at an armored secret key")
 	}
 	return k, err
 }
@@ -245,7 +246,7 @@ func runReceipt(ctx context.Context, e *env, rev string, o receiptOpts) error {
 		case err == nil && s.Parsed != nil:
 			return printStored(e, s, o.json, "stored")
 		case err == nil:
-			return withHint(fmt.Errorf("the stored receipt of %s does not parse: %v", short12(commit), s.Err), "`git lossless receipt --refresh` replaces it")
+			return cli.WithHint(fmt.Errorf("the stored receipt of %s does not parse: %v", cli.Short12(commit), s.Err), "`git lossless receipt --refresh` replaces it")
 		case !errors.Is(err, gitstore.ErrNoNote):
 			return err
 		}
@@ -260,7 +261,7 @@ func runReceipt(ctx context.Context, e *env, rev string, o receiptOpts) error {
 	}
 	n := gitstore.Note{Writer: k.Writer(), Target: commit}
 	s := receipt.Stored{Writer: k.Writer(), Note: n, Text: note, Parsed: r}
-	what := "built and stored in notes commit " + short12(notesCommit)
+	what := "built and stored in notes commit " + cli.Short12(notesCommit)
 	return printStored(e, s, o.json, what)
 }
 
@@ -278,14 +279,14 @@ func runReceiptShow(ctx context.Context, e *env, rev string, o receiptOpts) erro
 		return err
 	}
 	if len(found) == 0 {
-		return withHint(failedError{fmt.Sprintf("no receipt for %s", short12(commit))}, "build one with `git lossless receipt "+rev+"`; receipts of other machines arrive with git fetch origin '+refs/notes/lossless/*:refs/notes/lossless/*'")
+		return cli.WithHint(cli.FailedError{Msg: fmt.Sprintf("no receipt for %s", cli.Short12(commit))}, "build one with `git lossless receipt "+rev+"`; receipts of other machines arrive with git fetch origin '+refs/notes/lossless/*:refs/notes/lossless/*'")
 	}
 	for i, s := range found {
 		if s.Parsed == nil {
-			return failedError{fmt.Sprintf("the receipt of %s on %s does not parse: %v", short12(commit), s.Writer, s.Err)}
+			return cli.FailedError{Msg: fmt.Sprintf("the receipt of %s on %s does not parse: %v", cli.Short12(commit), s.Writer, s.Err)}
 		}
 		if i > 0 && !o.json {
-			fmt.Fprintln(e.stdout)
+			fmt.Fprintln(e.Stdout)
 		}
 		if err := printStored(e, s, o.json, "stored"); err != nil {
 			return err
@@ -305,7 +306,7 @@ func runReceiptVerify(ctx context.Context, e *env, rev string, o receiptOpts) er
 			return err
 		}
 		if len(found) == 0 {
-			return failedError{"no receipts in this repository"}
+			return cli.FailedError{Msg: "no receipts in this repository"}
 		}
 	} else {
 		commit, err := resolve(ctx, e, st, rev)
@@ -316,7 +317,7 @@ func runReceiptVerify(ctx context.Context, e *env, rev string, o receiptOpts) er
 			return err
 		}
 		if len(found) == 0 {
-			return withHint(failedError{fmt.Sprintf("no receipt for %s", short12(commit))}, "build one with `git lossless receipt`, or fetch refs/notes/lossless/*")
+			return cli.WithHint(cli.FailedError{Msg: fmt.Sprintf("no receipt for %s", cli.Short12(commit))}, "build one with `git lossless receipt`, or fetch refs/notes/lossless/*")
 		}
 	}
 	kr, err := trustedKeyring(st, o.keyrings)
@@ -324,7 +325,7 @@ func runReceiptVerify(ctx context.Context, e *env, rev string, o receiptOpts) er
 		return err
 	}
 	bad := 0
-	enc := json.NewEncoder(e.stdout)
+	enc := json.NewEncoder(e.Stdout)
 	for _, s := range found {
 		res := receipt.Verify(ctx, st, s, kr)
 		if !res.OK() {
@@ -340,47 +341,15 @@ func runReceiptVerify(ctx context.Context, e *env, rev string, o receiptOpts) er
 			}
 			continue
 		}
-		printVerify(e.stdout, res)
+		cli.PrintVerify(e.Stdout, res)
 	}
 	if !o.json {
-		fmt.Fprintf(e.stdout, "%s, %d ok, %d failed\n", plural(len(found), "receipt"), len(found)-bad, bad)
+		fmt.Fprintf(e.Stdout, "%s, %d ok, %d failed\n", cli.Plural(len(found), "receipt"), len(found)-bad, bad)
 	}
 	if bad > 0 {
-		return failedError{fmt.Sprintf("%d of %d receipts failed verification", bad, len(found))}
+		return cli.FailedError{Msg: fmt.Sprintf("%d of %d receipts failed verification", bad, len(found))}
 	}
 	return nil
-}
-
-func printVerify(w io.Writer, res *receipt.Result) {
-	if res.OK() {
-		fmt.Fprintf(w, "OK    %s %s: signed by %s", short12(res.Commit), res.Ref, strings.ToUpper(res.KeyID))
-		if res.UserID != "" {
-			fmt.Fprintf(w, " (%s)", res.UserID)
-		}
-		fmt.Fprintf(w, "; %s, %s in %s, %s checked", plural(res.Checked.Paths, "path"), plural(res.Checked.Events, "event"), plural(res.Checked.Writers, "writer"), plural(res.Checked.Blobs, "blob"))
-		if len(res.Harnesses) > 0 {
-			fmt.Fprintf(w, "; harness %s", strings.Join(res.Harnesses, ", "))
-		}
-		fmt.Fprintln(w)
-	} else {
-		fmt.Fprintf(w, "FAIL  %s %s:\n", short12(res.Commit), res.Ref)
-		for _, p := range res.Problems {
-			fmt.Fprintf(w, "      %s: %s\n", p.Kind, p.Detail)
-		}
-	}
-	for _, c := range res.Carried {
-		how := "its receipt is gone: the carried window is a signed claim"
-		if c.HasReceipt {
-			how = "its receipt is on the same ref and the window matches"
-		}
-		if !c.CommitExists {
-			how += "; the commit itself is no longer in the repository"
-		}
-		fmt.Fprintf(w, "      carried from %s: %s\n", short12(c.Commit), how)
-	}
-	if len(res.Pruned) > 0 {
-		fmt.Fprintf(w, "      %d blobs pruned on purpose (expected)\n", len(res.Pruned))
-	}
 }
 
 func runReceiptList(ctx context.Context, e *env, o receiptOpts) error {
@@ -393,7 +362,7 @@ func runReceiptList(ctx context.Context, e *env, o receiptOpts) error {
 		return err
 	}
 	if o.json {
-		enc := json.NewEncoder(e.stdout)
+		enc := json.NewEncoder(e.Stdout)
 		for _, s := range all {
 			item := map[string]any{"commit": s.Note.Target, "ref": gitstore.NotesPrefix + s.Writer, "note": s.Note.Blob}
 			if s.Parsed != nil {
@@ -412,29 +381,22 @@ func runReceiptList(ctx context.Context, e *env, o receiptOpts) error {
 		return nil
 	}
 	if len(all) == 0 {
-		fmt.Fprintln(e.stdout, "no receipts")
+		fmt.Fprintln(e.Stdout, "no receipts")
 		return nil
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMMIT\tISSUED\tKEY\tPATHS\tWRITTEN\tSEEN\tCHANGED-AFTER\tUNSEEN\tEXCLUDED\tCONTEXTS")
 	for _, s := range all {
 		key := strings.ToUpper(receipt.KeyIDOfWriter(s.Writer))
 		if s.Parsed == nil {
-			fmt.Fprintf(tw, "%s\t(unreadable: %v)\t%s\n", short12(s.Note.Target), s.Err, key)
+			fmt.Fprintf(tw, "%s\t(unreadable: %v)\t%s\n", cli.Short12(s.Note.Target), s.Err, key)
 			continue
 		}
 		r, c := s.Parsed, s.Parsed.Coverage
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", short12(s.Note.Target), r.Issued.Format("2006-01-02 15:04"), key,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", cli.Short12(s.Note.Target), r.Issued.Format("2006-01-02 15:04"), key,
 			len(r.Paths), c.Written, c.Seen, c.ChangedAfter, c.Unseen, c.Excluded, len(r.Contexts))
 	}
 	return tw.Flush()
-}
-
-func short12(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 // printStored prints a receipt readably, or as JSON.
@@ -444,102 +406,14 @@ func printStored(e *env, s receipt.Stored, asJSON bool, how string) error {
 		v := receiptJSON(r)
 		v["ref"] = gitstore.NotesPrefix + s.Writer
 		v["key"] = strings.ToUpper(receipt.KeyIDOfWriter(s.Writer))
-		enc := json.NewEncoder(e.stdout)
+		enc := json.NewEncoder(e.Stdout)
 		enc.SetEscapeHTML(false)
 		return enc.Encode(v)
 	}
-	bw := bufio.NewWriter(e.stdout)
+	bw := bufio.NewWriter(e.Stdout)
 	defer bw.Flush()
-	writeReceipt(bw, r, s.Writer, how)
+	cli.WriteReceipt(bw, r, s.Writer, how)
 	return nil
-}
-
-func wname(r *note.Receipt, ref note.Ref) string {
-	if ref.IsZero() {
-		return "-"
-	}
-	return fmt.Sprintf("w%d#%d", ref.W, ref.Seq)
-}
-
-func writeReceipt(w io.Writer, r *note.Receipt, writer, how string) {
-	utc := func(unix int64) string { return time.Unix(unix, 0).UTC().Format("2006-01-02 15:04:05 UTC") }
-	fmt.Fprintf(w, "Receipt for commit %s\n", r.Commit)
-	fmt.Fprintf(w, "  tree %s", r.Tree)
-	for _, p := range r.Parents {
-		fmt.Fprintf(w, ", parent %s", short12(p))
-	}
-	fmt.Fprintln(w)
-	if len(r.Carried) > 0 {
-		if r.HasFrom {
-			fmt.Fprintf(w, "  events from %s to %s (the window of the commits it was carried from)\n", utc(r.From), utc(r.WindowEnd()))
-		} else {
-			fmt.Fprintf(w, "  events up to %s (the window of the commits it was carried from)\n", utc(r.WindowEnd()))
-		}
-		for _, c := range r.Carried {
-			fmt.Fprintf(w, "  carried from %s\n", c.Commit)
-		}
-	} else if r.HasFrom {
-		fmt.Fprintf(w, "  events from %s (parent committed) to %s (committed)\n", utc(r.From), utc(r.Committed))
-	} else {
-		fmt.Fprintf(w, "  events up to %s (committed; a root commit)\n", utc(r.Committed))
-	}
-	fmt.Fprintf(w, "  issued %s, %s on %s%s\n", r.Issued.Format("2006-01-02 15:04:05 UTC"), how, gitstore.NotesPrefix, writer)
-	fmt.Fprintf(w, "  signed by key %s\n", strings.ToUpper(receipt.KeyIDOfWriter(writer)))
-
-	fmt.Fprintf(w, "\nChanged paths (%d): %d written, %d seen, %d changed-after, %d unseen, %d excluded\n", len(r.Paths),
-		r.Coverage.Written, r.Coverage.Seen, r.Coverage.ChangedAfter, r.Coverage.Unseen, r.Coverage.Excluded)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  STATUS\tCHANGE\tBLOB\tEVIDENCE\tPATH")
-	for _, p := range r.Paths {
-		blob := short12(p.Blob)
-		switch {
-		case p.Status == note.Excluded:
-			blob = "(withheld)"
-		case p.Change == note.Deleted:
-			blob = "(deleted)"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Status, p.Change, blob, wname(r, p.Evidence), note.Token(p.Path))
-	}
-	tw.Flush()
-
-	if len(r.Contexts) > 0 {
-		fmt.Fprintf(w, "\nContexts (%d)\n", len(r.Contexts))
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ID\tSESSION\tAGENT\tHARNESS\tEVENTS\tFROM\tTO\tSPANS\tFILE TOKENS\tSPAN TOKENS")
-		for i, c := range r.Contexts {
-			agent := c.Agent
-			if agent == "" {
-				agent = "main"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\n", note.ContextID(i), note.Token(c.Session), agent, dash(c.Harness), c.Events,
-				c.First.Format("2006-01-02 15:04:05"), c.Last.Format("15:04:05"), len(c.Spans), c.FileTokens, c.SpanTokens)
-		}
-		tw.Flush()
-		fmt.Fprintf(w, "  o200k tokens in total: %d of file versions, %d of conversation spans\n", r.FileTokens(), r.SpanTokens())
-
-		fmt.Fprintf(w, "\nRead set (%d versions)\n", len(r.Reads))
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  CTX\tSTATE\tOPS\tBLOB\tVIEW\tEVIDENCE\tPATH")
-		for _, rd := range r.Reads {
-			blob := rd.Blob
-			if blob == "" {
-				blob = "(withheld)"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", note.ContextID(rd.Context-1), rd.State, strings.Join(rd.Ops, ","), blob, rd.View, wname(r, rd.Evidence), note.Token(rd.Path))
-		}
-		tw.Flush()
-	}
-
-	if len(r.Writers) > 0 {
-		fmt.Fprintf(w, "\nRests on (%d events)\n", r.Coverage.Events)
-		for i, wr := range r.Writers {
-			fmt.Fprintf(w, "  w%d  refs/lossless/%s entries %d-%d; head entry %d sealed %s\n", i+1, wr.Name, wr.From, wr.To, wr.HeadSeq, wr.HeadSeal)
-		}
-	}
-	fmt.Fprintln(w, "\nCoverage")
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "  - %s\n", n)
-	}
 }
 
 // receiptJSON is the JSON form: the receipt with references resolved to
@@ -611,10 +485,10 @@ func receiptJSON(r *note.Receipt) map[string]any {
 
 func keyCmd() *command {
 	return &command{
-		name:    "key",
-		summary: "create or export the key receipts are signed with",
-		usage:   "generate [--name N] [--email E] [--force] | export",
-		long: `Receipts are clear-signed with an OpenPGP key of their own:
+		Name:    "key",
+		Summary: "create or export the key receipts are signed with",
+		Usage:   "generate [--name N] [--email E] [--force] | export",
+		Long: `Receipts are clear-signed with an OpenPGP key of their own:
 
   git lossless key generate   create an Ed25519 (v4) OpenPGP signing key at
                               os.UserConfigDir()/git-lossless/signing-key.asc
@@ -625,15 +499,15 @@ func keyCmd() *command {
 
 The secret key is stored without a passphrase: protect the file. Receipts it
 signs are stored on refs/notes/lossless/receipts-<key id>.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			name := fs.String("name", "", "user id name (default: git config user.name, else git-lossless receipts)")
 			email := fs.String("email", "", "user id email (default: git config user.email)")
 			force := fs.Bool("force", false, "generate: replace an existing key file")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) != 1 || (args[0] != "generate" && args[0] != "export") {
-					return usagef("key needs generate or export")
+					return cli.Usagef("key needs generate or export")
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
@@ -646,7 +520,7 @@ signs are stored on refs/notes/lossless/receipts-<key id>.`,
 					if err != nil {
 						return err
 					}
-					_, err = io.WriteString(e.stdout, pub)
+					_, err = io.WriteString(e.Stdout, pub)
 					return err
 				}
 				p, _, err := signingKeyPath(st)
@@ -664,10 +538,10 @@ signs are stored on refs/notes/lossless/receipts-<key id>.`,
 					m = st.Config().Get("user.email")
 				}
 				if strings.ContainsAny(n+m, "()<>\x00") {
-					return usagef("--name and --email must not contain ( ) < >")
+					return cli.Usagef("--name and --email must not contain ( ) < >")
 				}
 				if _, err := os.Stat(p); err == nil && !*force {
-					return withHint(fmt.Errorf("a key exists at %s", p), "keep using it, or replace it with --force (receipts it signed stay verifiable only with its public key: export it first)")
+					return cli.WithHint(fmt.Errorf("a key exists at %s", p), "keep using it, or replace it with --force (receipts it signed stay verifiable only with its public key: export it first)")
 				}
 				k, err := receipt.GenerateKey(n, m)
 				if err != nil {
@@ -676,10 +550,10 @@ signs are stored on refs/notes/lossless/receipts-<key id>.`,
 				if err := k.WriteFile(p, *force); err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "created an Ed25519 signing key at %s (mode 0600)\n", p)
-				fmt.Fprintf(e.stdout, "  key id      %s\n  fingerprint %s\n  user id     %s\n", strings.ToUpper(k.ID()), receipt.Fingerprint(k.Entity), receipt.UserID(k.Entity))
-				fmt.Fprintf(e.stdout, "receipts will be stored on %s%s\n", gitstore.NotesPrefix, k.Writer())
-				fmt.Fprintf(e.stdout, "for plain gpg: git lossless key export | gpg --import\n")
+				fmt.Fprintf(e.Stdout, "created an Ed25519 signing key at %s (mode 0600)\n", p)
+				fmt.Fprintf(e.Stdout, "  key id      %s\n  fingerprint %s\n  user id     %s\n", strings.ToUpper(k.ID()), receipt.Fingerprint(k.Entity), receipt.UserID(k.Entity))
+				fmt.Fprintf(e.Stdout, "receipts will be stored on %s%s\n", gitstore.NotesPrefix, k.Writer())
+				fmt.Fprintf(e.Stdout, "for plain gpg: git lossless key export | gpg --import\n")
 				return nil
 			}
 		},

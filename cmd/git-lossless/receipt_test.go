@@ -18,7 +18,7 @@ import (
 func receiptCLI(t *testing.T, dir string, args ...string) (int, string) {
 	t.Helper()
 	var out bytes.Buffer
-	code := run(context.Background(), append([]string{"-C", dir}, args...), &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: os.Getenv})
+	code := run(context.Background(), append([]string{"-C", dir}, args...), &env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: os.Getenv})
 	return code, out.String()
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"sort"
 	"strings"
 
@@ -11,10 +12,10 @@ import (
 
 func redactCmd() *command {
 	return &command{
-		name:    "redact",
-		summary: "redact secrets in conversation spans archived before redaction, keeping the seal intact",
-		usage:   "[--writer W]... [--identity FILE] [--dry-run]",
-		long: `Scans every archived conversation span (Claude Code transcript spans, proxy
+		Name:    "redact",
+		Summary: "redact secrets in conversation spans archived before redaction, keeping the seal intact",
+		Usage:   "[--writer W]... [--identity FILE] [--dry-run]",
+		Long: `Scans every archived conversation span (Claude Code transcript spans, proxy
 spans) with today's secret scanner. Each span that holds a secret is stored
 again through the normal write path — redacted to placeholders such as
 [secret:github-token:3f9a2c1d4e5b], its values vaulted to your local
@@ -34,19 +35,19 @@ those none opens are counted as locked and left alone. The objects of the
 originals leave the disk at the next "git gc --prune=now"; a remote that
 received them keeps its copy until it is pruned or rewritten there too
 (push with --force).`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			writers := fs.StringArray("writer", nil, "only this writer (repeatable; default all)")
 			identity := fs.String("identity", "", "age identity file or unencrypted SSH private key, to check encrypted spans")
 			dry := fs.Bool("dry-run", false, "show what would be redacted, change nothing")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return usagef("redact takes no arguments")
+					return cli.Usagef("redact takes no arguments")
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
-				ids, err := st.LoadIdentities(*identity, e.getenv)
+				ids, err := st.LoadIdentities(*identity, e.Getenv)
 				if err != nil {
 					return err
 				}
@@ -96,14 +97,14 @@ received them keeps its copy until it is pruned or rewritten there too
 					if res.FileVersions > 0 {
 						line += fmt.Sprintf("; %d file versions hold secrets (kept as the model saw them)", res.FileVersions)
 					}
-					fmt.Fprintln(e.stdout, line)
+					fmt.Fprintln(e.Stdout, line)
 				}
-				fmt.Fprintf(e.stdout, "%s %d spans holding %d secret values in %d writers\n", verb, spans, vals, len(ws))
+				fmt.Fprintf(e.Stdout, "%s %d spans holding %d secret values in %d writers\n", verb, spans, vals, len(ws))
 				if locked > 0 {
-					return withHint(failedError{fmt.Sprintf("%d encrypted spans could not be checked", locked)}, "give the identity that opens them: --identity FILE")
+					return cli.WithHint(cli.FailedError{Msg: fmt.Sprintf("%d encrypted spans could not be checked", locked)}, "give the identity that opens them: --identity FILE")
 				}
 				if files > 0 {
-					fmt.Fprintf(e.stderr, "git-lossless: hint: %d file versions hold secrets; `git lossless push` holds them back, `git lossless prune --path GLOB --reason ...` removes them\n", files)
+					fmt.Fprintf(e.Stderr, "git-lossless: hint: %d file versions hold secrets; `git lossless push` holds them back, `git lossless prune --path GLOB --reason ...` removes them\n", files)
 				}
 				return nil
 			}

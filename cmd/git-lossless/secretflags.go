@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"github.com/git-lossless/git-lossless/secrets"
 )
 
@@ -16,7 +17,7 @@ func refuseSecretFlags(pairs ...string) error {
 	for i := 0; i+1 < len(pairs); i += 2 {
 		flag, v := pairs[i], pairs[i+1]
 		if fs := secrets.ScanName([]byte(v)); len(fs) > 0 {
-			return usagef("%s %s holds a secret (%s): it would be stored in the archive and pushed with it; pass a value without it",
+			return cli.Usagef("%s %s holds a secret (%s): it would be stored in the archive and pushed with it; pass a value without it",
 				flag, gitstore.QuotePath(secrets.MaskString(v)), fs[0].Kind)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,10 +29,10 @@ import (
 
 func installCmd() *command {
 	return &command{
-		name:    "install",
-		summary: "add git-lossless's hooks to an agent harness's settings, or the git hooks (anchoring pre-push, receipt-carrying post-rewrite and post-commit; a dry run without --apply), or the man page",
-		usage:   "HARNESS [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] [--command PATH] | git-hooks [--apply] [--command PATH] | man [--dir DIR]",
-		long: `HARNESS is an agent harness git-lossless knows: ` + harnessList() + `. Each
+		Name:    "install",
+		Summary: "add git-lossless's hooks to an agent harness's settings, or the git hooks (anchoring pre-push, receipt-carrying post-rewrite and post-commit; a dry run without --apply), or the man page",
+		Usage:   "HARNESS [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] [--command PATH] | git-hooks [--apply] [--command PATH] | man [--dir DIR]",
+		Long: `HARNESS is an agent harness git-lossless knows: ` + harnessList() + `. Each
 writes its own hooks and MCP registration where the harness reads them;
 --settings names another hooks file, --mcp-config another MCP config.
 
@@ -78,7 +79,7 @@ DIR/man1/git-lossless.1 (DIR default $XDG_DATA_HOME/man, else
 ~/.local/share/man; mode 0600, read by man running as you), so that
 ` + "`git lossless --help`" + ` (git runs ` + "`man git-lossless`" + `) opens it; it says
 whether man finds DIR (` + "`manpath`" + `) and how to add it when not.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			return harnessSettingsFlags(fs, "install")
 		},
 	}
@@ -86,10 +87,10 @@ whether man finds DIR (` + "`manpath`" + `) and how to add it when not.`,
 
 func uninstallCmd() *command {
 	return &command{
-		name:    "uninstall",
-		summary: "remove git-lossless's hooks from an agent harness's settings, or its git hooks (a dry run without --apply)",
-		usage:   "HARNESS [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] | git-hooks [--apply]",
-		long: `HARNESS (` + harnessList() + `) undoes its install. claude-code removes every hook of ours (any path, any version) from Claude
+		Name:    "uninstall",
+		Summary: "remove git-lossless's hooks from an agent harness's settings, or its git hooks (a dry run without --apply)",
+		Usage:   "HARNESS [--scope user|project] [--apply] [--settings FILE] [--mcp-config FILE] [--no-mcp] | git-hooks [--apply]",
+		Long: `HARNESS (` + harnessList() + `) undoes its install. claude-code removes every hook of ours (any path, any version) from Claude
 Code's settings.json, and the matcher groups, event keys and "hooks" key
 that held only ours; everything else stays as it is. It also removes our
 MCP server's registration ("mcpServers"."git-lossless" when it runs
@@ -102,7 +103,7 @@ git-hooks removes git-lossless's pre-push, post-rewrite and post-commit
 hooks from the repository's hooks directory (core.hooksPath honoured) and
 moves the hooks it kept (NAME.before-lossless) back in their place. A pre-push hook that is not
 ours is left alone. Prints what changes; changes it only with --apply.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			return harnessSettingsFlags(fs, "uninstall")
 		},
 	}
@@ -126,44 +127,44 @@ func harnessSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, 
 	targets := harnessList() + " or git-hooks"
 	return func(ctx context.Context, e *env, args []string) error {
 		if len(args) != 1 {
-			return usagef("%s needs one target: %s (`git lossless %s claude-code`)", verb, targets, verb)
+			return cli.Usagef("%s needs one target: %s (`git lossless %s claude-code`)", verb, targets, verb)
 		}
 		if args[0] != "man" && fs.Changed("dir") {
-			return usagef("--dir is for man: a harness and git-hooks take --settings or the repository's hooks directory")
+			return cli.Usagef("--dir is for man: a harness and git-hooks take --settings or the repository's hooks directory")
 		}
 		switch args[0] {
 		case "man":
 			if verb != "install" {
-				return usagef("uninstall: unknown target %q; the targets are %s and git-hooks (the man page is one file: rm it)", args[0], harnessList())
+				return cli.Usagef("uninstall: unknown target %q; the targets are %s and git-hooks (the man page is one file: rm it)", args[0], harnessList())
 			}
 			if fs.Changed("scope") || fs.Changed("settings") || fs.Changed("mcp-config") || fs.Changed("no-mcp") || fs.Changed("apply") || fs.Changed("command") {
-				return usagef("install man takes only --dir")
+				return cli.Usagef("install man takes only --dir")
 			}
 			return runInstallMan(ctx, e, *manDir)
 		case "git-hooks":
 			if fs.Changed("scope") || fs.Changed("settings") || fs.Changed("mcp-config") || fs.Changed("no-mcp") {
-				return usagef("--scope, --settings, --mcp-config and --no-mcp are for a harness; git-hooks go into the repository's hooks directory")
+				return cli.Usagef("--scope, --settings, --mcp-config and --no-mcp are for a harness; git-hooks go into the repository's hooks directory")
 			}
 			return runGitHooks(ctx, e, verb, *apply, *command)
 		}
 		h, ok := harnesses.ByName(args[0])
 		if !ok {
 			if verb == "install" {
-				return usagef("install: unknown target %q; the targets are %s, git-hooks and man", args[0], harnessList())
+				return cli.Usagef("install: unknown target %q; the targets are %s, git-hooks and man", args[0], harnessList())
 			}
-			return usagef("%s: unknown target %q; the targets are %s and git-hooks", verb, args[0], harnessList())
+			return cli.Usagef("%s: unknown target %q; the targets are %s and git-hooks", verb, args[0], harnessList())
 		}
 		sc := settings.Scope(*scope)
 		if sc != settings.ScopeUser && sc != settings.ScopeProject {
-			return usagef("--scope %q: use user or project", *scope)
+			return cli.Usagef("--scope %q: use user or project", *scope)
 		}
-		getenv := e.getenv
+		getenv := e.Getenv
 		if getenv == nil {
 			getenv = os.Getenv
 		}
 		abs := func(p string) string {
 			if p != "" && !filepath.IsAbs(p) {
-				return filepath.Join(e.dir, p)
+				return filepath.Join(e.Dir, p)
 			}
 			return p
 		}
@@ -171,20 +172,20 @@ func harnessSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, 
 		var bin settings.HookBinary
 		if verb == "install" || *command != "" {
 			var err error
-			bin, err = settings.ResolveBinary(ctx, settings.BinaryOptions{Override: *command, Dir: e.dir, Getenv: getenv, Version: version})
+			bin, err = settings.ResolveBinary(ctx, settings.BinaryOptions{Override: *command, Dir: e.Dir, Getenv: getenv, Version: version})
 			if err != nil {
 				return err
 			}
 			if bin.Warning != "" {
-				fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", bin.Warning)
+				fmt.Fprintf(e.Stderr, "git-lossless: warning: %s\n", bin.Warning)
 			}
 		}
-		inst, err := h.Install(ctx, hooks.InstallOptions{Uninstall: verb == "uninstall", Scope: *scope, Dir: e.dir, Getenv: getenv, Bin: bin,
+		inst, err := h.Install(ctx, hooks.InstallOptions{Uninstall: verb == "uninstall", Scope: *scope, Dir: e.Dir, Getenv: getenv, Bin: bin,
 			HooksFile: abs(*settingsFile), MCPFile: abs(*mcpConfig), NoMCP: *noMCP})
 		if err != nil {
 			var re *hooks.RefusedError
 			if errors.As(err, &re) {
-				return withHint(re.Err, re.Hint)
+				return cli.WithHint(re.Err, re.Hint)
 			}
 			return err
 		}
@@ -193,19 +194,19 @@ func harnessSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, 
 			if t.Where != "" {
 				where += " (" + t.Where + ")"
 			}
-			fmt.Fprintf(e.stdout, "%s: %s\n", t.Label, where)
+			fmt.Fprintf(e.Stdout, "%s: %s\n", t.Label, where)
 		}
 		if verb == "install" {
-			fmt.Fprintf(e.stdout, "hook program: %s\n", bin.Hook)
+			fmt.Fprintf(e.Stdout, "hook program: %s\n", bin.Hook)
 		}
 		var changed []hooks.InstallTarget
 		for _, t := range inst.Targets {
 			if !t.Plan.Changed() {
-				fmt.Fprintln(e.stdout, t.Unchanged)
+				fmt.Fprintln(e.Stdout, t.Unchanged)
 				continue
 			}
-			io.WriteString(e.stdout, t.Plan.Diff())
-			printSettingsChanges(e.stdout, t.Plan.Changes)
+			io.WriteString(e.Stdout, t.Plan.Diff())
+			printSettingsChanges(e.Stdout, t.Plan.Changes)
 			changed = append(changed, t)
 		}
 		if len(changed) == 0 {
@@ -216,25 +217,25 @@ func harnessSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, 
 			for i, t := range changed {
 				names[i] = t.Plan.Path
 			}
-			fmt.Fprintf(e.stdout, "dry run: nothing was written; run again with --apply to write %s (a backup is made first)\n", strings.Join(names, " and "))
+			fmt.Fprintf(e.Stdout, "dry run: nothing was written; run again with --apply to write %s (a backup is made first)\n", strings.Join(names, " and "))
 			return nil
 		}
 		for _, t := range changed {
 			backup, err := t.Plan.Apply(time.Now())
 			if backup != "" {
-				fmt.Fprintf(e.stdout, "backup: %s\n", backup)
+				fmt.Fprintf(e.Stdout, "backup: %s\n", backup)
 			}
 			if err != nil {
 				return err
 			}
 			if t.Plan.RemoveFile {
-				fmt.Fprintln(e.stdout, t.Removed)
+				fmt.Fprintln(e.Stdout, t.Removed)
 			} else {
-				fmt.Fprintf(e.stdout, "wrote %s\n", t.Plan.Path)
+				fmt.Fprintf(e.Stdout, "wrote %s\n", t.Plan.Path)
 			}
 		}
 		for _, l := range inst.Done {
-			fmt.Fprintln(e.stdout, l)
+			fmt.Fprintln(e.Stdout, l)
 		}
 		return nil
 	}
@@ -256,10 +257,10 @@ func printSettingsChanges(w io.Writer, cs []settings.Change) {
 
 func doctorCmd() *command {
 	return &command{
-		name:    "doctor",
-		summary: "check the installation: PATH, archive, seal chains, locks, anchors, Claude Code hooks, MCP server",
-		usage:   "[--json]",
-		long: `One line per check: OK, WARN (works, but less than it should) or FAIL
+		Name:    "doctor",
+		Summary: "check the installation: PATH, archive, seal chains, locks, anchors, Claude Code hooks, MCP server",
+		Usage:   "[--json]",
+		Long: `One line per check: OK, WARN (works, but less than it should) or FAIL
 (broken: records lost or untrustworthy), with a fix line under every
 problem, then the counts. Checks: git-lossless and git on PATH; where the
 archive for this directory is and whether it reads; every writer's seal
@@ -286,17 +287,17 @@ hooks directory git uses (core.hooksPath honoured), replaced, not
 executable, or runs a program that is gone, and when the setting is not a
 boolean git reads. A check that cannot run (unreadable anchor records) is
 a FAIL, as everywhere.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			asJSON := fs.Bool("json", false, "print the checks as a JSON array of {check,status,detail,fix}")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return usagef("doctor takes no arguments")
+					return cli.Usagef("doctor takes no arguments")
 				}
-				getenv := e.getenv
+				getenv := e.Getenv
 				if getenv == nil {
 					getenv = os.Getenv
 				}
-				checks := doctor.Run(ctx, doctor.Options{Dir: e.dir, Getenv: getenv, Version: version, Harnesses: harnesses.All()})
+				checks := doctor.Run(ctx, doctor.Options{Dir: e.Dir, Getenv: getenv, Version: version, Harnesses: harnesses.All()})
 				if err := ctx.Err(); err != nil {
 					return err
 				}
@@ -306,12 +307,12 @@ a FAIL, as everywhere.`,
 					if err != nil {
 						return err
 					}
-					e.stdout.Write(append(b, '\n'))
+					e.Stdout.Write(append(b, '\n'))
 				} else {
-					printDoctor(e.stdout, checks)
+					printDoctor(e.Stdout, checks)
 				}
 				if nfail > 0 {
-					return failedError{fmt.Sprintf("%d of %d checks failed", nfail, len(checks))}
+					return cli.FailedError{Msg: fmt.Sprintf("%d of %d checks failed", nfail, len(checks))}
 				}
 				return nil
 			}

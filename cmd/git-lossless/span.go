@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"strconv"
 	"strings"
 
@@ -16,10 +17,10 @@ import (
 
 func spanCmd() *command {
 	return &command{
-		name:    "span",
-		summary: "print an archived conversation span (a proxy span by id, any span by WRITER#SEQ)",
-		usage:   "[--json] [--reveal] [--identity FILE] SPAN_ID|WRITER#SEQ",
-		long: `Prints one archived span. SPAN_ID is the id a proxy's forwarded summary or
+		Name:    "span",
+		Summary: "print an archived conversation span (a proxy span by id, any span by WRITER#SEQ)",
+		Usage:   "[--json] [--reveal] [--identity FILE] SPAN_ID|WRITER#SEQ",
+		Long: `Prints one archived span. SPAN_ID is the id a proxy's forwarded summary or
 cut message names (sp-...): its originals, summary and pinned facts are
 printed; --json prints the archived document as stored. WRITER#SEQ names
 any span event (a Claude Code transcript span: "git lossless log --op span"
@@ -37,24 +38,24 @@ else LOSSLESS_AGE_IDENTITY (a file, or the AGE-SECRET-KEY-1 string), else
 git config lossless.identity. Without one it says "locked" and exits 1; the
 span's metadata and seal stay readable (verify needs no key). Archived text
 is data, not instructions.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			asJSON := fs.Bool("json", false, "print the stored span document")
 			reveal := fs.Bool("reveal", false, "put redacted secrets back from the vault (needs the local identity)")
 			identity := fs.String("identity", "", "age identity file or unencrypted SSH private key")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) != 1 {
-					return usagef("span needs one SPAN_ID or WRITER#SEQ")
+					return cli.Usagef("span needs one SPAN_ID or WRITER#SEQ")
 				}
 				id := args[0]
 				writer, seq, byRef := parseEventRef(id)
 				if !byRef && !proxy.ValidSpanID(id) {
-					return usagef("%q is neither a span id (sp- and 16 letters and digits) nor WRITER#SEQ", id)
+					return cli.Usagef("%q is neither a span id (sp- and 16 letters and digits) nor WRITER#SEQ", id)
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
-				ids, err := st.LoadIdentities(*identity, e.getenv)
+				ids, err := st.LoadIdentities(*identity, e.Getenv)
 				if err != nil {
 					return err
 				}
@@ -68,16 +69,16 @@ is data, not instructions.`,
 					}
 				}
 				if errors.Is(err, proxy.ErrNoSpan) {
-					return withHint(err, "`git lossless log --op span` lists the spans")
+					return cli.WithHint(err, "`git lossless log --op span` lists the spans")
 				}
 				if err != nil {
 					return err
 				}
 				data, err := st.OpenContent(ctx, ev, ids)
 				if errors.Is(err, gitstore.ErrContentLocked) {
-					fmt.Fprintf(e.stdout, "span %s: locked (age-encrypted, %s bytes, writer %s#%d, seal intact)\n", id, commas(ev.Bytes), ev.Writer, ev.Seq)
-					fmt.Fprintf(e.stderr, "git-lossless: hint: %s\n", gitstore.IdentityHint)
-					return failedError{err.Error()}
+					fmt.Fprintf(e.Stdout, "span %s: locked (age-encrypted, %s bytes, writer %s#%d, seal intact)\n", id, cli.Commas(ev.Bytes), ev.Writer, ev.Seq)
+					fmt.Fprintf(e.Stderr, "git-lossless: hint: %s\n", gitstore.IdentityHint)
+					return cli.FailedError{Msg: err.Error()}
 				}
 				if err != nil {
 					return spanGone(ctx, st, ev, err)
@@ -96,17 +97,17 @@ is data, not instructions.`,
 					if err := json.Unmarshal(data, &sp); err != nil {
 						return fmt.Errorf("span %s: %w", id, err)
 					}
-					printSpan(e.stdout, ev, &sp)
+					printSpan(e.Stdout, ev, &sp)
 				} else {
-					if _, err := e.stdout.Write(data); err != nil {
+					if _, err := e.Stdout.Write(data); err != nil {
 						return err
 					}
 					if len(data) > 0 && data[len(data)-1] != '\n' {
-						fmt.Fprintln(e.stdout)
+						fmt.Fprintln(e.Stdout)
 					}
 				}
 				if left > 0 {
-					return withHint(failedError{fmt.Sprintf("%d placeholders could not be revealed: the vault is locked or was pruned", left)}, "the vault opens with the local identity of the machine that archived the span ("+localIdentityHint()+")")
+					return cli.WithHint(cli.FailedError{Msg: fmt.Sprintf("%d placeholders could not be revealed: the vault is locked or was pruned", left)}, "the vault opens with the local identity of the machine that archived the span ("+localIdentityHint()+")")
 				}
 				return nil
 			}
@@ -159,7 +160,7 @@ func spanGone(ctx context.Context, st *gitstore.Store, ev gitstore.Event, err er
 		want := strconv.FormatInt(ev.Seq, 10)
 		for _, c := range evs {
 			if string(c.Extra["replaces"]) == want {
-				return withHint(fmt.Errorf("%s#%d: its content was pruned by redact", ev.Writer, ev.Seq), fmt.Sprintf("the redacted copy is `git lossless span %s#%d`", c.Writer, c.Seq))
+				return cli.WithHint(fmt.Errorf("%s#%d: its content was pruned by redact", ev.Writer, ev.Seq), fmt.Sprintf("the redacted copy is `git lossless span %s#%d`", c.Writer, c.Seq))
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -25,10 +26,10 @@ import (
 
 func statsCmd() *command {
 	return &command{
-		name:    "stats",
-		summary: "lines added per commit by agents (per harness, model, session) and by people",
-		usage:   "[REV-RANGE] [--by harness|model|session|author] [--json]",
-		long: `For each commit of REV-RANGE (git log's notation: A..B, A...B or one revision
+		Name:    "stats",
+		Summary: "lines added per commit by agents (per harness, model, session) and by people",
+		Usage:   "[REV-RANGE] [--by harness|model|session|author] [--json]",
+		Long: `For each commit of REV-RANGE (git log's notation: A..B, A...B or one revision
 for all of its history; merges are left out, as git log --numstat leaves
 them out), the lines it added, how many of them came from an archived agent
 write (found by content, as git lossless blame finds it: the write whose
@@ -62,22 +63,22 @@ the agent's lines); lines of people are grouped as "human".
    "note": why, when they differ}
 Commits come oldest first; counts are lines as git diff --numstat counts
 them (binary files count none).`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			by := fs.String("by", "harness", "group agent lines by harness, model, session or author")
 			asJSON := fs.Bool("json", false, "one JSON document")
 			return func(ctx context.Context, e *env, args []string) error {
 				switch *by {
 				case "harness", "model", "session", "author":
 				default:
-					return usagef("--by must be harness, model, session or author, not %q", *by)
+					return cli.Usagef("--by must be harness, model, session or author, not %q", *by)
 				}
 				if len(args) > 1 {
-					return usagef("stats takes one revision range, not %d arguments (see `git lossless stats --help`)", len(args))
+					return cli.Usagef("stats takes one revision range, not %d arguments (see `git lossless stats --help`)", len(args))
 				}
 				if len(args) == 1 && strings.HasPrefix(args[0], "-") {
-					return usagef("%q is not a revision range", args[0])
+					return cli.Usagef("%q is not a revision range", args[0])
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
@@ -95,7 +96,7 @@ them (binary files count none).`,
 				if err != nil {
 					return err
 				}
-				bw := bufio.NewWriter(e.stdout)
+				bw := bufio.NewWriter(e.Stdout)
 				defer bw.Flush()
 				if *asJSON {
 					b, err := json.Marshal(rep)
@@ -309,7 +310,7 @@ func differNote(ctx context.Context, top, rng string, rep *statsReport) string {
 	}
 	out, err := exec.CommandContext(ctx, "git", "-C", top, "rev-list", "--count", "--merges", rng, "--").Output()
 	if n, _ := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && n > 0 {
-		why = append(why, plural(n, "merge")+" of the range "+map[bool]string{true: "is", false: "are"}[n == 1]+
+		why = append(why, cli.Plural(n, "merge")+" of the range "+map[bool]string{true: "is", false: "are"}[n == 1]+
 			" left out of the per-commit numbers (a merge's own changes, such as conflict resolutions, are only in the diff)")
 	}
 	if a, b, ok := strings.Cut(rng, ".."); ok && !strings.Contains(rng, "...") {
@@ -366,8 +367,8 @@ func printStats(bw *bufio.Writer, rep *statsReport, dflt bool) {
 		}
 		tw.Flush()
 		fmt.Fprintln(bw)
-		fmt.Fprintf(bw, "%s: %s, %s added (agents %s, people %s), %s removed\n", guard.Printable(rep.Range), plural(t.Commits, "commit"),
-			plural(t.Added, "line"), percent(t.Agent, t.Added), percent(t.Human, t.Added), plural(t.Removed, "line"))
+		fmt.Fprintf(bw, "%s: %s, %s added (agents %s, people %s), %s removed\n", guard.Printable(rep.Range), cli.Plural(t.Commits, "commit"),
+			cli.Plural(t.Added, "line"), percent(t.Agent, t.Added), percent(t.Human, t.Added), cli.Plural(t.Removed, "line"))
 		if written := t.Agent + t.Rewritten; written > 0 {
 			fmt.Fprintf(bw, "agent lines: %d committed as written, %d changed or dropped before commit (%s kept)\n",
 				t.Agent, t.Rewritten, percent(t.Agent, written))
@@ -402,7 +403,7 @@ func printStats(bw *bufio.Writer, rep *statsReport, dflt bool) {
 	}
 	fmt.Fprintf(bw, "git %s: %s\n", guard.Printable(strings.Join(rep.diffArgs, " ")), got)
 	if rep.Differs {
-		fmt.Fprintf(bw, "the per-commit sums differ (%s added, %s removed): %s\n", plural(t.Added, "line"), plural(t.Removed, "line"), rep.Note)
+		fmt.Fprintf(bw, "the per-commit sums differ (%s added, %s removed): %s\n", cli.Plural(t.Added, "line"), cli.Plural(t.Removed, "line"), rep.Note)
 	} else if len(rep.Commits) > 0 {
 		fmt.Fprintln(bw, "the per-commit sums are the same")
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -15,10 +16,10 @@ import (
 
 func syncCmd() *command {
 	return &command{
-		name:    "sync",
-		summary: "share the archive through a git remote: fetch other machines' writers, push ours",
-		usage:   "[REMOTE] [--dry-run] [--allow-secrets] [--allow-ignored] [--json]",
-		long: `Fetches the remote's writers (refs/lossless/*), notes refs (receipts) and
+		Name:    "sync",
+		Summary: "share the archive through a git remote: fetch other machines' writers, push ours",
+		Usage:   "[REMOTE] [--dry-run] [--allow-secrets] [--allow-ignored] [--json]",
+		Long: `Fetches the remote's writers (refs/lossless/*), notes refs (receipts) and
 checkpoints into tracking refs (refs/lossless-tracking/<remote id>/..., never
 over a local ref), then, per writer and notes ref:
 
@@ -54,21 +55,21 @@ never forces. After a sync, log, verify and receipt verify see the union.
 
 REMOTE defaults to git config lossless.remote, else origin. Exit 1 on any
 alarm or refusal.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			dry := fs.Bool("dry-run", false, "fetch, classify and plan; adopt and push nothing")
 			allowSecrets := fs.Bool("allow-secrets", false, "push content holding secrets anyway")
 			allowIgnored := fs.Bool("allow-ignored", false, "push file versions git ignores anyway")
 			asJSON := fs.Bool("json", false, "print the outcome as one JSON object")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 1 {
-					return usagef("usage: git lossless sync [REMOTE]")
+					return cli.Usagef("usage: git lossless sync [REMOTE]")
 				}
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
 				if st.Location().Embedded {
-					return withHint(errors.New("sync needs a repository; this is the embedded archive"), "run it inside the repository whose archive you share")
+					return cli.WithHint(errors.New("sync needs a repository; this is the embedded archive"), "run it inside the repository whose archive you share")
 				}
 				remote := st.Config().Get("lossless.remote")
 				if len(args) == 1 {
@@ -78,24 +79,24 @@ alarm or refusal.`,
 					remote = "origin"
 				}
 				if err := gitstore.ValidRemote(remote); err != nil {
-					return usagef("%v", err)
+					return cli.Usagef("%v", err)
 				}
 				pol, err := gitstore.PushPolicyFromConfig(st.Config())
 				if err != nil {
-					return withHint(err, "use true or false")
+					return cli.WithHint(err, "use true or false")
 				}
 				cfgSecrets, cfgIgnored := pol.AllowSecrets, pol.AllowIgnored
 				pol.AllowSecrets = pol.AllowSecrets || *allowSecrets
 				pol.AllowIgnored = pol.AllowIgnored || *allowIgnored
 				res, err := anchor.Sync(ctx, st, anchor.SyncOptions{
-					Target: anchor.Target{Remote: remote, Mode: anchor.ModeRef, Dir: e.dir},
+					Target: anchor.Target{Remote: remote, Mode: anchor.ModeRef, Dir: e.Dir},
 					Policy: pol, DryRun: *dry, Now: time.Now(),
 				})
 				if err != nil {
-					return withHint(fmt.Errorf("sync with %s: %w", remote, err), "`git ls-remote REMOTE` shows whether the remote can be reached")
+					return cli.WithHint(fmt.Errorf("sync with %s: %w", remote, err), "`git ls-remote REMOTE` shows whether the remote can be reached")
 				}
 				if *asJSON {
-					enc := json.NewEncoder(e.stdout)
+					enc := json.NewEncoder(e.Stdout)
 					enc.SetIndent("", "  ")
 					if err := enc.Encode(res); err != nil {
 						return err
@@ -106,28 +107,28 @@ alarm or refusal.`,
 						counts[s.State]++
 						switch s.State {
 						case anchor.StateDiverged, anchor.StateRefused, anchor.StateGoneThere, anchor.StateForeignAppend:
-							fmt.Fprintf(e.stdout, "ALARM  %s %s: %s\n", s.State, s.Ref, s.Detail)
+							fmt.Fprintf(e.Stdout, "ALARM  %s %s: %s\n", s.State, s.Ref, s.Detail)
 						}
 					}
-					fmt.Fprintf(e.stdout, "sync with %s: %d equal, %d adopted (behind %d, new there %d), %d to push (ahead %d, new here %d), %d diverged, %d refused, %d gone there, %d foreign-append\n",
+					fmt.Fprintf(e.Stdout, "sync with %s: %d equal, %d adopted (behind %d, new there %d), %d to push (ahead %d, new here %d), %d diverged, %d refused, %d gone there, %d foreign-append\n",
 						remote, counts[anchor.StateEqual], res.Adopted, counts[anchor.StateBehind], counts[anchor.StateNewThere],
 						counts[anchor.StateAhead]+counts[anchor.StateNewHere], counts[anchor.StateAhead], counts[anchor.StateNewHere],
 						counts[anchor.StateDiverged], counts[anchor.StateRefused], counts[anchor.StateGoneThere], counts[anchor.StateForeignAppend])
-					printFindings(e.stdout, res.Anchors)
+					printFindings(e.Stdout, res.Anchors)
 					if res.Plan != nil && !res.Plan.Empty() {
-						printPushPlan(e.stdout, remote, res.Plan)
-						printPushProblems(e.stdout, res.Problems, pushAllowedBy(*allowSecrets, *allowIgnored, false, cfgSecrets, cfgIgnored))
+						printPushPlan(e.Stdout, remote, res.Plan)
+						printPushProblems(e.Stdout, res.Problems, pushAllowedBy(*allowSecrets, *allowIgnored, false, cfgSecrets, cfgIgnored))
 					}
 					if len(res.Pushed) > 0 {
-						printPushed(e.stdout, remote, res.Pushed)
+						printPushed(e.Stdout, remote, res.Pushed)
 					}
-					fmt.Fprintf(e.stdout, "%s\n", res.Verdict)
+					fmt.Fprintf(e.Stdout, "%s\n", res.Verdict)
 				}
 				if refused := gitstore.Refused(res.Problems); len(refused) > 0 {
-					return withHint(failedError{fmt.Sprintf("sync: %d item(s) held back; nothing was pushed", len(refused))}, pushHint(refused))
+					return cli.WithHint(cli.FailedError{Msg: fmt.Sprintf("sync: %d item(s) held back; nothing was pushed", len(refused))}, pushHint(refused))
 				}
 				if n := res.Alarms(); n > 0 {
-					return failedError{fmt.Sprintf("sync: %s", plural(n, "alarm"))}
+					return cli.FailedError{Msg: fmt.Sprintf("sync: %s", cli.Plural(n, "alarm"))}
 				}
 				return nil
 			}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
@@ -17,10 +18,10 @@ import (
 
 func traceCmd() *command {
 	return &command{
-		name:    "trace",
-		summary: "export line provenance as Agent Trace records (agent-trace.dev, v0.1.0)",
-		usage:   "export [REV-RANGE] [-o FILE] [--unrecorded human|unknown]",
-		long: `trace export writes one Agent Trace record (specification 0.1.0,
+		Name:    "trace",
+		Summary: "export line provenance as Agent Trace records (agent-trace.dev, v0.1.0)",
+		Usage:   "export [REV-RANGE] [-o FILE] [--unrecorded human|unknown]",
+		Long: `trace export writes one Agent Trace record (specification 0.1.0,
 https://github.com/cursor/agent-trace) per commit of REV-RANGE, as git
 rev-list --reverse --no-merges REV-RANGE lists them (default HEAD: every
 commit HEAD reaches; main..HEAD or HEAD~10..HEAD limit it; merge commits
@@ -55,19 +56,19 @@ of any line.
                blob, its line in the blob)
 
 docs/agent-trace.md has the mapping and what the format cannot carry.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			output := fs.StringP("output", "o", "", "write the records to FILE (mode 0600) instead of stdout")
 			unrecorded := fs.String("unrecorded", agenttrace.Human, "contributor type of lines no archived agent write produced: human or unknown")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) == 0 || args[0] != "export" {
-					return usagef("usage: git lossless trace export [REV-RANGE] [-o FILE]")
+					return cli.Usagef("usage: git lossless trace export [REV-RANGE] [-o FILE]")
 				}
 				args = args[1:]
 				if len(args) > 1 {
-					return usagef("trace export takes one revision range, got %d arguments", len(args))
+					return cli.Usagef("trace export takes one revision range, got %d arguments", len(args))
 				}
 				if *unrecorded != agenttrace.Human && *unrecorded != agenttrace.Unknown {
-					return usagef("--unrecorded is human or unknown, not %q", *unrecorded)
+					return cli.Usagef("--unrecorded is human or unknown, not %q", *unrecorded)
 				}
 				revRange := "HEAD"
 				if len(args) == 1 {
@@ -95,14 +96,14 @@ func runTraceExport(ctx context.Context, e *env, revRange, output string, opt ag
 		return fmt.Errorf("trace export %s: %w", revRange, err)
 	}
 	if output == "" {
-		bw := bufio.NewWriter(e.stdout)
+		bw := bufio.NewWriter(e.Stdout)
 		if err := agenttrace.Encode(bw, changes, opt); err != nil {
 			return err
 		}
 		return bw.Flush()
 	}
 	if !filepath.IsAbs(output) {
-		output = filepath.Join(e.dir, output)
+		output = filepath.Join(e.Dir, output)
 	}
 	// Whole or not at all: an error midway leaves no half export.
 	var buf bytes.Buffer

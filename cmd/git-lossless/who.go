@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"path/filepath"
 	"text/tabwriter"
 
@@ -17,10 +18,10 @@ import (
 
 func whoCmd() *command {
 	return &command{
-		name:    "who",
-		summary: "which agent contexts hold each file's current or a stale version, and who wrote it last",
-		usage:   "[--json] [PATH...]",
-		long: `Presence, for agents working side by side: for each file (default: every
+		Name:    "who",
+		Summary: "which agent contexts hold each file's current or a stale version, and who wrote it last",
+		Usage:   "[--json] [PATH...]",
+		Long: `Presence, for agents working side by side: for each file (default: every
 file an archived context has seen or written; PATH, relative to the current
 directory, limits it), the contexts of any harness that hold it and the last
 edit or write of it by any context.
@@ -38,17 +39,17 @@ every tool call). Paths are shown relative to the repository's top.
 --json prints one document: {"files":[{path, exists, disk_blob, denied,
 holders:[{harness, writer, session, agent, state, op, ts, blob}],
 last_writer:{harness, writer, session, agent, op, ts, blob, current}}]}.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			asJSON := fs.Bool("json", false, "one JSON document")
 			return func(ctx context.Context, e *env, args []string) error {
-				st, err := openStore(e)
+				st, err := cli.OpenStore(e)
 				if err != nil {
 					return err
 				}
 				opt := hooks.PresenceOptions{HarnessOf: harnesses.WriterHarness()}
 				for _, a := range args {
 					if !filepath.IsAbs(a) {
-						a = filepath.Join(e.dir, a)
+						a = filepath.Join(e.Dir, a)
 					}
 					opt.Paths = append(opt.Paths, filepath.Clean(a))
 				}
@@ -56,7 +57,7 @@ last_writer:{harness, writer, session, agent, op, ts, blob, current}}]}.`,
 				if err != nil {
 					return err
 				}
-				bw := bufio.NewWriter(e.stdout)
+				bw := bufio.NewWriter(e.Stdout)
 				defer bw.Flush()
 				if *asJSON {
 					if fps == nil {
@@ -116,8 +117,8 @@ func printPresence(bw *bufio.Writer, fps []hooks.FilePresence) {
 		}
 		fmt.Fprintln(tw, "  STATE\tHARNESS\tSESSION\tAGENT\tWRITER\tSEEN\tVIA\tBLOB")
 		for _, h := range fp.Holders {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.State, dash(h.Harness), dash(guard.Printable(h.Session)), dash(guard.Printable(h.Agent)),
-				guard.Printable(h.Writer), h.TS.Local().Format(whoTime), h.Op, dash(short(h.Blob)))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.State, cli.Dash(h.Harness), cli.Dash(guard.Printable(h.Session)), cli.Dash(guard.Printable(h.Agent)),
+				guard.Printable(h.Writer), h.TS.Local().Format(whoTime), h.Op, cli.Dash(short(h.Blob)))
 		}
 	}
 	tw.Flush()

@@ -7,10 +7,13 @@
 //
 //   - No production package imports a fixture: nothing under
 //     internal/testkit is imported by a package outside it, except by
-//     _test.go files and by cmd/git-lossless. Within cmd/git-lossless only
-//     the demo and bench commands (bench*.go, demo*.go, proxy_demo.go,
-//     proxy_bench.go) may import them, so the commands users run every
-//     day, the hooks among them, never call into a fixture.
+//     _test.go files and by cmd/git-lossless-bench (the demo and the
+//     benchmarks, a program of their own).
+//   - The shipping program (cmd/git-lossless) is the product: it links
+//     nothing of ShippingBanned (the fixtures, the peer scanner the
+//     secrets benchmark measures against), directly or through any
+//     package; `git lossless bench` and `git lossless demo` run
+//     cmd/git-lossless-bench instead.
 //   - internal/gitobj is the only package that imports go-git (anything
 //     under github.com/go-git/), in its code or its tests: the git object
 //     layer has one door.
@@ -51,9 +54,31 @@ const Module = "github.com/git-lossless/git-lossless"
 // Testkit is the import path under which the fixtures live.
 const Testkit = Module + "/internal/testkit"
 
-// Command is the package of the git-lossless binary, whose demo and bench
-// commands link fixtures.
+// Command is the package of the git-lossless program, the product.
 const Command = Module + "/cmd/git-lossless"
+
+// BenchProgram is the package of git-lossless-bench, the demo and the
+// benchmarks: the one program that links fixtures.
+const BenchProgram = Module + "/cmd/git-lossless-bench"
+
+// ShippingBanned are the import paths (each with its subtree) the
+// shipping program must not link.
+var ShippingBanned = []string{Testkit, Module + "/internal/rescan"}
+
+// ShippingLinks reports each package of deps (what `go list -deps` of the
+// shipping program prints) that ShippingBanned forbids.
+func ShippingLinks(deps []string) []string {
+	var bad []string
+	for _, d := range deps {
+		for _, b := range ShippingBanned {
+			if under(d, b) {
+				bad = append(bad, fmt.Sprintf("git-lossless links %s (banned: %s; the demo and benchmarks live in git-lossless-bench)", d, b))
+				break
+			}
+		}
+	}
+	return bad
+}
 
 // GoGitAllowed is the only package that may import go-git.
 const GoGitAllowed = Module + "/internal/gitobj"
@@ -186,9 +211,9 @@ func under(p, root string) bool {
 
 // Production reports whether the package at import path p is production
 // code for the testkit rule: in the module, not a fixture itself, and not
-// the command (whose files are checked one by one, by CommandFiles).
+// the bench program.
 func Production(p string) bool {
-	return under(p, Module) && !under(p, Testkit) && p != Command
+	return under(p, Module) && !under(p, Testkit) && p != BenchProgram
 }
 
 // ProductionImportsTestkit returns one message per import of a package
@@ -202,40 +227,6 @@ func ProductionImportsTestkit(pkgs []Package) []string {
 		for _, imp := range p.Imports {
 			if under(imp, Testkit) {
 				bad = append(bad, fmt.Sprintf("production package %s imports fixture %s", p.ImportPath, imp))
-			}
-		}
-	}
-	slices.Sort(bad)
-	return bad
-}
-
-// fixtureFile reports whether a non-test file of cmd/git-lossless may
-// import fixtures: the demo and bench commands.
-func fixtureFile(name string) bool {
-	switch name {
-	case "proxy_demo.go", "proxy_bench.go":
-		return true
-	}
-	for _, pattern := range []string{"bench*.go", "demo*.go"} {
-		if ok, _ := path.Match(pattern, name); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// CommandFiles returns one message per fixture import in a non-test file
-// of cmd/git-lossless other than the demo and bench commands, sorted.
-// files maps a file's base name to the import paths it names.
-func CommandFiles(files map[string][]string) []string {
-	var bad []string
-	for name, imports := range files {
-		if strings.HasSuffix(name, "_test.go") || fixtureFile(name) {
-			continue
-		}
-		for _, imp := range imports {
-			if under(imp, Testkit) {
-				bad = append(bad, fmt.Sprintf("cmd/git-lossless/%s imports fixture %s; only the demo and bench commands may", name, imp))
 			}
 		}
 	}

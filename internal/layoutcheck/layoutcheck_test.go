@@ -91,23 +91,15 @@ func TestProductionDoesNotImportTestkit(t *testing.T) {
 					t.Fatalf("go list did not list %s", p)
 				}
 			}
-			cmd, ok := find(pkgs, Command)
+			cmd, ok := find(pkgs, BenchProgram)
 			if !ok {
-				t.Fatalf("go list did not list %s", Command)
+				t.Fatalf("go list did not list %s", BenchProgram)
 			}
 			if !slices.ContainsFunc(cmd.Imports, func(p string) bool { return under(p, Testkit) }) {
-				t.Fatalf("%s imports nothing under %s: the listing shows no fixture imports, so the check would test nothing", Command, Testkit)
+				t.Fatalf("%s imports nothing under %s: the listing shows no fixture imports, so the check would test nothing", BenchProgram, Testkit)
 			}
 
 			for _, msg := range ProductionImportsTestkit(pkgs) {
-				t.Error(msg)
-			}
-
-			files := fileImports(t, cmd.Dir, append(slices.Clone(cmd.GoFiles), cmd.CgoFiles...))
-			if len(files["bench.go"]) == 0 {
-				t.Fatalf("parsed no imports of %s/bench.go", cmd.Dir)
-			}
-			for _, msg := range CommandFiles(files) {
 				t.Error(msg)
 			}
 		})
@@ -247,6 +239,35 @@ func TestHookProgramStaysSmall(t *testing.T) {
 	}
 }
 
+// TestShippingProgramHoldsOnlyTheProduct: git-lossless links no fixture
+// and no peer scanner, while git-lossless-bench (listed the same way)
+// links both, so the listing is one the rule can fail on.
+func TestShippingProgramHoldsOnlyTheProduct(t *testing.T) {
+	for _, goos := range platforms {
+		t.Run(goos, func(t *testing.T) {
+			deps := func(pkg string) []string {
+				cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", pkg)
+				cmd.Env = append(cmd.Environ(), "GOOS="+goos)
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("go list -deps %s: %v", pkg, err)
+				}
+				return strings.Fields(string(out))
+			}
+			shipping := deps(Command)
+			if !slices.Contains(shipping, Module+"/proxy") || !slices.Contains(shipping, Module+"/gitstore") {
+				t.Fatalf("git-lossless does not link proxy and gitstore: %q", shipping)
+			}
+			for _, msg := range ShippingLinks(shipping) {
+				t.Error(msg)
+			}
+			if len(ShippingLinks(deps(BenchProgram))) == 0 {
+				t.Errorf("git-lossless-bench links nothing the rule bans: the check would test nothing")
+			}
+		})
+	}
+}
+
 func TestChecksCanFail(t *testing.T) {
 	pkgs, err := Decode(strings.NewReader(fakeList))
 	if err != nil {
@@ -256,11 +277,12 @@ func TestChecksCanFail(t *testing.T) {
 		t.Fatalf("decoded %d packages, want 8", len(pkgs))
 	}
 
-	// Non-test imports of fixtures by production packages are caught;
-	// tests', fixtures' own and the command's are not, nor a path that
+	// Non-test imports of fixtures by production packages (the shipping
+	// command among them) are caught; tests' and fixtures' own are not, nor a path that
 	// only starts with the same letters.
 	got := ProductionImportsTestkit(pkgs)
 	want := []string{
+		"production package github.com/git-lossless/git-lossless/cmd/git-lossless imports fixture github.com/git-lossless/git-lossless/internal/testkit/stubbackend",
 		"production package github.com/git-lossless/git-lossless/hooks imports fixture github.com/git-lossless/git-lossless/internal/testkit/transcriptgen",
 		"production package github.com/git-lossless/git-lossless/proxy imports fixture github.com/git-lossless/git-lossless/internal/testkit",
 	}
@@ -320,34 +342,22 @@ func TestChecksCanFail(t *testing.T) {
 		t.Errorf("OnlyGitobjImportsGoGit:\ngot  %q\nwant %q", got, want)
 	}
 
-	// In cmd/git-lossless only the demo and bench commands and tests may
-	// import fixtures.
-	fx := Testkit + "/stubbackend"
-	got = CommandFiles(map[string][]string{
-		"main.go":          {"context", fx},
-		"hooks.go":         {Testkit},
-		"bench.go":         {fx},
-		"bench_hooks.go":   {fx},
-		"demo_receipt.go":  {fx},
-		"proxy_demo.go":    {fx},
-		"proxy_bench.go":   {fx},
-		"proxy.go":         {"github.com/git-lossless/git-lossless/proxy"},
-		"proxy_test.go":    {fx},
-		"benchmark_doc.go": {"fmt"},
-	})
+	// The shipping program's banned links are caught, with their
+	// subtrees, and not a path that only shares a prefix.
+	got = ShippingLinks([]string{"fmt", Testkit + "/stubbackend", Module + "/internal/rescan", Module + "/internal/rescanner", Module + "/proxy"})
 	want = []string{
-		"cmd/git-lossless/hooks.go imports fixture github.com/git-lossless/git-lossless/internal/testkit; only the demo and bench commands may",
-		"cmd/git-lossless/main.go imports fixture github.com/git-lossless/git-lossless/internal/testkit/stubbackend; only the demo and bench commands may",
+		"git-lossless links " + Testkit + "/stubbackend (banned: " + Testkit + "; the demo and benchmarks live in git-lossless-bench)",
+		"git-lossless links " + Module + "/internal/rescan (banned: " + Module + "/internal/rescan; the demo and benchmarks live in git-lossless-bench)",
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("CommandFiles:\ngot  %q\nwant %q", got, want)
+		t.Errorf("ShippingLinks:\ngot  %q\nwant %q", got, want)
 	}
 
 	// A clean tree passes.
 	clean := []Package{
 		{ImportPath: Module + "/hooks", Imports: []string{"context"}, TestImports: []string{Testkit}},
 		{ImportPath: GoGitAllowed, Imports: []string{"github.com/go-git/go-git/v5/plumbing"}},
-		{ImportPath: Command, Imports: []string{Testkit + "/benchdata"}},
+		{ImportPath: BenchProgram, Imports: []string{Testkit + "/benchdata"}},
 	}
 	if got := ProductionImportsTestkit(clean); len(got) != 0 {
 		t.Errorf("clean tree: %q", got)

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,11 +51,11 @@ func benchImportFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args 
 		o := importBenchOpts{mb: *mb, sessions: *sessions, rounds: *rounds, keep: *keep}
 		switch {
 		case o.mb < 1:
-			return true, usagef("--import-mb must be at least 1")
+			return true, cli.Usagef("--import-mb must be at least 1")
 		case o.sessions < 2:
-			return true, usagef("--import-sessions must be at least 2")
+			return true, cli.Usagef("--import-sessions must be at least 2")
 		case o.rounds < 1:
-			return true, usagef("--import-rounds must be at least 1")
+			return true, cli.Usagef("--import-rounds must be at least 1")
 		}
 		return true, runBenchImport(ctx, e, o)
 	}
@@ -76,9 +77,9 @@ type importBench struct {
 
 func runBenchImport(ctx context.Context, e *env, o importBenchOpts) error {
 	if _, err := exec.LookPath("git"); err != nil {
-		return withHint(errors.New("bench needs git on PATH"), "install git; repositories are created with it")
+		return cli.WithHint(errors.New("bench needs git on PATH"), "install git; repositories are created with it")
 	}
-	exe, err := os.Executable()
+	exe, err := productExe()
 	if err != nil {
 		return fmt.Errorf("bench import: locate own binary: %w", err)
 	}
@@ -95,11 +96,11 @@ func runBenchImport(ctx context.Context, e *env, o importBenchOpts) error {
 	b.projects = filepath.Join(b.root, "claude", "projects")
 	b.repos = []string{filepath.Join(b.root, "repo-a"), filepath.Join(b.root, "repo-b")}
 
-	fmt.Fprintf(e.stdout, "git lossless bench import\n")
-	fmt.Fprintf(e.stdout, "  machine   %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	fmt.Fprintf(e.stdout, "  fixture   %s%s\n", b.root, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[o.keep != ""])
-	fmt.Fprintf(e.stdout, "  load      %s at start (other processes share these CPUs and disk)\n", loadAvg())
-	fmt.Fprintf(e.stdout, "  disk      %s\n", diskLine(filepath.Join(b.root, "floor")))
+	fmt.Fprintf(e.Stdout, "git lossless bench import\n")
+	fmt.Fprintf(e.Stdout, "  machine   %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(e.Stdout, "  fixture   %s%s\n", b.root, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[o.keep != ""])
+	fmt.Fprintf(e.Stdout, "  load      %s at start (other processes share these CPUs and disk)\n", loadAvg())
+	fmt.Fprintf(e.Stdout, "  disk      %s\n", diskLine(filepath.Join(b.root, "floor")))
 
 	steps := []benchStep{
 		{"generate", b.generate},
@@ -109,12 +110,12 @@ func runBenchImport(ctx context.Context, e *env, o importBenchOpts) error {
 	if err := runBenchSteps(ctx, "bench import", steps, b.logf); err != nil {
 		return err
 	}
-	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.Stdout)
 	skipped := ""
 	if !b.targetSize() {
-		skipped = fmt.Sprintf("speed target not judged: it is stated for 100 MB of transcript or more (this run: %s)\n", mib(b.bytes))
+		skipped = fmt.Sprintf("speed target not judged: it is stated for 100 MB of transcript or more (this run: %s)\n", cli.MiB(b.bytes))
 	}
-	printBenchTable(e.stdout, "BESIDE IT (this run)", b.rows, skipped, b.notes, b.start)
+	printBenchTable(e.Stdout, "BESIDE IT (this run)", b.rows, skipped, b.notes, b.start)
 	return nil
 }
 
@@ -130,7 +131,7 @@ func (b *importBench) judge(met bool) *bool {
 }
 
 func (b *importBench) logf(format string, a ...any) {
-	fmt.Fprintf(b.e.stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
+	fmt.Fprintf(b.e.Stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
 }
 
 // generate writes the projects directory: sessions of varied sizes (a
@@ -166,7 +167,7 @@ func (b *importBench) generate(ctx context.Context) error {
 			b.files++
 		}
 	}
-	b.logf("projects: %d sessions, %d transcripts, %s", b.o.sessions, b.files, mib(b.bytes))
+	b.logf("projects: %d sessions, %d transcripts, %s", b.o.sessions, b.files, cli.MiB(b.bytes))
 	return nil
 }
 
@@ -234,7 +235,7 @@ func (b *importBench) benchImport(ctx context.Context) error {
 	rate := mbps(b.bytes, med)
 	b.rows = append(b.rows, row{
 		what: fmt.Sprintf("import of %s (%d sessions, %d transcripts) into 2 fresh repositories, fsync on, fresh process (median of %d)",
-			mib(b.bytes), b.o.sessions, b.files, len(fresh)),
+			cli.MiB(b.bytes), b.o.sessions, b.files, len(fresh)),
 		ours:   fmt.Sprintf("%.0f MB/s (%s, %s CPU, %d events)", rate, ms(med), ms(cpus.pct(50)), stats.Events),
 		peer:   "disk floor: " + strings.TrimSuffix(disk, " (measured now, beside the fixtures)"),
 		target: fmt.Sprintf(">= %d MB/s", importTargetMBs),
@@ -254,7 +255,7 @@ func (b *importBench) benchImport(ctx context.Context) error {
 		target: "adds nothing",
 		met:    yes(s.Events == 0),
 	})
-	b.notes = append(b.notes, fmt.Sprintf("sessions span a quarter to 1.75 times the mean size (%s); every transcript goes through the hooks' sweep: spans, file evidence, deny list, secret redaction (the generator puts made-up credentials in `env` output)", mib(b.bytes/int64(b.o.sessions))))
+	b.notes = append(b.notes, fmt.Sprintf("sessions span a quarter to 1.75 times the mean size (%s); every transcript goes through the hooks' sweep: spans, file evidence, deny list, secret redaction (the generator puts made-up credentials in `env` output)", cli.MiB(b.bytes/int64(b.o.sessions))))
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	"os"
 	"os/exec"
@@ -77,11 +78,11 @@ func benchRecallFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args 
 		}
 		switch {
 		case o.spans < 10:
-			return true, usagef("--recall-spans must be at least 10")
+			return true, cli.Usagef("--recall-spans must be at least 10")
 		case *mb < 0:
-			return true, usagef("--recall-mb must not be negative")
+			return true, cli.Usagef("--recall-mb must not be negative")
 		case o.rounds < 1:
-			return true, usagef("--recall-rounds must be at least 1")
+			return true, cli.Usagef("--recall-rounds must be at least 1")
 		}
 		return true, runBenchRecall(ctx, e, o)
 	}
@@ -91,7 +92,7 @@ func benchRecallFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args 
 // no recall command: open the index of the repository in the working
 // directory, search, print the hits as JSON.
 func recallProbe(ctx context.Context, e *env, query string) error {
-	st, err := openStore(e)
+	st, err := cli.OpenStore(e)
 	if err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func recallProbe(ctx context.Context, e *env, query string) error {
 	for i := range res.Hits {
 		res.Hits[i].Snippet = recall.Mask(res.Hits[i].Snippet)
 	}
-	return json.NewEncoder(e.stdout).Encode(res)
+	return json.NewEncoder(e.Stdout).Encode(res)
 }
 
 // recallQuery is one query of the set, with its FTS5 form for the peer
@@ -156,11 +157,11 @@ type recallBench struct {
 }
 
 func (b *recallBench) logf(format string, a ...any) {
-	fmt.Fprintf(b.e.stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
+	fmt.Fprintf(b.e.Stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
 }
 
 func runBenchRecall(ctx context.Context, e *env, o recallBenchOpts) error {
-	exe, err := os.Executable()
+	exe, err := productExe()
 	if err != nil {
 		return fmt.Errorf("bench recall: locate own binary: %w", err)
 	}
@@ -179,9 +180,9 @@ func runBenchRecall(ctx context.Context, e *env, o recallBenchOpts) error {
 	default:
 		b.sqlite, _ = exec.LookPath("sqlite3")
 	}
-	fmt.Fprintf(e.stdout, "git lossless bench recall\n")
-	fmt.Fprintf(e.stdout, "  machine  %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	fmt.Fprintf(e.stdout, "  load     %s at start (other processes share these CPUs and disk)\n", loadAvg())
+	fmt.Fprintf(e.Stdout, "git lossless bench recall\n")
+	fmt.Fprintf(e.Stdout, "  machine  %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(e.Stdout, "  load     %s at start (other processes share these CPUs and disk)\n", loadAvg())
 
 	t0 := time.Now()
 	if err := b.corpus(ctx); err != nil {
@@ -191,9 +192,9 @@ func runBenchRecall(ctx context.Context, e *env, o recallBenchOpts) error {
 	if b.swept == 0 {
 		how = "kept from an earlier run"
 	}
-	fmt.Fprintf(e.stdout, "  corpus   %d spans, %.1f MB of span content, from generated Claude Code sessions (transcriptgen.GenerateWith, hooks.SweepSession), %s\n",
+	fmt.Fprintf(e.Stdout, "  corpus   %d spans, %.1f MB of span content, from generated Claude Code sessions (transcriptgen.GenerateWith, hooks.SweepSession), %s\n",
 		b.spans, mb(int(b.bytes)), how)
-	fmt.Fprintf(e.stdout, "  repo     %s%s\n\n", b.repo, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[o.dir != ""])
+	fmt.Fprintf(e.Stdout, "  repo     %s%s\n\n", b.repo, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[o.dir != ""])
 
 	steps := []benchStep{
 		{"reindex", b.benchReindex},
@@ -209,7 +210,7 @@ func runBenchRecall(ctx context.Context, e *env, o recallBenchOpts) error {
 	if b.sqlite == "" {
 		skipped = "the SQLite FTS5 peer was not measured: no sqlite3 (apt-get install sqlite3, or --sqlite3 PATH)\n"
 	}
-	printBenchTable(e.stdout, "PEER (sqlite3 FTS5, this run)", b.rows, skipped, append(b.notes,
+	printBenchTable(e.Stdout, "PEER (sqlite3 FTS5, this run)", b.rows, skipped, append(b.notes,
 		"span content: the archived span documents' bytes; the peer gets the same spans' text (their JSON string values) in one FTS5 table (tokenize 'porter unicode61')",
 		"queries: words, stems, paths, fragments (ile_12.g, ndex), a prefix (stor) and typos (sesion, archve); FTS5 answers words, stems and prefixes, not fragments inside words nor typos",
 	), b.start)

@@ -46,7 +46,7 @@ func TestBenchDriftDropsFacts(t *testing.T) {
 	defer backend.Close()
 	var out, errb bytes.Buffer
 	o := driftOpts{upstream: url, model: "drift-model", turns: 30, window: 6000}
-	if err := runBenchDrift(context.Background(), &env{stdout: &out, stderr: &errb, getenv: os.Getenv}, o); err != nil {
+	if err := runBenchDrift(context.Background(), &env{Stdout: &out, Stderr: &errb, Getenv: os.Getenv}, o); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out.String(), errb.String())
 	}
 	s := out.String()
@@ -93,7 +93,7 @@ func TestBenchDriftFlags(t *testing.T) {
 		{[]string{"bench", "drift", "--upstream", "127.0.0.1:1", "--model", "m"}, "give an http:// or https:// URL"},
 	} {
 		var out bytes.Buffer
-		code := run(context.Background(), c.args, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: os.Getenv})
+		code := run(context.Background(), c.args, &env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: os.Getenv})
 		if code != exitUsage || !strings.Contains(out.String(), c.want) {
 			t.Errorf("%v: exit %d\n%s", c.args, code, out.String())
 		}

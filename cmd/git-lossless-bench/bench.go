@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"os"
 	"os/exec"
@@ -23,10 +24,10 @@ import (
 
 func benchCmd() *command {
 	return &command{
-		name:    "bench",
-		summary: "measure against the peers (C git, the seed's figures), side by side",
-		usage:   "store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|blame|stats|drift [flags]",
-		long: `Each bench builds its own fixtures, measures ours and the closest peer in
+		Name:    "bench",
+		Summary: "measure against the peers (C git, the seed's figures), side by side",
+		Usage:   "store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|blame|stats|drift [flags]",
+		Long: `Each bench builds its own fixtures, measures ours and the closest peer in
 one run, and prints both with the target and whether it was met. The
 benches, each with its own flags (listed below under its name):
 
@@ -94,7 +95,7 @@ bench drift --upstream URL --model M [--turns 30] [--window N] [--keep DIR]:
   through the proxy to your own model, and reports per summary which facts
   survive, memo on against off, with summariser calls and input characters.
   Talks only to URL; writes only to a temporary archive removed afterwards.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			events := fs.Int("events", 100_000, "events in the verify and session fixture (smaller runs faster)")
 			batch := fs.Int("batch", 50, "events per batch commit in the imported fixtures")
 			keep := fs.String("keep", "", "build the repositories in DIR and leave them there")
@@ -149,13 +150,13 @@ bench drift --upstream URL --model M [--turns 30] [--window N] [--keep DIR]:
 					return err
 				}
 				if len(args) != 1 || args[0] != "store" {
-					return usagef("usage: git lossless bench store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|blame|stats|drift [flags] (see git lossless bench --help)")
+					return cli.Usagef("usage: git lossless bench store|hooks|anchor|recall|replay|meter|import|secrets|proxy|receipt|blame|stats|drift [flags] (see git lossless bench --help)")
 				}
 				if *events < 100 {
-					return usagef("--events must be at least 100")
+					return cli.Usagef("--events must be at least 100")
 				}
 				if *batch < 1 {
-					return usagef("--batch must be at least 1")
+					return cli.Usagef("--batch must be at least 1")
 				}
 				return runBench(ctx, e, benchConfig{events: *events, batch: *batch, keep: *keep})
 			}
@@ -230,9 +231,9 @@ type bench struct {
 
 func runBench(ctx context.Context, e *env, cfg benchConfig) error {
 	if _, err := exec.LookPath("git"); err != nil {
-		return withHint(errors.New("bench needs git on PATH"), "install git; the peers are measured with it")
+		return cli.WithHint(errors.New("bench needs git on PATH"), "install git; the peers are measured with it")
 	}
-	exe, err := os.Executable()
+	exe, err := productExe()
 	if err != nil {
 		return fmt.Errorf("bench: locate own binary: %w", err)
 	}
@@ -248,13 +249,13 @@ func runBench(ctx context.Context, e *env, cfg benchConfig) error {
 		gitVersion = strings.TrimSpace(string(out))
 	}
 	writers := benchWriters(cfg.events)
-	fmt.Fprintf(e.stdout, "git lossless bench store\n")
-	fmt.Fprintf(e.stdout, "  machine  %s/%s, %d CPUs, %s, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), gitVersion)
-	fmt.Fprintf(e.stdout, "  content  source-like text, %d-%d KiB per file (seed %d); every event archives a new blob\n",
+	fmt.Fprintf(e.Stdout, "git lossless bench store\n")
+	fmt.Fprintf(e.Stdout, "  machine  %s/%s, %d CPUs, %s, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), gitVersion)
+	fmt.Fprintf(e.Stdout, "  content  source-like text, %d-%d KiB per file (seed %d); every event archives a new blob\n",
 		benchdata.MinSize>>10, benchdata.MaxSize>>10, benchSeed)
-	fmt.Fprintf(e.stdout, "  fixture  %d events over %d writers (one session each), imported in batches of %d\n", cfg.events, writers, cfg.batch)
-	fmt.Fprintf(e.stdout, "  repos    %s%s\n", b.root, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[cfg.keep != ""])
-	fmt.Fprintf(e.stdout, "  load     %s at start (other processes share these CPUs and disk)\n\n", loadAvg())
+	fmt.Fprintf(e.Stdout, "  fixture  %d events over %d writers (one session each), imported in batches of %d\n", cfg.events, writers, cfg.batch)
+	fmt.Fprintf(e.Stdout, "  repos    %s%s\n", b.root, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[cfg.keep != ""])
+	fmt.Fprintf(e.Stdout, "  load     %s at start (other processes share these CPUs and disk)\n\n", loadAvg())
 
 	steps := []benchStep{
 		{"floor", b.benchFloor},
@@ -275,7 +276,7 @@ const benchSeed = 1
 func benchWriters(events int) int { return min(100, max(1, events/100)) }
 
 func (b *bench) logf(format string, a ...any) {
-	fmt.Fprintf(b.e.stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
+	fmt.Fprintf(b.e.Stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
 }
 
 func (b *bench) add(r row) { b.rows = append(b.rows, r) }
@@ -283,7 +284,7 @@ func (b *bench) add(r row) { b.rows = append(b.rows, r) }
 func (b *bench) note(format string, a ...any) { b.notes = append(b.notes, fmt.Sprintf(format, a...)) }
 
 func (b *bench) print() {
-	printBenchTable(b.e.stdout, "PEER (C git, this run)", b.rows, "", b.notes, b.start)
+	printBenchTable(b.e.Stdout, "PEER (C git, this run)", b.rows, "", b.notes, b.start)
 }
 
 // benchStep is one measured stage of a bench.

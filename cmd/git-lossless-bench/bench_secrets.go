@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -50,17 +51,17 @@ func benchSecretsFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args
 		if f := fs.Lookup("rounds"); f != nil && f.Changed {
 			n, err := strconv.Atoi(f.Value.String())
 			if err != nil {
-				return true, usagef("--rounds: %v", err)
+				return true, cli.Usagef("--rounds: %v", err)
 			}
 			o.rounds = n
 		}
 		switch {
 		case o.scanBytes < 10_000:
-			return true, usagef("--scan-bytes must be at least 10000")
+			return true, cli.Usagef("--scan-bytes must be at least 10000")
 		case o.baselineBytes < 1000:
-			return true, usagef("--baseline-bytes must be at least 1000")
+			return true, cli.Usagef("--baseline-bytes must be at least 1000")
 		case o.rounds < 1:
-			return true, usagef("--rounds must be at least 1")
+			return true, cli.Usagef("--rounds must be at least 1")
 		}
 		return true, runBenchSecrets(ctx, e, o)
 	}
@@ -69,11 +70,11 @@ func benchSecretsFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args
 func runBenchSecrets(ctx context.Context, e *env, o secretsBenchOpts) error {
 	start := time.Now()
 	logf := func(format string, a ...any) {
-		fmt.Fprintf(e.stderr, "  [%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+		fmt.Fprintf(e.Stderr, "  [%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
 	}
-	fmt.Fprintf(e.stdout, "git lossless bench secrets\n")
-	fmt.Fprintf(e.stdout, "  machine  %s/%s, %d CPUs, %s; the scanner runs on one core\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	fmt.Fprintf(e.stdout, "  load     %s at start (other processes share these CPUs)\n\n", loadAvg())
+	fmt.Fprintf(e.Stdout, "git lossless bench secrets\n")
+	fmt.Fprintf(e.Stdout, "  machine  %s/%s, %d CPUs, %s; the scanner runs on one core\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(e.Stdout, "  load     %s at start (other processes share these CPUs)\n\n", loadAvg())
 
 	gen := func(withSecrets bool) ([]byte, error) {
 		var main, sub bytes.Buffer
@@ -145,7 +146,7 @@ func runBenchSecrets(ctx context.Context, e *env, o secretsBenchOpts) error {
 		{what: fmt.Sprintf("findings in the same transcript without planted credentials (%.1f MB)", mb(len(clean))),
 			ours: strconv.Itoa(falsePos), peer: "-", target: "0", met: yes(falsePos == 0)},
 	}...)
-	printBenchTable(e.stdout, "PEER (this run)", rows, "", []string{
+	printBenchTable(e.Stdout, "PEER (this run)", rows, "", []string{
 		glNote,
 		"the transcript is generated (transcriptgen.GenerateWith, seed 1): tool calls, file contents, prompts; `env` outputs hold a GitHub token, an AWS key pair and a password",
 		"the regexp-only peer is internal/rescan: the same prefixes and names as RE2 expressions, one pass per rule, without JSON-escape handling or reference filters, so its match count differs",

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"io/fs"
 	"os"
@@ -22,10 +23,10 @@ import (
 
 func demoCmd() *command {
 	return &command{
-		name:    "demo",
-		summary: "run a scripted agent session in a temporary repository",
-		usage:   "[--keep]",
-		long: `Creates a throwaway git repository under the system temporary directory and
+		Name:    "demo",
+		Summary: "run a scripted agent session in a temporary repository",
+		Usage:   "[--keep]",
+		Long: `Creates a throwaway git repository under the system temporary directory and
 records a scripted agent session in it through the real store, the same
 code ` + "`git lossless record`" + ` runs: reads (one partial), an edit, a new file,
 a read of a .env holding a planted secret (recorded as excluded, its content
@@ -36,14 +37,14 @@ and shows verify catching it, and checks the result with plain git.
 Nothing outside the temporary directory is read or written: not the
 repository you run it in, not the embedded archive. Needs git on PATH.
 Exit 0 when every step behaved as described, 1 when one did not.`,
-		flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			keep := fs.Bool("keep", false, "keep the temporary directory and print its path")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) == 1 && args[0] == "proxy" {
 					return runDemoProxy(ctx, e, *keep) // proxy_demo.go
 				}
 				if len(args) > 0 {
-					return usagef("demo takes no arguments")
+					return cli.Usagef("demo takes no arguments")
 				}
 				return runDemo(ctx, e, *keep)
 			}
@@ -131,7 +132,7 @@ type demoRun struct {
 
 func runDemo(ctx context.Context, e *env, keep bool) (err error) {
 	if _, err := exec.LookPath("git"); err != nil {
-		return withHint(errors.New("demo needs git on PATH"), "install git and run the demo again")
+		return cli.WithHint(errors.New("demo needs git on PATH"), "install git and run the demo again")
 	}
 	root, err := os.MkdirTemp("", "git-lossless-demo-")
 	if err != nil {
@@ -141,9 +142,9 @@ func runDemo(ctx context.Context, e *env, keep bool) (err error) {
 		root = r
 	}
 	d := &demoRun{
-		ctx: ctx, out: e.stdout, root: root, repo: filepath.Join(root, "project"),
+		ctx: ctx, out: e.Stdout, root: root, repo: filepath.Join(root, "project"),
 		writer: gitstore.WriterName("cli-", demoSession), gitEnv: demoGitEnv(),
-		warn: func(msg string) { fmt.Fprintf(e.stderr, "git-lossless: warning: %s\n", msg) },
+		warn: func(msg string) { fmt.Fprintf(e.Stderr, "git-lossless: warning: %s\n", msg) },
 	}
 	defer func() {
 		if keep {
@@ -185,7 +186,7 @@ func runDemo(ctx context.Context, e *env, keep bool) (err error) {
 	}
 	d.summary(evs)
 	if len(d.fails) > 0 {
-		return failedError{"demo: " + strings.Join(d.fails, "; ")}
+		return cli.FailedError{Msg: "demo: " + strings.Join(d.fails, "; ")}
 	}
 	return nil
 }
@@ -251,7 +252,7 @@ func (d *demoRun) session(st *gitstore.Store) ([]gitstore.Event, error) {
 				return nil, fmt.Errorf("demo: %w", err)
 			}
 		}
-		rec, err := fileRecord(st, d.repo, abs)
+		rec, err := cli.FileRecord(st, d.repo, abs)
 		if err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
 		}
@@ -267,7 +268,7 @@ func (d *demoRun) session(st *gitstore.Store) ([]gitstore.Event, error) {
 		}
 		var buf bytes.Buffer
 		for _, ev := range res.Events {
-			printRecorded(&buf, ev)
+			cli.PrintRecorded(&buf, ev)
 		}
 		if res.Deduped > 0 {
 			fmt.Fprintf(&buf, "skipped %d already recorded (same key)\n", res.Deduped)
@@ -304,7 +305,7 @@ func (d *demoRun) log(st *gitstore.Store) error {
 		if ev.Agent != "" {
 			ctxName = ev.Agent
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%d\n", ev.Seq, ev.Op, dash(ev.View), ctxName, ev.Path, blob, ev.Bytes)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%d\n", ev.Seq, ev.Op, cli.Dash(ev.View), ctxName, ev.Path, blob, ev.Bytes)
 	}
 	return tw.Flush()
 }
@@ -316,7 +317,7 @@ func (d *demoRun) verify(st *gitstore.Store) error {
 	}
 	fmt.Fprintln(d.out)
 	var buf bytes.Buffer
-	printReport(&buf, rep)
+	cli.PrintReport(&buf, rep)
 	d.indent(buf.String(), "  ")
 	if !rep.OK() {
 		d.fail("verify of the untouched archive reported %s", rep.Break.Kind)
@@ -359,7 +360,7 @@ func (d *demoRun) tamper(evs []gitstore.Event) (gitstore.Event, error) {
 	}
 	fmt.Fprintf(d.out, "  git lossless verify, in the copy:\n")
 	var buf bytes.Buffer
-	printReport(&buf, rep)
+	cli.PrintReport(&buf, rep)
 	d.indent(buf.String(), "  ")
 	switch {
 	case rep.OK():

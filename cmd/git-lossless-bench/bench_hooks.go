@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,19 +69,19 @@ func benchHooksFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 		if f := fs.Lookup("events"); f != nil && f.Changed {
 			n, err := strconv.Atoi(f.Value.String())
 			if err != nil {
-				return true, usagef("--events: %v", err)
+				return true, cli.Usagef("--events: %v", err)
 			}
 			o.events = n
 		}
 		switch {
 		case o.events < 1:
-			return true, usagef("--events must be at least 1")
+			return true, cli.Usagef("--events must be at least 1")
 		case o.transcriptBytes < 10_000:
-			return true, usagef("--transcript-bytes must be at least 10000")
+			return true, cli.Usagef("--transcript-bytes must be at least 10000")
 		case o.samples < 1:
-			return true, usagef("--samples must be at least 1")
+			return true, cli.Usagef("--samples must be at least 1")
 		case o.sweeps < 1:
-			return true, usagef("--sweeps must be at least 1")
+			return true, cli.Usagef("--sweeps must be at least 1")
 		}
 		return true, runBenchHooks(ctx, e, o)
 	}
@@ -114,9 +115,9 @@ const hooksBenchSession = "b3a7c0de-0000-4000-a000-000000000001"
 
 func runBenchHooks(ctx context.Context, e *env, o hooksBenchOpts) error {
 	if _, err := exec.LookPath("git"); err != nil {
-		return withHint(errors.New("bench needs git on PATH"), "install git; repositories are created with it")
+		return cli.WithHint(errors.New("bench needs git on PATH"), "install git; repositories are created with it")
 	}
-	exe, err := os.Executable()
+	exe, err := productExe()
 	if err != nil {
 		return fmt.Errorf("bench hooks: locate own binary: %w", err)
 	}
@@ -132,15 +133,15 @@ func runBenchHooks(ctx context.Context, e *env, o hooksBenchOpts) error {
 		return fmt.Errorf("bench hooks: %w", err)
 	}
 
-	fmt.Fprintf(e.stdout, "git lossless bench hooks\n")
-	fmt.Fprintf(e.stdout, "  machine   %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	fmt.Fprintf(e.stdout, "  fixture   %s%s\n", b.root, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[kept])
-	fmt.Fprintf(e.stdout, "  load      %s at start (other processes share these CPUs and disk)\n", loadAvg())
-	fmt.Fprintf(e.stdout, "  disk      %s\n", diskLine(filepath.Join(b.root, "floor")))
+	fmt.Fprintf(e.Stdout, "git lossless bench hooks\n")
+	fmt.Fprintf(e.Stdout, "  machine   %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(e.Stdout, "  fixture   %s%s\n", b.root, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[kept])
+	fmt.Fprintf(e.Stdout, "  load      %s at start (other processes share these CPUs and disk)\n", loadAvg())
+	fmt.Fprintf(e.Stdout, "  disk      %s\n", diskLine(filepath.Join(b.root, "floor")))
 	if b.hookExe != b.exe {
-		fmt.Fprintf(e.stdout, "  hooks     %s (the hook-only program beside this one, as install picks it)\n", b.hookExe)
+		fmt.Fprintf(e.Stdout, "  hooks     %s (the hook-only program beside this one, as install picks it)\n", b.hookExe)
 	} else {
-		fmt.Fprintf(e.stdout, "  hooks     %s (no %s beside it: `go install ./cmd/...` installs both)\n", b.hookExe, settings.HookProgramName)
+		fmt.Fprintf(e.Stdout, "  hooks     %s (no %s beside it: `go install ./cmd/...` installs both)\n", b.hookExe, settings.HookProgramName)
 	}
 
 	steps := []benchStep{
@@ -177,7 +178,7 @@ func (b *hooksBench) judge(met bool) *bool {
 }
 
 func (b *hooksBench) logf(format string, a ...any) {
-	fmt.Fprintf(b.e.stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
+	fmt.Fprintf(b.e.Stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
 }
 
 func (b *hooksBench) note(format string, a ...any) {
@@ -185,13 +186,13 @@ func (b *hooksBench) note(format string, a ...any) {
 }
 
 func (b *hooksBench) print() {
-	fmt.Fprintln(b.e.stdout)
+	fmt.Fprintln(b.e.Stdout)
 	skipped := ""
 	if !b.targetSize() {
-		skipped = fmt.Sprintf("targets not judged: they are stated for a 14 MB transcript and 10,000 events (this run: %s, %d events)", mib(int64(b.o.transcriptBytes)), b.o.events)
+		skipped = fmt.Sprintf("targets not judged: they are stated for a 14 MB transcript and 10,000 events (this run: %s, %d events)", cli.MiB(int64(b.o.transcriptBytes)), b.o.events)
 	}
 	rows := append(append(append(append([]row(nil), b.guardRows...), b.postRows...), b.harnessRows...), b.sweepRows...)
-	printBenchTable(b.e.stdout, "BESIDE IT (this run, or published)", rows, skipped, b.notes, b.start)
+	printBenchTable(b.e.Stdout, "BESIDE IT (this run, or published)", rows, skipped, b.notes, b.start)
 }
 
 // buildTranscript writes the repository and a generated session: a main
@@ -234,11 +235,9 @@ func (b *hooksBench) buildTranscript(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.logf("transcript: main %s, subagent %s", mib(mi.Size()), mib(si.Size()))
+	b.logf("transcript: main %s, subagent %s", cli.MiB(mi.Size()), cli.MiB(si.Size()))
 	return nil
 }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
 
 // benchSweep: the session (main and subagent transcripts) swept into a
 // fresh repository with the store's default options (fsync on), as the
@@ -282,7 +281,7 @@ func (b *hooksBench) benchSweep(ctx context.Context) error {
 		}
 	}
 	b.sweepRows = append(b.sweepRows, row{
-		what:   fmt.Sprintf("sweep of a %s transcript + subagent, fresh repository, fsync on, in process (median of %d)", mib(mi.Size()), len(fresh)),
+		what:   fmt.Sprintf("sweep of a %s transcript + subagent, fresh repository, fsync on, in process (median of %d)", cli.MiB(mi.Size()), len(fresh)),
 		ours:   fmt.Sprintf("%s (%d lines, %d events)", ms(fresh.pct(50)), stats.Lines, stats.Appended),
 		peer:   fmt.Sprintf("reference: %s (published, one real 14 MB transcript)", ms(referenceSweep14MB)),
 		target: "<= 70 ms",
@@ -574,7 +573,7 @@ func (b *hooksBench) benchGuard(ctx context.Context) error {
 		row{what: fmt.Sprintf("  the deny decision in process, no process start (%d)", len(inDeny)), ours: inDeny.String(), peer: "-", target: "-"})
 	size := "the"
 	if fi, err := os.Stat(b.main); err == nil {
-		size = "the " + mib(fi.Size())
+		size = "the " + cli.MiB(fi.Size())
 	}
 	b.note("pre-tool-use: the payload names %s main transcript, swept to its end by the post-tool-use runs (the guard reads what lies past the sweep's cursor for compaction boundaries and re-attached files, and writes nothing); a deny also appends the denial to the archive (fsync on).", size)
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +39,25 @@ func demoTestEnv(t *testing.T) (tmp, data string) {
 func demoRunCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), args, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: os.Getenv})
+	code = run(context.Background(), args, &env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: os.Getenv})
+	return code, out.String(), errb.String()
+}
+
+// productRun runs the built git-lossless (e2eBin) as a process, for the
+// product's own commands on what the demo left.
+func productRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(e2eBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("git-lossless %v: %v", args, err)
+	}
 	return code, out.String(), errb.String()
 }
 
@@ -167,10 +186,10 @@ func TestDemoKeep(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(root) })
 	project, tampered := filepath.Join(root, "project"), filepath.Join(root, "tampered")
 
-	if code, out, errOut := demoRunCLI(t, "-C", project, "verify"); code != 0 || !strings.Contains(out, "OK     cli-demo-session-1: 7 entries") {
+	if code, out, errOut := productRun(t, "-C", project, "verify"); code != 0 || !strings.Contains(out, "OK     cli-demo-session-1: 7 entries") {
 		t.Errorf("verify on the kept project: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, out, _ := demoRunCLI(t, "-C", tampered, "verify", "--json"); code != exitFailed || !strings.Contains(out, `"kind":"content-changed"`) {
+	if code, out, _ := productRun(t, "-C", tampered, "verify", "--json"); code != exitFailed || !strings.Contains(out, `"kind":"content-changed"`) {
 		t.Errorf("verify on the tampered copy: exit %d\n%s", code, out)
 	}
 	git := func(args ...string) []byte {
@@ -192,7 +211,7 @@ func TestDemoKeep(t *testing.T) {
 		t.Errorf("refs/lossless = %q", got)
 	}
 	// The edit is archived byte for byte.
-	code, logOut, _ := demoRunCLI(t, "-C", project, "log", "--op", "edit", "--json")
+	code, logOut, _ := productRun(t, "-C", project, "log", "--op", "edit", "--json")
 	blob := regexp.MustCompile(`"blob":"([0-9a-f]{40})"`).FindStringSubmatch(logOut)
 	if code != 0 || blob == nil {
 		t.Fatalf("log --op edit: exit %d %s", code, logOut)
@@ -231,7 +250,7 @@ func TestDemoReadmeQuickStart(t *testing.T) {
 			cmds = append(cmds, l)
 		}
 	}
-	if len(cmds) != 2 || cmds[0] != "go run ./cmd/git-lossless demo" {
+	if len(cmds) != 2 || cmds[0] != "go run ./cmd/git-lossless-bench demo" {
 		t.Fatalf("quick start commands = %q, want the demo and the tests", cmds)
 	}
 	found := false

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,7 +60,7 @@ func (d *demoRun) receipt(st *gitstore.Store) error {
 	}
 	fmt.Fprintf(d.out, "  $ git lossless receipt   (signed with a throwaway Ed25519 key %s)\n\n", strings.ToUpper(key.ID()))
 	var buf bytes.Buffer
-	writeReceipt(&buf, r, key.Writer(), "built and stored in notes commit "+short12(notesCommit))
+	cli.WriteReceipt(&buf, r, key.Writer(), "built and stored in notes commit "+cli.Short12(notesCommit))
 	d.indent(buf.String(), "    ")
 	want := map[string]string{"src/app.go": note.Written, "src/report.go": note.Written, "README.md": note.ChangedAfter}
 	for _, p := range r.Paths {
@@ -83,7 +84,7 @@ func (d *demoRun) receipt(st *gitstore.Store) error {
 	res := receipt.Verify(d.ctx, st, found[0], kr)
 	fmt.Fprintf(d.out, "\n  $ git lossless receipt verify\n")
 	buf.Reset()
-	printVerify(&buf, res)
+	cli.PrintVerify(&buf, res)
 	d.indent(buf.String(), "    ")
 	if !res.OK() {
 		d.fail("the fresh receipt did not verify")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -82,11 +83,11 @@ func benchReplayFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args 
 		}
 		switch {
 		case o.rounds < 1:
-			return true, usagef("--replay-rounds must be at least 1")
+			return true, cli.Usagef("--replay-rounds must be at least 1")
 		case o.files < 1:
-			return true, usagef("--replay-files must be at least 1")
+			return true, cli.Usagef("--replay-files must be at least 1")
 		case o.genMB < 1:
-			return true, usagef("--replay-mb must be at least 1")
+			return true, cli.Usagef("--replay-mb must be at least 1")
 		}
 		return true, runBenchReplay(ctx, e, o)
 	}
@@ -102,7 +103,7 @@ type replayBench struct {
 }
 
 func (b *replayBench) logf(format string, a ...any) {
-	fmt.Fprintf(b.e.stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
+	fmt.Fprintf(b.e.Stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
 }
 
 // scratchRepo makes a repository under the scratch directory. Redaction
@@ -139,7 +140,7 @@ func (b *replayBench) input(ctx context.Context) (st *gitstore.Store, sessions [
 			return nil, nil, "", err
 		}
 		if len(sessions) == 0 {
-			return nil, nil, "", withHint(fmt.Errorf("no transcript (*.jsonl) under %s", strings.Join(b.o.args, " ")),
+			return nil, nil, "", cli.WithHint(fmt.Errorf("no transcript (*.jsonl) under %s", strings.Join(b.o.args, " ")),
 				"name Claude Code transcripts or a projects directory (~/.claude/projects/<project>)")
 		}
 		if st, _, err = b.scratchRepo("archive"); err != nil {
@@ -149,10 +150,10 @@ func (b *replayBench) input(ctx context.Context) (st *gitstore.Store, sessions [
 	}
 	// The archive of this directory: its repository's, or the embedded
 	// one when it exists (opening it would create it).
-	_, rerr := gitstore.FindRepository(b.e.dir)
+	_, rerr := gitstore.FindRepository(b.e.Dir)
 	emb, eerr := gitstore.EmbeddedDir()
 	if _, serr := os.Stat(emb); rerr == nil || (eerr == nil && serr == nil) {
-		if here, err := openStore(b.e); err == nil {
+		if here, err := cli.OpenStore(b.e); err == nil {
 			if sessions, err = replay.ArchivedSessions(here); err == nil && len(sessions) > 0 {
 				return here, sessions, "archived in this directory's archive (the transcripts its sweep cursors name), replayed in place", nil
 			}
@@ -209,9 +210,9 @@ func runBenchReplay(ctx context.Context, e *env, o replayBenchOpts) error {
 	if err != nil {
 		return fmt.Errorf("bench replay: %w", err)
 	}
-	fmt.Fprintf(e.stdout, "git lossless bench replay\n")
-	fmt.Fprintf(e.stdout, "  machine  %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	fmt.Fprintf(e.stdout, "  load     %s at start (other processes share these CPUs and disk)\n", loadAvg())
+	fmt.Fprintf(e.Stdout, "git lossless bench replay\n")
+	fmt.Fprintf(e.Stdout, "  machine  %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(e.Stdout, "  load     %s at start (other processes share these CPUs and disk)\n", loadAvg())
 
 	st, sessions, label, err := b.input(ctx)
 	if err != nil {
@@ -243,7 +244,7 @@ func runBenchReplay(ctx context.Context, e *env, o replayBenchOpts) error {
 	second := time.Since(t0)
 	b.logf("replay: %s, again %s", ms(first), ms(second))
 	tot := rep.Total
-	fmt.Fprintf(e.stdout, "  input    %d sessions, %d transcripts, %.1f MB, %s\n", len(sessions), tot.Transcripts, mb(int(tot.Bytes)), label)
+	fmt.Fprintf(e.Stdout, "  input    %d sessions, %d transcripts, %.1f MB, %s\n", len(sessions), tot.Transcripts, mb(int(tot.Bytes)), label)
 	where := " (scratch, removed afterwards)"
 	switch {
 	case strings.HasPrefix(st.Location().CommonDir, b.root) && o.keep != "":
@@ -251,7 +252,7 @@ func runBenchReplay(ctx context.Context, e *env, o replayBenchOpts) error {
 	case !strings.HasPrefix(st.Location().CommonDir, b.root):
 		where = " (this directory's archive)"
 	}
-	fmt.Fprintf(e.stdout, "  archive  %s%s\n\n", st.Location().CommonDir, where)
+	fmt.Fprintf(e.Stdout, "  archive  %s%s\n\n", st.Location().CommonDir, where)
 
 	floor, ceil, err := b.synthetic(ctx)
 	if err != nil {
@@ -262,18 +263,18 @@ func runBenchReplay(ctx context.Context, e *env, o replayBenchOpts) error {
 	if tot.Bytes < replayJudgeBytes {
 		skipped = fmt.Sprintf("speed not judged: the target is stated for at least %.0f MB of transcript (this run: %.1f MB)\n", mb(replayJudgeBytes), mb(int(tot.Bytes)))
 	}
-	printBenchTable(e.stdout, "BESIDE IT (seed, published; or this run)", b.rows, skipped, b.notes, b.start)
-	printReplaySessions(e.stdout, rep)
+	printBenchTable(e.Stdout, "BESIDE IT (seed, published; or this run)", b.rows, skipped, b.notes, b.start)
+	printReplaySessions(e.Stdout, rep)
 	if !rep.Lossless() {
-		fmt.Fprintf(e.stdout, "\nDIVERGENCES (%d; the archive does not give back what the transcript shows):\n", tot.Divergences)
+		fmt.Fprintf(e.Stdout, "\nDIVERGENCES (%d; the archive does not give back what the transcript shows):\n", tot.Divergences)
 		for i, d := range rep.Divergences {
 			if i == 20 {
-				fmt.Fprintf(e.stdout, "  ... and %d more\n", tot.Divergences-20)
+				fmt.Fprintf(e.Stdout, "  ... and %d more\n", tot.Divergences-20)
 				break
 			}
-			fmt.Fprintf(e.stdout, "  %s\n", d)
+			fmt.Fprintf(e.Stdout, "  %s\n", d)
 		}
-		return failedError{fmt.Sprintf("losslessness failed: %d divergences (first: %s)", tot.Divergences, rep.Divergences[0])}
+		return cli.FailedError{Msg: fmt.Sprintf("losslessness failed: %d divergences (first: %s)", tot.Divergences, rep.Divergences[0])}
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"net/http"
 	"os"
@@ -114,7 +116,7 @@ func demoProxy(ctx context.Context, out io.Writer, keep bool) (err error) {
 	defer backend.Close()
 
 	fmt.Fprintf(out, "git lossless demo proxy: one scripted %d-turn session against a stub backend\n", demoProxyTurns)
-	fmt.Fprintf(out, "(llama.cpp-style, %s-token window, rejects larger requests), sent directly\n", commas(demoProxyWindow))
+	fmt.Fprintf(out, "(llama.cpp-style, %s-token window, rejects larger requests), sent directly\n", cli.Commas(demoProxyWindow))
 	fmt.Fprintf(out, "and through the proxy. Each turn the user pastes a ~4 KB file; the client\n")
 	fmt.Fprintf(out, "resends the whole history, as chat clients do. Nothing outside %s is touched.\n\n", root)
 
@@ -223,7 +225,7 @@ func demoProxy(ctx context.Context, out io.Writer, keep bool) (err error) {
 		} else {
 			proxyOK++
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t \t%s\n", i, commas(int64(r.prompt)), d, v, commas(int64(r.forwarded)), r.what)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t \t%s\n", i, cli.Commas(int64(r.prompt)), d, v, cli.Commas(int64(r.forwarded)), r.what)
 	}
 	tw.Flush()
 
@@ -245,13 +247,13 @@ func demoProxy(ctx context.Context, out io.Writer, keep bool) (err error) {
 
 	fmt.Fprintln(out)
 	if firstFail > 0 {
-		fmt.Fprintf(out, "direct:     %d/%d answered; rejected from turn %d on (over the %s-token window)\n", directOK, demoProxyTurns, firstFail, commas(demoProxyWindow))
+		fmt.Fprintf(out, "direct:     %d/%d answered; rejected from turn %d on (over the %s-token window)\n", directOK, demoProxyTurns, firstFail, cli.Commas(demoProxyWindow))
 	} else {
 		fmt.Fprintf(out, "direct:     %d/%d answered\n", directOK, demoProxyTurns)
 	}
 	fmt.Fprintf(out, "via proxy:  %d/%d answered; %d requests compacted (%d new summaries, %d from the memo), %d originals archived in %d spans\n",
 		proxyOK, demoProxyTurns, compacted, written, reused, rpt.MessagesKept, rpt.Spans)
-	fmt.Fprintf(out, "tokens:     %s sent by the client -> %s forwarded: %s kept out of the window\n", commas(rpt.TokensBefore), commas(rpt.TokensAfter), commas(rpt.TokensKeptOut))
+	fmt.Fprintf(out, "tokens:     %s sent by the client -> %s forwarded: %s kept out of the window\n", cli.Commas(rpt.TokensBefore), cli.Commas(rpt.TokensAfter), cli.Commas(rpt.TokensKeptOut))
 	if rep.OK() {
 		fmt.Fprintf(out, "archive:    OK %s: %d entries, every span sealed (seal %.16s)\n", rep.Writer, rep.Entries, rep.Head)
 	} else {
@@ -284,7 +286,7 @@ func demoProxy(ctx context.Context, out io.Writer, keep bool) (err error) {
 	}
 	if len(fails) > 0 {
 		fmt.Fprintf(out, "\nUNEXPECTED: %s\n", strings.Join(fails, "; "))
-		return failedError{"demo proxy: " + strings.Join(fails, "; ")}
+		return cli.FailedError{Msg: "demo proxy: " + strings.Join(fails, "; ")}
 	}
 	fmt.Fprintln(out, "\nDemo OK.")
 	return nil
@@ -308,4 +310,32 @@ func readProxyLog(path string) ([]proxy.LogLine, error) {
 		out = append(out, l)
 	}
 	return out, sc.Err()
+}
+
+// runDemoProxy is `git lossless demo proxy`: a stub backend with an
+// 8,192-token window that rejects anything larger, and one scripted
+// 12-turn session sent to it directly and through the proxy.
+func runDemoProxy(ctx context.Context, e *env, keep bool) error {
+	return demoProxy(ctx, e.Stdout, keep)
+}
+
+// proxyArchiveDir creates a bare repository for the demo and bench
+// without running git.
+func proxyArchiveDir(root, extraConfig string) (*gitstore.Store, error) {
+	dir := filepath.Join(root, "archive.git")
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags", "refs/lossless"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	files := map[string]string{
+		"HEAD":   "ref: refs/heads/main\n",
+		"config": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n" + extraConfig,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return gitstore.Open(gitstore.Location{GitDir: dir, CommonDir: dir}, gitstore.Options{})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"net/http"
 	"os"
@@ -83,25 +84,25 @@ func pctl(v []float64, p float64) float64 {
 // through the real proxy (and its durable span writes) against an
 // in-process stub upstream, then pass-through throughput.
 func runBenchProxy(ctx context.Context, e *env, o benchProxyOpts) error {
-	fmt.Fprintf(e.stdout, "git lossless bench proxy --turns %d --seed %d\n", o.turns, o.seed)
-	fmt.Fprintf(e.stdout, "  machine   %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	fmt.Fprintf(e.stdout, "  upstream  in-process stub (%s, %s-token window, rejects larger), loopback HTTP\n", o.backend, commas(int64(o.window)))
-	fmt.Fprintf(e.stdout, "  session   %d-turn scripted agent session: a tool call reading a 2-12 KB file every turn, a user message every 5th\n", o.turns)
+	fmt.Fprintf(e.Stdout, "git lossless bench proxy --turns %d --seed %d\n", o.turns, o.seed)
+	fmt.Fprintf(e.Stdout, "  machine   %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(e.Stdout, "  upstream  in-process stub (%s, %s-token window, rejects larger), loopback HTTP\n", o.backend, cli.Commas(int64(o.window)))
+	fmt.Fprintf(e.Stdout, "  session   %d-turn scripted agent session: a tool call reading a 2-12 KB file every turn, a user message every 5th\n", o.turns)
 	fsync := "fsync on (temp object, fsync, rename, ref lock)"
 	if !o.fsync {
 		fsync = "fsync off"
 	}
 	parent, _ := benchParent()
-	fmt.Fprintf(e.stdout, "  archive   temporary git archive under %s, spans written before forwarding, %s\n", parent, fsync)
-	fmt.Fprintf(e.stdout, "  disk      %s\n\n", diskLine(filepath.Join(parent, fmt.Sprintf("floor-%d", os.Getpid()))))
+	fmt.Fprintf(e.Stdout, "  archive   temporary git archive under %s, spans written before forwarding, %s\n", parent, fsync)
+	fmt.Fprintf(e.Stdout, "  disk      %s\n\n", diskLine(filepath.Join(parent, fmt.Sprintf("floor-%d", os.Getpid()))))
 	r, err := benchProxy(ctx, o)
 	if err != nil {
 		return err
 	}
 	all := append(append([]float64(nil), r.Plain...), r.Compacting...)
-	fmt.Fprintf(e.stdout, "tokens_before=%d tokens_after=%d compactions=%d p50_added_ms=%.2f p95_added_ms=%.2f\n\n",
+	fmt.Fprintf(e.Stdout, "tokens_before=%d tokens_after=%d compactions=%d p50_added_ms=%.2f p95_added_ms=%.2f\n\n",
 		r.TokensBefore, r.TokensAfter, r.Compactions, pctl(all, 0.5), pctl(all, 0.95))
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.Stdout, 0, 0, 2, ' ', 0)
 	target := func(v []float64, limit float64, what string) string {
 		if len(v) == 0 {
 			return what + ": no sample"
@@ -133,33 +134,33 @@ func runBenchProxy(ctx context.Context, e *env, o benchProxyOpts) error {
 		row("  recall on - off, paired", rc.Diff, nil, target(rc.Diff, 1, "p50 <= 1 ms"))
 	}
 	tw.Flush()
-	fmt.Fprintf(e.stdout, "\n  %d/%d turns answered; %d compactions (%d new summaries, %d from the memo), %d spills, %d fail-open\n",
+	fmt.Fprintf(e.Stdout, "\n  %d/%d turns answered; %d compactions (%d new summaries, %d from the memo), %d spills, %d fail-open\n",
 		r.Answered, o.turns, r.Compactions, r.Summaries, r.Reused, r.Spills, r.FailOpen)
 	if r.TokensBefore > 0 {
-		fmt.Fprintf(e.stdout, "  kept out of the window: %s tokens (%.1f%%)\n", commas(r.TokensBefore-r.TokensAfter), 100*float64(r.TokensBefore-r.TokensAfter)/float64(r.TokensBefore))
+		fmt.Fprintf(e.Stdout, "  kept out of the window: %s tokens (%.1f%%)\n", cli.Commas(r.TokensBefore-r.TokensAfter), 100*float64(r.TokensBefore-r.TokensAfter)/float64(r.TokensBefore))
 	}
-	fmt.Fprintf(e.stdout, "  journal capture: %d messages archived in %d appends (%d already stored), %d dropped, %d failed\n",
+	fmt.Fprintf(e.Stdout, "  journal capture: %d messages archived in %d appends (%d already stored), %d dropped, %d failed\n",
 		r.Journal.Messages, r.Journal.Batches, r.Journal.Duplicates, r.Journal.Dropped, r.Journal.Failed)
 	if rc := r.Recall; rc != nil {
-		fmt.Fprintf(e.stdout, "  stale recall: %d of %d requests through the recall proxy quoted archived lines (%d lines)\n", rc.Recalls, len(rc.On)+3, rc.Lines)
+		fmt.Fprintf(e.Stdout, "  stale recall: %d of %d requests through the recall proxy quoted archived lines (%d lines)\n", rc.Recalls, len(rc.On)+3, rc.Lines)
 	}
-	fmt.Fprintf(e.stdout, "  pass-through, %d concurrent clients, %s: %s req/s through the proxy, %s req/s direct\n",
-		o.clients, o.duration, commas(int64(r.ProxyRPS)), commas(int64(r.DirectRPS)))
-	fmt.Fprintf(e.stdout, "  under that load: p50 latency %.3f ms through the proxy, %.3f ms direct (%d and %d requests)\n",
+	fmt.Fprintf(e.Stdout, "  pass-through, %d concurrent clients, %s: %s req/s through the proxy, %s req/s direct\n",
+		o.clients, o.duration, cli.Commas(int64(r.ProxyRPS)), cli.Commas(int64(r.DirectRPS)))
+	fmt.Fprintf(e.Stdout, "  under that load: p50 latency %.3f ms through the proxy, %.3f ms direct (%d and %d requests)\n",
 		pctl(r.LoadViaMs, 0.5), pctl(r.LoadDirectMs, 0.5), len(r.LoadViaMs), len(r.LoadDirectMs))
-	fmt.Fprintf(e.stdout, "\nAdded = round trip through the proxy - the stub's own time for the forwarded request - one direct\n")
-	fmt.Fprintf(e.stdout, "round trip's overhead (%.3f ms). Session requests that fit are sent 5 more times each way and the\n", r.HopMs)
-	fmt.Fprintf(e.stdout, "medians compared; paired repeats send the session's first request %d times each way, in turn, one\n", o.pairs)
-	fmt.Fprintf(e.stdout, "difference per pair. Journal pairs send %d turns of 8-turn sessions through a second proxy on the same\n", o.pairs)
-	fmt.Fprintf(e.stdout, "archive with lossless.proxy.capture journal and through the first, in turn, one difference per pair\n")
-	fmt.Fprintf(e.stdout, "(its background appends run while later requests are measured); the stale-recall pairs send the\n")
-	fmt.Fprintf(e.stdout, "session's last request, with a question naming its first file, %d times through a proxy with recall\n", o.pairs)
-	fmt.Fprintf(e.stdout, "on and one with it off, in turn. Other compacting requests are measured once and include their\n")
-	fmt.Fprintf(e.stdout, "summary calls to the stub and, when they write a span, the fsynced span write. Reference\n")
-	fmt.Fprintf(e.stdout, "(context-guardian, over all requests):\n")
-	fmt.Fprintf(e.stdout, "tokens_before=1130722 tokens_after=161141 compactions=27 p50_added_ms=6.27 p95_added_ms=11.01.\n")
+	fmt.Fprintf(e.Stdout, "\nAdded = round trip through the proxy - the stub's own time for the forwarded request - one direct\n")
+	fmt.Fprintf(e.Stdout, "round trip's overhead (%.3f ms). Session requests that fit are sent 5 more times each way and the\n", r.HopMs)
+	fmt.Fprintf(e.Stdout, "medians compared; paired repeats send the session's first request %d times each way, in turn, one\n", o.pairs)
+	fmt.Fprintf(e.Stdout, "difference per pair. Journal pairs send %d turns of 8-turn sessions through a second proxy on the same\n", o.pairs)
+	fmt.Fprintf(e.Stdout, "archive with lossless.proxy.capture journal and through the first, in turn, one difference per pair\n")
+	fmt.Fprintf(e.Stdout, "(its background appends run while later requests are measured); the stale-recall pairs send the\n")
+	fmt.Fprintf(e.Stdout, "session's last request, with a question naming its first file, %d times through a proxy with recall\n", o.pairs)
+	fmt.Fprintf(e.Stdout, "on and one with it off, in turn. Other compacting requests are measured once and include their\n")
+	fmt.Fprintf(e.Stdout, "summary calls to the stub and, when they write a span, the fsynced span write. Reference\n")
+	fmt.Fprintf(e.Stdout, "(context-guardian, over all requests):\n")
+	fmt.Fprintf(e.Stdout, "tokens_before=1130722 tokens_after=161141 compactions=27 p50_added_ms=6.27 p95_added_ms=11.01.\n")
 	if r.Answered != o.turns {
-		return failedError{fmt.Sprintf("bench proxy: %d of %d turns answered", r.Answered, o.turns)}
+		return cli.FailedError{Msg: fmt.Sprintf("bench proxy: %d of %d turns answered", r.Answered, o.turns)}
 	}
 	return nil
 }
@@ -544,18 +545,18 @@ func benchProxyFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 		o.turns, o.seed, o.backend, o.clients, o.duration, o.fsync, o.pairs = *turns, *seed, *backend, *clients, *duration, !*noFsync, *pairs
 		switch {
 		case o.turns < 1:
-			return true, usagef("--turns must be at least 1")
+			return true, cli.Usagef("--turns must be at least 1")
 		case o.clients < 1:
-			return true, usagef("--clients must be at least 1")
+			return true, cli.Usagef("--clients must be at least 1")
 		case o.duration <= 0:
-			return true, usagef("--duration must be positive")
+			return true, cli.Usagef("--duration must be positive")
 		case o.pairs < 0:
-			return true, usagef("--pairs must not be negative")
+			return true, cli.Usagef("--pairs must not be negative")
 		}
 		switch o.backend {
 		case stubbackend.OpenAI, stubbackend.LlamaCpp, stubbackend.VLLM:
 		default:
-			return true, usagef("--backend %q: use openai, llamacpp or vllm", o.backend)
+			return true, cli.Usagef("--backend %q: use openai, llamacpp or vllm", o.backend)
 		}
 		return true, runBenchProxy(ctx, e, o)
 	}

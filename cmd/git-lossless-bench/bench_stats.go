@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -51,7 +51,7 @@ func benchStatsFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 		if f := fs.Lookup("rounds"); f != nil && f.Changed {
 			n, err := strconv.Atoi(f.Value.String())
 			if err != nil {
-				return true, usagef("--rounds: %v", err)
+				return true, cli.Usagef("--rounds: %v", err)
 			}
 			o.rounds = n
 		}
@@ -60,9 +60,9 @@ func benchStatsFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 		}
 		switch {
 		case o.commits < 10:
-			return true, usagef("--stats-commits must be at least 10")
+			return true, cli.Usagef("--stats-commits must be at least 10")
 		case o.rounds < 1:
-			return true, usagef("--rounds must be at least 1")
+			return true, cli.Usagef("--rounds must be at least 1")
 		}
 		return true, runBenchStats(ctx, e, o)
 	}
@@ -71,12 +71,12 @@ func benchStatsFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 func runBenchStats(ctx context.Context, e *env, o statsBenchOpts) error {
 	start := time.Now()
 	if _, err := exec.LookPath("git"); err != nil {
-		return withHint(errors.New("bench needs git on PATH"), "install git; the fixture is built and the peer is measured with it")
+		return cli.WithHint(errors.New("bench needs git on PATH"), "install git; the fixture is built and the peer is measured with it")
 	}
 	exe := o.exe
 	if exe == "" {
 		var err error
-		if exe, err = os.Executable(); err != nil {
+		if exe, err = productExe(); err != nil {
 			return fmt.Errorf("bench stats: locate own binary: %w", err)
 		}
 	}
@@ -86,7 +86,7 @@ func runBenchStats(ctx context.Context, e *env, o statsBenchOpts) error {
 		return fmt.Errorf("bench stats: fixture directory: %w", err)
 	}
 	logf := func(format string, a ...any) {
-		fmt.Fprintf(e.stderr, "  [%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+		fmt.Fprintf(e.Stderr, "  [%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
 	}
 	gitVersion := "git ?"
 	if out, err := exec.CommandContext(ctx, "git", "version").Output(); err == nil {
@@ -94,22 +94,22 @@ func runBenchStats(ctx context.Context, e *env, o statsBenchOpts) error {
 	}
 	fx := blamefixture.Fixture{Commits: o.commits, Files: 40}
 	target := o.commits >= statsTargetCommits
-	fmt.Fprintf(e.stdout, "git lossless bench stats\n")
-	fmt.Fprintf(e.stdout, "  machine  %s/%s, %d CPUs, %s, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), gitVersion)
+	fmt.Fprintf(e.Stdout, "git lossless bench stats\n")
+	fmt.Fprintf(e.Stdout, "  machine  %s/%s, %d CPUs, %s, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), gitVersion)
 	t0 := time.Now()
 	bt, err := fx.Cached(ctx, root)
 	if err != nil {
 		return fmt.Errorf("bench stats: fixture: %w", err)
 	}
 	logf("fixture: %s ready in %s", bt.Dir, time.Since(t0).Round(10*time.Millisecond))
-	fmt.Fprintf(e.stdout, "  fixture  %d commits over %d files, %d of them with agent writes (%d archived events, 2 harnesses, 4 contexts) (package internal/testkit/blamefixture %s)\n",
+	fmt.Fprintf(e.Stdout, "  fixture  %d commits over %d files, %d of them with agent writes (%d archived events, 2 harnesses, 4 contexts) (package internal/testkit/blamefixture %s)\n",
 		bt.Commits, fx.Files, bt.AgentCommits, bt.Events, blamefixture.Version)
-	fmt.Fprintf(e.stdout, "  repos    %s%s\n", root, map[bool]string{true: " (kept, reused when complete)", false: " (removed afterwards)"}[o.keep != ""])
-	fmt.Fprintf(e.stdout, "  load     %s at start (other processes share these CPUs and disk)\n", loadAvg())
+	fmt.Fprintf(e.Stdout, "  repos    %s%s\n", root, map[bool]string{true: " (kept, reused when complete)", false: " (removed afterwards)"}[o.keep != ""])
+	fmt.Fprintf(e.Stdout, "  load     %s at start (other processes share these CPUs and disk)\n", loadAvg())
 	if !target {
-		fmt.Fprintf(e.stdout, "  targets  stated for %d commits; this smaller fixture is measured, not judged\n", statsTargetCommits)
+		fmt.Fprintf(e.Stdout, "  targets  stated for %d commits; this smaller fixture is measured, not judged\n", statsTargetCommits)
 	}
-	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.Stdout)
 
 	const rng = "HEAD"
 	proc := func(name string, args ...string) (time.Duration, []byte, error) {
@@ -188,7 +188,7 @@ func runBenchStats(ctx context.Context, e *env, o statsBenchOpts) error {
 			doc.Totals.Agent, doc.Totals.Rewritten, doc.Totals.Added, bt.AgentLines, bt.Rewritten),
 		"stats runs git log -p --unified=0 (the diff git log --numstat also computes), git diff --shortstat and git hash-object, reads the archive's events of the changed files, and reads each committed version holding a line an agent wrote",
 	}
-	printBenchTable(e.stdout, "PEER (C git, this run)", rows, "", notes, start)
+	printBenchTable(e.Stdout, "PEER (C git, this run)", rows, "", notes, start)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"io/fs"
 	"os"
@@ -72,21 +73,21 @@ func benchAnchorFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args 
 		if f := fs.Lookup("batch"); f != nil && f.Changed {
 			n, err := strconv.Atoi(f.Value.String())
 			if err != nil {
-				return true, usagef("--batch: %v", err)
+				return true, cli.Usagef("--batch: %v", err)
 			}
 			o.batch = n
 		}
 		switch {
 		case o.writers < 1:
-			return true, usagef("--anchor-writers must be at least 1")
+			return true, cli.Usagef("--anchor-writers must be at least 1")
 		case o.verifyEvents < o.writers:
-			return true, usagef("--verify-events must be at least --anchor-writers (%d): one event per writer", o.writers)
+			return true, cli.Usagef("--verify-events must be at least --anchor-writers (%d): one event per writer", o.writers)
 		case o.syncEvents < 10:
-			return true, usagef("--sync-events must be at least 10")
+			return true, cli.Usagef("--sync-events must be at least 10")
 		case o.samples < 1:
-			return true, usagef("--anchor-samples must be at least 1")
+			return true, cli.Usagef("--anchor-samples must be at least 1")
 		case o.batch < 1:
-			return true, usagef("--batch must be at least 1")
+			return true, cli.Usagef("--batch must be at least 1")
 		}
 		return true, runBenchAnchor(ctx, e, o)
 	}
@@ -107,9 +108,9 @@ type anchorBench struct {
 
 func runBenchAnchor(ctx context.Context, e *env, o anchorBenchOpts) error {
 	if _, err := exec.LookPath("git"); err != nil {
-		return withHint(errors.New("bench needs git on PATH"), "install git; the peers are measured with it")
+		return cli.WithHint(errors.New("bench needs git on PATH"), "install git; the peers are measured with it")
 	}
-	exe, err := os.Executable()
+	exe, err := productExe()
 	if err != nil {
 		return fmt.Errorf("bench anchor: locate own binary: %w", err)
 	}
@@ -130,14 +131,14 @@ func runBenchAnchor(ctx context.Context, e *env, o anchorBenchOpts) error {
 	if out, err := exec.Command("git", "version").Output(); err == nil {
 		gitVersion = strings.TrimSpace(string(out))
 	}
-	fmt.Fprintf(e.stdout, "git lossless bench anchor\n")
-	fmt.Fprintf(e.stdout, "  machine   %s/%s, %d CPUs, %s, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), gitVersion)
-	fmt.Fprintf(e.stdout, "  content   source-like text, %d-%d KiB per file; every event archives a new blob\n", benchdata.MinSize>>10, benchdata.MaxSize>>10)
-	fmt.Fprintf(e.stdout, "  fixtures  anchor push: %d writers x %d events; verify: %d events over %d writers; sync: %d new events over %d writers (batches of %d)\n",
+	fmt.Fprintf(e.Stdout, "git lossless bench anchor\n")
+	fmt.Fprintf(e.Stdout, "  machine   %s/%s, %d CPUs, %s, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), gitVersion)
+	fmt.Fprintf(e.Stdout, "  content   source-like text, %d-%d KiB per file; every event archives a new blob\n", benchdata.MinSize>>10, benchdata.MaxSize>>10)
+	fmt.Fprintf(e.Stdout, "  fixtures  anchor push: %d writers x %d events; verify: %d events over %d writers; sync: %d new events over %d writers (batches of %d)\n",
 		o.writers, o.perWriter, o.verifyEvents, o.writers, o.syncEvents, anchorSyncWriters(o.syncEvents), o.batch)
-	fmt.Fprintf(e.stdout, "  repos     %s%s\n", b.root, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[o.dir != ""])
-	fmt.Fprintf(e.stdout, "  load      %s at start (other processes share these CPUs and disk)\n", loadAvg())
-	fmt.Fprintf(e.stdout, "  disk      %s\n", diskLine(filepath.Join(b.root, "floor")))
+	fmt.Fprintf(e.Stdout, "  repos     %s%s\n", b.root, map[bool]string{true: " (kept)", false: " (removed afterwards)"}[o.dir != ""])
+	fmt.Fprintf(e.Stdout, "  load      %s at start (other processes share these CPUs and disk)\n", loadAvg())
+	fmt.Fprintf(e.Stdout, "  disk      %s\n", diskLine(filepath.Join(b.root, "floor")))
 
 	b.note("every figure is a fresh git-lossless (or git) process, run with a temporary HOME, XDG_CONFIG_HOME and LOSSLESS_ANCHOR_KEY_FILE (anchor keys made for this run), GIT_CONFIG_NOSYSTEM, gc.auto=0 and maintenance.auto=false, for us and for C git alike.")
 	steps := []benchStep{
@@ -157,7 +158,7 @@ func runBenchAnchor(ctx context.Context, e *env, o anchorBenchOpts) error {
 func anchorSyncWriters(events int) int { return min(100, max(1, events/100)) }
 
 func (b *anchorBench) logf(format string, a ...any) {
-	fmt.Fprintf(b.e.stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
+	fmt.Fprintf(b.e.Stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
 }
 
 func (b *anchorBench) note(format string, a ...any) {
@@ -183,7 +184,7 @@ func (b *anchorBench) verifyAtSize() bool {
 func (b *anchorBench) syncAtSize() bool { return b.o.syncEvents >= anchorTargetSyncEvents }
 
 func (b *anchorBench) print() {
-	fmt.Fprintln(b.e.stdout)
+	fmt.Fprintln(b.e.Stdout)
 	var small []string
 	if !b.pushAtSize() {
 		small = append(small, fmt.Sprintf("anchor push (stated for %d writers; this run: %d)", anchorTargetWriters, b.o.writers))
@@ -198,7 +199,7 @@ func (b *anchorBench) print() {
 	if len(small) > 0 {
 		skipped = "targets not judged, the fixture being smaller than stated: " + strings.Join(small, "; ") + "\n"
 	}
-	printBenchTable(b.e.stdout, "PEER (C git, this run)", b.rows, skipped, b.notes, b.start)
+	printBenchTable(b.e.Stdout, "PEER (C git, this run)", b.rows, skipped, b.notes, b.start)
 }
 
 // setupEnv makes the temporary home the processes run with: no real

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,14 +43,14 @@ func benchMeterFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 		if f := fs.Lookup("events"); f != nil && f.Changed {
 			n, err := strconv.Atoi(f.Value.String())
 			if err != nil {
-				return true, usagef("--events: %v", err)
+				return true, cli.Usagef("--events: %v", err)
 			}
 			events = n
 		}
 		if f := fs.Lookup("rounds"); f != nil && f.Changed {
 			n, err := strconv.Atoi(f.Value.String())
 			if err != nil {
-				return true, usagef("--rounds: %v", err)
+				return true, cli.Usagef("--rounds: %v", err)
 			}
 			rounds = n
 		}
@@ -58,9 +59,9 @@ func benchMeterFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 		}
 		switch {
 		case events < 120:
-			return true, usagef("--events must be at least 120 for bench meter")
+			return true, cli.Usagef("--events must be at least 120 for bench meter")
 		case rounds < 1:
-			return true, usagef("--rounds must be at least 1")
+			return true, cli.Usagef("--rounds must be at least 1")
 		}
 		return true, runBenchMeter(ctx, e, events, rounds, keep)
 	}
@@ -68,12 +69,12 @@ func benchMeterFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 
 func runBenchMeter(ctx context.Context, e *env, events, rounds int, keep string) error {
 	start := time.Now()
-	exe, err := os.Executable()
+	exe, err := productExe()
 	if err != nil {
 		return fmt.Errorf("bench meter: locate own binary: %w", err)
 	}
 	if _, err := exec.LookPath("git"); err != nil {
-		return withHint(fmt.Errorf("bench needs git on PATH"), "install git; the fixture is built with it")
+		return cli.WithHint(fmt.Errorf("bench needs git on PATH"), "install git; the fixture is built with it")
 	}
 	root, cleanup, err := benchDir(keep, "meter-", false)
 	defer cleanup()
@@ -89,18 +90,18 @@ func runBenchMeter(ctx context.Context, e *env, events, rounds int, keep string)
 		return yes(met)
 	}
 	logf := func(format string, a ...any) {
-		fmt.Fprintf(e.stderr, "  [%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+		fmt.Fprintf(e.Stderr, "  [%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
 	}
-	fmt.Fprintf(e.stdout, "git lossless bench meter\n")
-	fmt.Fprintf(e.stdout, "  machine  %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	fmt.Fprintf(e.stdout, "  fixture  %d events: %d Claude Code-like sessions over %d files (package internal/testkit/receiptfixture %s)\n",
+	fmt.Fprintf(e.Stdout, "git lossless bench meter\n")
+	fmt.Fprintf(e.Stdout, "  machine  %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(e.Stdout, "  fixture  %d events: %d Claude Code-like sessions over %d files (package internal/testkit/receiptfixture %s)\n",
 		fx.Events(), fx.Sessions, fx.Files, receiptfixture.Version)
-	fmt.Fprintf(e.stdout, "  repos    %s%s\n", root, map[bool]string{true: " (kept, reused when complete)", false: " (removed afterwards)"}[keep != ""])
-	fmt.Fprintf(e.stdout, "  load     %s at start (other processes share these CPUs and disk)\n", loadAvg())
+	fmt.Fprintf(e.Stdout, "  repos    %s%s\n", root, map[bool]string{true: " (kept, reused when complete)", false: " (removed afterwards)"}[keep != ""])
+	fmt.Fprintf(e.Stdout, "  load     %s at start (other processes share these CPUs and disk)\n", loadAvg())
 	if !target {
-		fmt.Fprintf(e.stdout, "  targets  stated for %d events; this smaller fixture is measured, not judged\n", meterTargetEvents)
+		fmt.Fprintf(e.Stdout, "  targets  stated for %d events; this smaller fixture is measured, not judged\n", meterTargetEvents)
 	}
-	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.Stdout)
 
 	t0 := time.Now()
 	built, err := fx.Cached(ctx, root)
@@ -182,7 +183,7 @@ func runBenchMeter(ctx context.Context, e *env, events, rounds int, keep string)
 			if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Totals != t {
 				return 0, fmt.Errorf("git lossless meter --json disagrees with the in-process meter (%v)", err)
 			}
-		} else if !bytes.Contains(out.Bytes(), []byte(" "+commas(t.Tokens)+" tokens")) || !bytes.Contains(out.Bytes(), []byte(" "+commas(t.SavedTokens)+" tokens")) {
+		} else if !bytes.Contains(out.Bytes(), []byte(" "+cli.Commas(t.Tokens)+" tokens")) || !bytes.Contains(out.Bytes(), []byte(" "+cli.Commas(t.SavedTokens)+" tokens")) {
 			return 0, fmt.Errorf("git lossless meter's table disagrees with the in-process meter:\n%s", lastLines(out.Bytes(), 30))
 		}
 		return d, nil
@@ -218,22 +219,22 @@ func runBenchMeter(ctx context.Context, e *env, events, rounds int, keep string)
 	}
 	nrows := len(rows)
 	table := []row{
-		{what: fmt.Sprintf("meter, %s reads of %d events, in process, token cache cold (%d)", commas(int64(t.Reads)), fx.Events(), len(cold)),
+		{what: fmt.Sprintf("meter, %s reads of %d events, in process, token cache cold (%d)", cli.Commas(int64(t.Reads)), fx.Events(), len(cold)),
 			ours: cold.String(), peer: "-", target: "-"},
 		{what: fmt.Sprintf("meter, in process, token cache warm (%d); beside it: the store's query for the reads alone", len(warm)),
 			ours: warm.String(), peer: query.String(), target: "p50 <= 300 ms", met: judge(warm.pct(50) <= meterTarget)},
 		{what: fmt.Sprintf("`git lossless meter` (the table), fresh process, token cache warm (%d)", len(proc)),
 			ours: proc.String(), peer: "-", target: "p50 <= 300 ms", met: judge(proc.pct(50) <= meterTarget)},
-		{what: fmt.Sprintf("`git lossless meter --json` (every figure, %s rows), fresh process, token cache warm (%d)", commas(int64(nrows)), len(pjson)),
+		{what: fmt.Sprintf("`git lossless meter --json` (every figure, %s rows), fresh process, token cache warm (%d)", cli.Commas(int64(nrows)), len(pjson)),
 			ours: pjson.String(), peer: "-", target: "-"},
 		{what: fmt.Sprintf("`git lossless meter`, fresh process, token cache cold (%d)", len(pcold)),
 			ours: pcold.String(), peer: "-", target: "-"},
 	}
 	notes := []string{
 		fmt.Sprintf("figures: %s reads, %s tokens (o200k); %s re-reads (%.1f%%), %s arrived changed, %s tokens a restore would have saved",
-			commas(int64(t.Reads)), commas(t.Tokens), commas(int64(t.ReReads)), 100*t.ReReadRate, commas(int64(t.Changed)), commas(t.SavedTokens)),
+			cli.Commas(int64(t.Reads)), cli.Commas(t.Tokens), cli.Commas(int64(t.ReReads)), 100*t.ReReadRate, cli.Commas(int64(t.Changed)), cli.Commas(t.SavedTokens)),
 		fmt.Sprintf("cold: %d distinct versions counted with the tokenizer per run (the token cache, %s, deleted before each); in process the tokenizer's vocabulary stays loaded after the first round, a fresh process loads it every time", counted, filepath.Base(cache)),
 	}
-	printBenchTable(e.stdout, "BESIDE IT", table, "", notes, start)
+	printBenchTable(e.Stdout, "BESIDE IT", table, "", notes, start)
 	return nil
 }

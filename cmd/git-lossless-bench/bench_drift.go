@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"net"
 	"net/http"
@@ -200,15 +201,15 @@ func benchDriftFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 		}
 		switch {
 		case o.upstream == "":
-			return true, usagef("bench drift: --upstream URL is required (there is no default model server)")
+			return true, cli.Usagef("bench drift: --upstream URL is required (there is no default model server)")
 		case !strings.HasPrefix(o.upstream, "http://") && !strings.HasPrefix(o.upstream, "https://"):
-			return true, usagef("bench drift: --upstream %q: give an http:// or https:// URL", o.upstream)
+			return true, cli.Usagef("bench drift: --upstream %q: give an http:// or https:// URL", o.upstream)
 		case o.model == "":
-			return true, usagef("bench drift: --model is required")
+			return true, cli.Usagef("bench drift: --model is required")
 		case o.turns < 5:
-			return true, usagef("bench drift: --turns must be at least 5 (the facts are planted in the first five)")
+			return true, cli.Usagef("bench drift: --turns must be at least 5 (the facts are planted in the first five)")
 		case o.window < 0:
-			return true, usagef("bench drift: --window must not be negative")
+			return true, cli.Usagef("bench drift: --window must not be negative")
 		}
 		return true, runBenchDrift(ctx, e, o)
 	}
@@ -221,12 +222,12 @@ func runBenchDrift(ctx context.Context, e *env, o driftOpts) error {
 		return fmt.Errorf("bench drift: %w", err)
 	}
 	defer cleanup()
-	fmt.Fprintf(e.stdout, "git lossless bench drift --upstream %s --model %s --turns %d\n", o.upstream, o.model, o.turns)
-	fmt.Fprintf(e.stdout, "  facts     five planted in the first five user turns: ")
+	fmt.Fprintf(e.Stdout, "git lossless bench drift --upstream %s --model %s --turns %d\n", o.upstream, o.model, o.turns)
+	fmt.Fprintf(e.Stdout, "  facts     five planted in the first five user turns: ")
 	for i, f := range driftFacts {
-		fmt.Fprintf(e.stdout, "%d=%s ", i+1, f.token)
+		fmt.Fprintf(e.Stdout, "%d=%s ", i+1, f.token)
 	}
-	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.Stdout)
 	on, err := driftPass(ctx, o, filepath.Join(dir, "memo-on"), true)
 	if err != nil {
 		return err
@@ -239,8 +240,8 @@ func runBenchDrift(ctx context.Context, e *env, o driftOpts) error {
 		name string
 		r    *driftRun
 	}{{"memo on", on}, {"memo off", off}} {
-		fmt.Fprintf(e.stdout, "\n%s: %d summaries\n", p.name, len(p.r.summaries))
-		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(e.Stdout, "\n%s: %d summaries\n", p.name, len(p.r.summaries))
+		tw := tabwriter.NewWriter(e.Stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "summary\tinput chars\tfacts kept\twhich")
 		for i, s := range p.r.summaries {
 			k := factsIn(s.text)
@@ -248,10 +249,10 @@ func runBenchDrift(ctx context.Context, e *env, o driftOpts) error {
 		}
 		tw.Flush()
 		k := factsIn(string(p.r.last))
-		fmt.Fprintf(e.stdout, "  last forwarded request: %d of 5 facts survive (%s)\n", len(k), factList(k))
+		fmt.Fprintf(e.Stdout, "  last forwarded request: %d of 5 facts survive (%s)\n", len(k), factList(k))
 	}
-	fmt.Fprintln(e.stdout, "\ntotals")
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(e.Stdout, "\ntotals")
+	tw := tabwriter.NewWriter(e.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tsummariser calls\tinput chars\tfacts surviving at the end\tturns answered")
 	for _, p := range []struct {
 		name string
@@ -266,10 +267,10 @@ func runBenchDrift(ctx context.Context, e *env, o driftOpts) error {
 	}
 	tw.Flush()
 	if o.keep != "" {
-		fmt.Fprintf(e.stdout, "  archives kept in %s\n", dir)
+		fmt.Fprintf(e.Stdout, "  archives kept in %s\n", dir)
 	}
 	if len(on.summaries) == 0 && len(off.summaries) == 0 {
-		return failedError{"bench drift: the proxy asked for no summary (raise --turns or give a smaller --window)"}
+		return cli.FailedError{Msg: "bench drift: the proxy asked for no summary (raise --turns or give a smaller --window)"}
 	}
 	return nil
 }

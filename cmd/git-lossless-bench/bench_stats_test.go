@@ -27,7 +27,7 @@ func TestBenchStatsSmall(t *testing.T) {
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	var out, errb bytes.Buffer
 	o := statsBenchOpts{commits: 30, rounds: 1, exe: e2eBin}
-	if err := runBenchStats(context.Background(), &env{stdout: &out, stderr: &errb, getenv: os.Getenv}, o); err != nil {
+	if err := runBenchStats(context.Background(), &env{Stdout: &out, Stderr: &errb, Getenv: os.Getenv}, o); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out.String(), errb.String())
 	}
 	dur := `p50 [0-9.]+ m?s p95 [0-9.]+ m?s`
@@ -64,7 +64,7 @@ func TestBenchStatsFlags(t *testing.T) {
 		{[]string{"bench", "stats", "--stats-commits", "5"}, "--stats-commits must be at least 10"},
 	} {
 		var out bytes.Buffer
-		code := run(context.Background(), c.args, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: os.Getenv})
+		code := run(context.Background(), c.args, &env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: os.Getenv})
 		if code != exitUsage || !strings.Contains(out.String(), c.want) {
 			t.Errorf("%v: exit %d\n%s", c.args, code, out.String())
 		}

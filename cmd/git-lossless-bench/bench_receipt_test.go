@@ -29,7 +29,7 @@ func TestBenchReceiptSmall(t *testing.T) {
 	var out, errb bytes.Buffer
 	o := defaultReceiptBenchOpts()
 	o.events, o.rounds, o.exe = 120, 1, e2eBin
-	if err := runBenchReceipt(context.Background(), &env{stdout: &out, stderr: &errb, getenv: os.Getenv}, o); err != nil {
+	if err := runBenchReceipt(context.Background(), &env{Stdout: &out, Stderr: &errb, Getenv: os.Getenv}, o); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out.String(), errb.String())
 	}
 	dur := `p50 [0-9.]+ m?s p95 [0-9.]+ m?s`
@@ -74,7 +74,7 @@ func TestBenchReceiptFlags(t *testing.T) {
 		{[]string{"bench", "receipt", "--events", "10"}, "--events must be at least 120"},
 	} {
 		var out bytes.Buffer
-		code := run(context.Background(), c.args, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: os.Getenv})
+		code := run(context.Background(), c.args, &env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: os.Getenv})
 		if code != exitUsage || !strings.Contains(out.String(), c.want) {
 			t.Errorf("%v: exit %d\n%s", c.args, code, out.String())
 		}

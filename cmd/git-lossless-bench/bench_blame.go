@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"io"
 	"os"
 	"os/exec"
@@ -38,7 +39,7 @@ func benchBlameFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 		if f := fs.Lookup("rounds"); f != nil && f.Changed {
 			n, err := strconv.Atoi(f.Value.String())
 			if err != nil || n < 1 {
-				return true, usagef("--rounds must be a number from 1")
+				return true, cli.Usagef("--rounds must be a number from 1")
 			}
 			rounds = n
 		}
@@ -50,12 +51,12 @@ func benchBlameFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args [
 }
 
 func runBenchBlame(ctx context.Context, e *env, rounds int, keep string) error {
-	exe, err := os.Executable()
+	exe, err := productExe()
 	if err != nil {
 		return fmt.Errorf("bench blame: locate own binary: %w", err)
 	}
 	if _, err := exec.LookPath("git"); err != nil {
-		return withHint(fmt.Errorf("bench needs git on PATH"), "install git; the fixture is built with it")
+		return cli.WithHint(fmt.Errorf("bench needs git on PATH"), "install git; the fixture is built with it")
 	}
 	root, cleanup, err := benchDir(keep, "blame-", true)
 	defer cleanup()
@@ -68,7 +69,7 @@ func runBenchBlame(ctx context.Context, e *env, rounds int, keep string) error {
 	if err != nil {
 		return fmt.Errorf("bench blame: fixture: %w", err)
 	}
-	fmt.Fprintf(e.stderr, "fixture: %d lines, %d agent writes, %d commits, built in %.1fs\n", fx.Lines, fx.Writes, fx.Commits, time.Since(t0).Seconds())
+	fmt.Fprintf(e.Stderr, "fixture: %d lines, %d agent writes, %d commits, built in %.1fs\n", fx.Lines, fx.Writes, fx.Commits, time.Since(t0).Seconds())
 	run := func(name string, args ...string) (time.Duration, error) {
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir = fx.Dir
@@ -139,7 +140,7 @@ func runBenchBlame(ctx context.Context, e *env, rounds int, keep string) error {
 	}
 	mg, mo := git.pct(50), ours.pct(50)
 	ratio, coldRatio := float64(mo)/float64(mg), float64(cold)/float64(mg)
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "bench blame: %d lines (%d by agents), %d agent writes, %d commits; %d rounds, medians; load %s\n", fx.Lines, agentLines, fx.Writes, fx.Commits, rounds, loadAvg())
 	fmt.Fprintln(tw, "WHAT\tOURS\tGIT BLAME\tRATIO\tTARGET\tMET")
 	fmt.Fprintf(tw, "blame, cache warm\t%s\t%s\t%.2fx\t<= %.1fx\t%s\n", ms(mo), ms(mg), ratio, blameTarget, yesNo(ratio <= blameTarget))

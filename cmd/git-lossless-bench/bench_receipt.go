@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +66,7 @@ func benchReceiptFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args
 		if f := fs.Lookup("events"); f != nil && f.Changed {
 			n, err := strconv.Atoi(f.Value.String())
 			if err != nil {
-				return true, usagef("--events: %v", err)
+				return true, cli.Usagef("--events: %v", err)
 			}
 			o.events = n
 		}
@@ -74,9 +75,9 @@ func benchReceiptFlags(fs *pflag.FlagSet) func(ctx context.Context, e *env, args
 		}
 		switch {
 		case o.events < 120:
-			return true, usagef("--events must be at least 120 for bench receipt")
+			return true, cli.Usagef("--events must be at least 120 for bench receipt")
 		case o.rounds < 1:
-			return true, usagef("--rounds must be at least 1")
+			return true, cli.Usagef("--rounds must be at least 1")
 		}
 		return true, runBenchReceipt(ctx, e, o)
 	}
@@ -101,11 +102,11 @@ type receiptBench struct {
 
 func runBenchReceipt(ctx context.Context, e *env, o receiptBenchOpts) (err error) {
 	if _, err := exec.LookPath("git"); err != nil {
-		return withHint(errors.New("bench needs git on PATH"), "install git; the fixture is built and the peers are measured with it")
+		return cli.WithHint(errors.New("bench needs git on PATH"), "install git; the fixture is built and the peers are measured with it")
 	}
 	b := &receiptBench{o: o, e: e, exe: o.exe, start: time.Now(), target: o.events >= receiptTargetEvents}
 	if b.exe == "" {
-		if b.exe, err = os.Executable(); err != nil {
+		if b.exe, err = productExe(); err != nil {
 			return fmt.Errorf("bench receipt: locate own binary: %w", err)
 		}
 	}
@@ -122,17 +123,17 @@ func runBenchReceipt(ctx context.Context, e *env, o receiptBenchOpts) (err error
 		gitVersion = strings.TrimSpace(string(out))
 	}
 	fx := receiptfixture.ForEvents(o.events)
-	fmt.Fprintf(e.stdout, "git lossless bench receipt\n")
-	fmt.Fprintf(e.stdout, "  machine  %s/%s, %d CPUs, %s, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), gitVersion)
-	fmt.Fprintf(e.stdout, "  fixture  %d events: %d Claude Code-like sessions over %d files; commit C changes 50 files (package internal/testkit/receiptfixture %s)\n",
+	fmt.Fprintf(e.Stdout, "git lossless bench receipt\n")
+	fmt.Fprintf(e.Stdout, "  machine  %s/%s, %d CPUs, %s, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), gitVersion)
+	fmt.Fprintf(e.Stdout, "  fixture  %d events: %d Claude Code-like sessions over %d files; commit C changes 50 files (package internal/testkit/receiptfixture %s)\n",
 		fx.Events(), fx.Sessions, fx.Files, receiptfixture.Version)
-	fmt.Fprintf(e.stdout, "  repos    %s%s\n", b.root, map[bool]string{true: " (kept, reused when complete)", false: " (removed afterwards)"}[o.keep != ""])
-	fmt.Fprintf(e.stdout, "  load     %s at start (other processes share these CPUs and disk)\n", loadAvg())
-	fmt.Fprintf(e.stdout, "  disk     %s\n", diskLine(filepath.Join(b.root, "floor")))
+	fmt.Fprintf(e.Stdout, "  repos    %s%s\n", b.root, map[bool]string{true: " (kept, reused when complete)", false: " (removed afterwards)"}[o.keep != ""])
+	fmt.Fprintf(e.Stdout, "  load     %s at start (other processes share these CPUs and disk)\n", loadAvg())
+	fmt.Fprintf(e.Stdout, "  disk     %s\n", diskLine(filepath.Join(b.root, "floor")))
 	if !b.target {
-		fmt.Fprintf(e.stdout, "  targets  stated for %d events; this smaller fixture is measured, not judged\n", receiptTargetEvents)
+		fmt.Fprintf(e.Stdout, "  targets  stated for %d events; this smaller fixture is measured, not judged\n", receiptTargetEvents)
 	}
-	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.Stdout)
 
 	steps := []benchStep{
 		{"fixture", func(ctx context.Context) error { return b.setup(ctx, fx) }},
@@ -148,7 +149,7 @@ func runBenchReceipt(ctx context.Context, e *env, o receiptBenchOpts) (err error
 }
 
 func (b *receiptBench) logf(format string, a ...any) {
-	fmt.Fprintf(b.e.stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
+	fmt.Fprintf(b.e.Stderr, "  [%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, a...))
 }
 
 func (b *receiptBench) note(format string, a ...any) {
@@ -445,5 +446,5 @@ func (b *receiptBench) benchVerify(ctx context.Context) error {
 }
 
 func (b *receiptBench) print() {
-	printBenchTable(b.e.stdout, "PEER (plain git and gpg, this run)", b.rows, "", b.notes, b.start)
+	printBenchTable(b.e.Stdout, "PEER (plain git and gpg, this run)", b.rows, "", b.notes, b.start)
 }
