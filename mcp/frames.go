@@ -472,7 +472,7 @@ func idKey(raw json.RawMessage) (string, bool) {
 		}
 		return "s" + s, true
 	}
-	if !intLiteral.Match(raw) {
+	if !intLiteral().Match(raw) {
 		return "", false
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
@@ -482,7 +482,9 @@ func idKey(raw json.RawMessage) (string, bool) {
 	return "n" + strconv.FormatInt(n, 10), true
 }
 
-var intLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+// intLiteral is compiled on first use: every command links this package,
+// few serve MCP, and start-up time counts for each.
+var intLiteral = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`) })
 
 // nesting is how deep arrays and objects nest in a frame (one pass, no
 // recursion; brackets inside strings do not count).
@@ -568,7 +570,9 @@ func duplicateKey(frame []byte) (string, bool) {
 
 // tailID finds `"id": <string or integer>` as the last member of an
 // over-cap frame's top-level object.
-var tailID = regexp.MustCompile(`[{,]\s*"id"\s*:\s*("(?:[^"\\\x00-\x1f]|\\.){0,256}"|-?[0-9]{1,17})\s*}\s*$`)
+var tailID = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`[{,]\s*"id"\s*:\s*("(?:[^"\\\x00-\x1f]|\\.){0,256}"|-?[0-9]{1,17})\s*}\s*$`)
+})
 
 // overCapID is the id of an over-cap frame, when its first bytes (head)
 // or its last (tail) show one at the top level; nil (null) otherwise.
@@ -592,7 +596,7 @@ func overCapID(head, tail []byte) json.RawMessage {
 			}
 		}
 	}
-	if m := tailID.FindSubmatch(tail); m != nil {
+	if m := tailID().FindSubmatch(tail); m != nil {
 		if _, ok := idKey(m[1]); ok {
 			return json.RawMessage(bytes.Clone(m[1]))
 		}
