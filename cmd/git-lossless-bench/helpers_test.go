@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,17 +136,7 @@ func (sb *sandbox) fsck(dir string) {
 }
 
 // proxyTestEnv isolates a test from the user's configuration.
-func proxyTestEnv(t *testing.T) {
-	t.Helper()
-	base := t.TempDir()
-	t.Setenv("HOME", filepath.Join(base, "home"))
-	t.Setenv("XDG_DATA_HOME", filepath.Join(base, "data"))
-	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("LOSSLESS_AGE_IDENTITY", "")
-	t.Setenv("LOSSLESS_PROXY_URL", "")
-	t.Setenv("LOSSLESS_PROXY_LISTEN", "")
-}
+func proxyTestEnv(t *testing.T) { testkit.IsolateUserConfig(t) }
 
 // runCLI runs this program in process.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {

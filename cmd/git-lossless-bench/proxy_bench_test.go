@@ -68,4 +68,3 @@ func TestBenchProxySmall(t *testing.T) {
 		}
 	}
 }
-

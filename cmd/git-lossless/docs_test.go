@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -250,50 +249,10 @@ var readOnly = map[string]bool{
 var placeholder = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$|\.\.\.|[\[\]<>]|^~|^cc-|^sp-`)
 
 func TestDocsReadOnlyCommandsRun(t *testing.T) {
-	gitBin := docsGit(t)
-	home := t.TempDir()
-	repo := t.TempDir()
-	origin := t.TempDir()
-	if out, err := exec.Command(gitBin, "init", "-q", "--bare", origin).CombinedOutput(); err != nil {
-		t.Fatalf("git init --bare: %v %s", err, out)
-	}
-	for _, args := range [][]string{{"init", "-q"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}, {"remote", "add", "origin", origin}} {
-		if out, err := exec.Command(gitBin, append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-	for name, body := range map[string]string{"hooks/sweep.go": "package hooks\n\nfunc Sweep() {}\n", "main.go": "package main\n\nfunc main() {}\n"} {
-		p := filepath.Join(repo, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	getenv := func(k string) string {
-		switch k {
-		case "HOME":
-			return home
-		case "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "LOSSLESS_DIR", "GIT_DIR":
-			return ""
-		}
-		return os.Getenv(k)
-	}
-	t.Setenv("HOME", home)
-	cli := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(t.Context(), args, &env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Dir: repo, Getenv: getenv})
-		return code, out.String(), errb.String()
-	}
-	for _, args := range [][]string{
-		{"record", "--op", "read", "--session", "docs-session", "hooks/sweep.go", "main.go"},
-		{"record", "--op", "edit", "--session", "docs-session", "main.go"},
-	} {
-		if code, _, errOut := cli(args...); code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errOut)
-		}
-	}
+	a := newSmallArchive(t, map[string]string{"hooks/sweep.go": "package hooks\n\nfunc Sweep() {}\n", "main.go": "package main\n\nfunc main() {}\n"})
+	a.must([]string{"record", "--op", "read", "--session", "docs-session", "hooks/sweep.go", "main.go"},
+		[]string{"record", "--op", "edit", "--session", "docs-session", "main.go"})
+	cli := a.cli
 	ran := 0
 	for _, dc := range docCommands(t) {
 		name, _, rest := resolveDoc(dc.args)

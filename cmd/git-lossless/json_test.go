@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,7 +13,6 @@ import (
 // small archive and holds its output to the documented form (one
 // document, or JSON lines of one shape) and top-level members.
 func TestJSONShapesDocumented(t *testing.T) {
-	gitBin := docsGit(t)
 	doc, err := os.ReadFile("../../docs/json.md")
 	if err != nil {
 		t.Fatal(err)
@@ -24,39 +21,8 @@ func TestJSONShapesDocumented(t *testing.T) {
 	if len(rows) < 12 {
 		t.Fatalf("docs/json.md lists %d commands: the table is broken", len(rows))
 	}
-	home, repo, origin := t.TempDir(), t.TempDir(), t.TempDir()
-	for _, args := range [][]string{{"init", "-q", "--bare", origin}, {"-C", repo, "init", "-q"}, {"-C", repo, "config", "user.email", "t@example.com"},
-		{"-C", repo, "config", "user.name", "T"}, {"-C", repo, "remote", "add", "origin", origin}} {
-		if out, err := exec.Command(gitBin, args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-	for _, f := range []string{"FILE", "b.go"} {
-		if err := os.WriteFile(filepath.Join(repo, f), []byte("package b\n\nfunc B() {}\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if out, err := exec.Command(gitBin, "-C", repo, "add", ".").CombinedOutput(); err != nil {
-		t.Fatalf("git add: %v %s", err, out)
-	}
-	if out, err := exec.Command(gitBin, "-C", repo, "commit", "-qm", "one").CombinedOutput(); err != nil {
-		t.Fatalf("git commit: %v %s", err, out)
-	}
-	getenv := func(k string) string {
-		switch k {
-		case "HOME":
-			return home
-		case "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GIT_DIR":
-			return ""
-		}
-		return os.Getenv(k)
-	}
-	t.Setenv("HOME", home)
-	cli := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(t.Context(), args, &env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Dir: repo, Getenv: getenv})
-		return code, out.String(), errb.String()
-	}
+	a := newSmallArchive(t, map[string]string{"FILE": "package b\n\nfunc B() {}\n", "b.go": "package b\n\nfunc B() {}\n"})
+	home, cli := a.home, a.cli
 	// A past Claude Code session for import, and a signed receipt.
 	sample := "../../testdata/claude-code-2.1.328/transcripts/-home-dev-project/9e33e208-2b1c-4064-b54f-efdf0f79781b.jsonl"
 	projects := filepath.Join(home, ".claude", "projects", "-home-dev-project")
@@ -68,12 +34,8 @@ func TestJSONShapesDocumented(t *testing.T) {
 	} else if err := os.WriteFile(filepath.Join(projects, filepath.Base(sample)), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"record", "--op", "read", "--session", "s1", "FILE", "b.go"}, {"record", "--op", "edit", "--session", "s2", "b.go"},
-		{"key", "generate", "--name", "T", "--email", "t@example.com"}, {"receipt", "HEAD"}} {
-		if code, _, errOut := cli(args...); code != 0 {
-			t.Fatalf("%v: %d %s", args, code, errOut)
-		}
-	}
+	a.must([]string{"record", "--op", "read", "--session", "s1", "FILE", "b.go"}, []string{"record", "--op", "edit", "--session", "s2", "b.go"},
+		[]string{"key", "generate", "--name", "T", "--email", "t@example.com"}, []string{"receipt", "HEAD"})
 	for _, row := range rows {
 		args := strings.Fields(strings.ReplaceAll(row[1], "QUERY", "package"))
 		code, out, errOut := cli(args...)

@@ -187,4 +187,3 @@ func TestMeterAndPackCLI(t *testing.T) {
 		t.Errorf("ranking: %+v", p.Files)
 	}
 }
-

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,41 +19,11 @@ var badPlural = regexp.MustCompile(`(?:^|[^0-9.,])1 (writers|entries|batches|eve
 // of one come up) and checks their output reads as prose: no Go value
 // formatting, no "1 writers".
 func TestNoGoFormattingInOutput(t *testing.T) {
-	gitBin := docsGit(t)
-	home := t.TempDir()
-	repo := t.TempDir()
-	origin := t.TempDir()
-	for _, args := range [][]string{{"init", "-q", "--bare", origin}, {"-C", repo, "init", "-q"}, {"-C", repo, "config", "user.email", "t@example.com"},
-		{"-C", repo, "config", "user.name", "T"}, {"-C", repo, "remote", "add", "origin", origin}} {
-		if out, err := exec.Command(gitBin, args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	getenv := func(k string) string {
-		switch k {
-		case "HOME":
-			return home
-		case "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GIT_DIR":
-			return ""
-		}
-		return os.Getenv(k)
-	}
-	t.Setenv("HOME", home)
+	a := newSmallArchive(t, map[string]string{"main.go": "package main\n\nfunc main() {}\n"})
+	a.must([]string{"record", "--op", "read", "--session", "s1", "main.go"})
 	cli := func(args ...string) (int, string) {
-		var out bytes.Buffer
-		code := run(t.Context(), args, &env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Dir: repo, Getenv: getenv})
-		return code, out.String()
-	}
-	for _, args := range [][]string{{"-C", repo, "add", "main.go"}, {"-C", repo, "commit", "-qm", "first"}} {
-		if out, err := exec.Command(gitBin, args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-	if code, out := cli("record", "--op", "read", "--session", "s1", "main.go"); code != 0 {
-		t.Fatalf("record: %d %s", code, out)
+		code, out, errOut := a.cli(args...)
+		return code, out + errOut
 	}
 	transcript, _ := filepath.Abs("../../testdata/claude-code-2.1.328/transcripts/-home-dev-project/9e33e208-2b1c-4064-b54f-efdf0f79781b.jsonl")
 	runs := [][]string{

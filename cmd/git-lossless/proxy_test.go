@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"net"
 	"net/http"
 	"os"
@@ -28,17 +29,8 @@ import (
 
 // proxyTestEnv isolates a test from the machine's git configuration and
 // archives.
-func proxyTestEnv(t *testing.T) {
-	t.Helper()
-	base := t.TempDir()
-	t.Setenv("HOME", filepath.Join(base, "home"))
-	t.Setenv("XDG_DATA_HOME", filepath.Join(base, "data"))
-	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("LOSSLESS_AGE_IDENTITY", "")
-	t.Setenv("LOSSLESS_PROXY_URL", "")
-	t.Setenv("LOSSLESS_PROXY_LISTEN", "")
-}
+// proxyTestEnv isolates a test from the user's configuration.
+func proxyTestEnv(t *testing.T) { testkit.IsolateUserConfig(t) }
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
