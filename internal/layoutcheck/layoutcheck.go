@@ -95,7 +95,7 @@ const HookProgram = Module + "/cmd/git-lossless-hook"
 // (see gitstore.SSHKeys).
 var HookProgramBanned = []string{
 	Module + "/proxy", Module + "/recall", Module + "/receipt", Module + "/mcp",
-	Module + "/hooks/doctor", Testkit,
+	Module + "/hooks/doctor", Module + "/internal/tokens", Testkit,
 	"github.com/modelcontextprotocol/", "github.com/google/jsonschema-go/",
 	"github.com/ProtonMail/go-crypto/", "github.com/tiktoken-go/", "github.com/dlclark/regexp2/",
 	"net", "encoding/gob", "crypto/x509", "runtime/cgo", "golang.org/x/crypto/ssh",
