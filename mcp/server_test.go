@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/claudecode"
 	"github.com/git-lossless/git-lossless/internal/testkit"
-	"github.com/git-lossless/git-lossless/receipt"
 )
 
 // fixture is a repository with a Claude Code session's spans and file
@@ -142,7 +142,7 @@ func TestToolsListBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := receipt.CountText(string(b))
+	n, err := tokens.CountText(string(b))
 	if err != nil {
 		t.Fatal(err)
 	}

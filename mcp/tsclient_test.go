@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +27,6 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/internal/testkit"
-	"github.com/git-lossless/git-lossless/receipt"
 )
 
 const (
@@ -283,7 +283,7 @@ func TestTypeScriptClient(t *testing.T) {
 	if err := json.Compact(&compact, sum.ToolsList); err != nil {
 		t.Fatal(err)
 	}
-	n, err := receipt.CountText(compact.String())
+	n, err := tokens.CountText(compact.String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package meter_test
 
 import (
 	"context"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"os"
 	"path/filepath"
 	"sync"
@@ -10,7 +11,6 @@ import (
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/internal/testkit/receiptfixture"
 	"github.com/git-lossless/git-lossless/meter"
-	"github.com/git-lossless/git-lossless/receipt"
 )
 
 // The meter is measured on the receipt benchmark's repository (package
@@ -62,7 +62,7 @@ func BenchmarkMeter(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cache := receipt.NewTokenCounter(st).Dir
+			cache := tokens.NewCounter(st).Dir
 			var last *meter.Report
 			b.ResetTimer()
 			for range b.N {

@@ -55,8 +55,8 @@
 // not compared (there is no blob to compare).
 //
 // Tokens are the exact o200k_base count of what the model was shown
-// (receipt.ModelText over the archived bytes: a partial view counts the
-// lines shown), counted by receipt.TokenCounter, whose cache under the
+// (tokens.ModelText over the archived bytes: a partial view counts the
+// lines shown), counted by tokens.Counter, whose cache under the
 // repository's git dir receipts share: a warm run counts nothing.
 //
 // A time window (Options.Since) selects which reads are counted; whether

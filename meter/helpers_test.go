@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/receipt"
 )
 
 // gitEnv isolates git from the user's configuration.
@@ -119,7 +119,7 @@ func (r *repo) append(e ev) {
 
 func count(t testing.TB, s string) int64 {
 	t.Helper()
-	n, err := receipt.CountText(s)
+	n, err := tokens.CountText(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,12 @@ package meter
 import (
 	"context"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"sort"
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
-	"github.com/git-lossless/git-lossless/receipt"
 )
 
 // Options selects what Meter counts.
@@ -18,9 +18,9 @@ type Options struct {
 	// Since counts the reads at or after it (zero: all). Re-reads are
 	// still decided on the whole history (see the package doc).
 	Since time.Time
-	// Counter counts tokens (nil: receipt.NewTokenCounter(st), whose
+	// Counter counts tokens (nil: tokens.NewCounter(st), whose
 	// cache receipts share).
-	Counter *receipt.TokenCounter
+	Counter *tokens.Counter
 	// Harness meters one agent harness's contexts only ("" = every
 	// harness's, and the events of none).
 	Harness string
@@ -98,7 +98,7 @@ type Report struct {
 	Skipped int `json:"skipped_lines,omitempty"`
 	// Counts says what the token counter did (not part of the JSON: it
 	// depends on the cache, not on the archive).
-	Counts receipt.CountStats `json:"-"`
+	Counts tokens.Stats `json:"-"`
 
 	groups map[By]map[string]*Figures
 	// harnesses are the harness of each session and agent row.
@@ -139,17 +139,17 @@ func Meter(ctx context.Context, st *gitstore.Store, opt Options) (*Report, error
 	}
 	tc := opt.Counter
 	if tc == nil {
-		tc = receipt.NewTokenCounter(st)
+		tc = tokens.NewCounter(st)
 	}
 	before := tc.Stats()
-	tokens := tc.CountAll(ctx, p.versions)
+	counts := tc.CountAll(ctx, p.versions)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	after := tc.Stats()
 	r := &Report{Session: opt.Session, Harness: opt.Harness, Since: opt.Since, Skipped: skipped, groups: map[By]map[string]*Figures{},
 		harnesses: map[By]map[string]string{BySession: {}, ByAgent: {}}}
-	r.Counts = receipt.CountStats{
+	r.Counts = tokens.Stats{
 		Events: after.Events - before.Events, Unique: after.Unique - before.Unique,
 		Cached: after.Cached - before.Cached, Counted: after.Counted - before.Counted,
 		Failed: after.Failed - before.Failed, Chunks: after.Chunks - before.Chunks,
@@ -161,7 +161,7 @@ func Meter(ctx context.Context, st *gitstore.Store, opt Options) (*Report, error
 	for _, rd := range p.reads {
 		tok := int64(-1)
 		if rd.ver >= 0 {
-			tok = tokens[rd.ver]
+			tok = counts[rd.ver]
 		}
 		r.Totals.add(rd.cl, tok)
 		byFile[rd.file].add(rd.cl, tok)

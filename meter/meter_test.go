@@ -2,12 +2,12 @@ package meter_test
 
 import (
 	"context"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/git-lossless/git-lossless/meter"
-	"github.com/git-lossless/git-lossless/receipt"
 )
 
 // label is what the test says a read is, by hand, from the scenario
@@ -76,7 +76,7 @@ func scenario() []step {
 }
 
 // expect sums the hand labels into figures, counting tokens of the known
-// strings with receipt.CountText.
+// strings with tokens.CountText.
 func expect(t *testing.T, steps []step, keep func(step) bool) meter.Figures {
 	t.Helper()
 	var f meter.Figures
@@ -236,7 +236,7 @@ func TestMeterTokenCache(t *testing.T) {
 	if cold.Counts.Counted == 0 || cold.Counts.Cached != 0 {
 		t.Fatalf("cold run: %+v, want everything counted", cold.Counts)
 	}
-	warm, err := meter.Meter(ctx, r.st, meter.Options{Counter: receipt.NewTokenCounter(r.st)})
+	warm, err := meter.Meter(ctx, r.st, meter.Options{Counter: tokens.NewCounter(r.st)})
 	if err != nil {
 		t.Fatal(err)
 	}

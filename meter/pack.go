@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/guard"
-	"github.com/git-lossless/git-lossless/receipt"
 	"github.com/git-lossless/git-lossless/secrets"
 )
 
@@ -194,7 +194,7 @@ func BuildPack(ctx context.Context, st *gitstore.Store, opt PackOptions) (*Pack,
 	})
 
 	header := packHeader(p.Window, opt.Budget)
-	htok, err := receipt.CountText(header)
+	htok, err := tokens.CountText(header)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func BuildPack(ctx context.Context, st *gitstore.Store, opt PackOptions) (*Pack,
 			continue
 		}
 		sec := packSection(f.Path, f.Blob, content)
-		n, err := receipt.CountText(sec)
+		n, err := tokens.CountText(sec)
 		if err != nil {
 			return nil, err
 		}
@@ -251,7 +251,7 @@ func BuildPack(ctx context.Context, st *gitstore.Store, opt PackOptions) (*Pack,
 		for _, name := range names {
 			b.WriteString(sections[name])
 		}
-		total, err := receipt.CountText(b.String())
+		total, err := tokens.CountText(b.String())
 		if err != nil {
 			return nil, err
 		}

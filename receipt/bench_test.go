@@ -2,6 +2,7 @@ package receipt_test
 
 import (
 	"context"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"os"
 	"path/filepath"
 	"sync"
@@ -79,8 +80,8 @@ func BenchmarkReceiptBuild(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cache := receipt.NewTokenCounter(st).Dir
-			var last receipt.CountStats
+			cache := tokens.NewCounter(st).Dir
+			var last tokens.Stats
 			b.ResetTimer()
 			for range b.N {
 				if mode == "tokens=cold" {
@@ -91,7 +92,7 @@ func BenchmarkReceiptBuild(b *testing.B) {
 					b.StartTimer()
 				}
 				if !opt.NoTokens {
-					opt.Counter = receipt.NewTokenCounter(st)
+					opt.Counter = tokens.NewCounter(st)
 				}
 				if _, err := receipt.Build(ctx, st, f.Commit, opt); err != nil {
 					b.Fatal(err)

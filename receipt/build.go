@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"strings"
 	"time"
 
@@ -19,9 +20,9 @@ type Options struct {
 	Now func() time.Time
 	// NoTokens skips token counting (counts are then zero).
 	NoTokens bool
-	// Counter counts the tokens (nil: NewTokenCounter(st), with the
+	// Counter counts the tokens (nil: tokens.NewCounter(st), with the
 	// repository's cache). Pass one to read its Stats afterwards.
-	Counter *TokenCounter
+	Counter *tokens.Counter
 	// HarnessOf maps a writer to its agent harness's name for events
 	// that do not name theirs (note.Input.HarnessOf); nil: only the
 	// events' own field names a context's harness.
@@ -52,7 +53,7 @@ func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) 
 		// Nearly every build counts something new (the edits of the
 		// session being committed): build the tokenizer on the second
 		// core while this one reads the archive.
-		preloadTokenizer()
+		tokens.Preload()
 	}
 	c, err := ReadCommit(st, commit)
 	if err != nil {
@@ -154,7 +155,7 @@ func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) 
 	if !opt.NoTokens {
 		counter := opt.Counter
 		if counter == nil {
-			counter = NewTokenCounter(st)
+			counter = tokens.NewCounter(st)
 		}
 		in.Tokens = func(evs []*gitstore.Event) []int64 { return counter.CountAll(ctx, evs) }
 	}

@@ -5,7 +5,7 @@
 // read and check. What a receipt says, the rule that decides it and its
 // text are package note (receipt/note), which this package imports: here
 // are reading the commit and the events out of the archive (Build), the
-// token counts (TokenCounter), the signing keys (Key, Keyring), the notes
+// token counts (tokens.Counter), the signing keys (Key, Keyring), the notes
 // refs (Save, Load, Find, All) and verification against the archive
 // (Verify).
 //

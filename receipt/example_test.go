@@ -2,11 +2,11 @@ package receipt_test
 
 import (
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"os"
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/receipt"
 	"github.com/git-lossless/git-lossless/receipt/note"
 )
 
@@ -87,7 +87,7 @@ func exampleInput() note.Input {
 		Tokens: func(evs []*gitstore.Event) []int64 {
 			out := make([]int64, len(evs))
 			for i, e := range evs {
-				n, err := receipt.CountText(receipt.ModelText(e, []byte(content[e.Blob])))
+				n, err := tokens.CountText(tokens.ModelText(e, []byte(content[e.Blob])))
 				if err != nil {
 					n = -1
 				}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/git-lossless/git-lossless/internal/cli"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,6 @@ import (
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/internal/testkit/receiptfixture"
 	"github.com/git-lossless/git-lossless/meter"
-	"github.com/git-lossless/git-lossless/receipt"
 )
 
 // `git lossless bench meter`: the issue's meter target measured on the
@@ -113,7 +113,7 @@ func runBenchMeter(ctx context.Context, e *env, events, rounds int, keep string)
 	if err != nil {
 		return err
 	}
-	cache := receipt.NewTokenCounter(st).Dir
+	cache := tokens.NewCounter(st).Dir
 	run := func() (*meter.Report, time.Duration, error) {
 		t0 := time.Now()
 		s, err := gitstore.OpenDir(built.Dir, gitstore.Options{})

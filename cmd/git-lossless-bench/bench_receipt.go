@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/git-lossless/git-lossless/internal/cli"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -250,7 +251,7 @@ func (b *receiptBench) proc(ctx context.Context, stdin []byte, name string, args
 
 // tokenCache is the directory of the repository's token count cache:
 // removed, every count is new.
-func (b *receiptBench) tokenCache() string { return receipt.NewTokenCounter(b.st).Dir }
+func (b *receiptBench) tokenCache() string { return tokens.NewCounter(b.st).Dir }
 
 func (b *receiptBench) dropTokenCache() error {
 	if err := os.RemoveAll(b.tokenCache()); err != nil {
@@ -263,13 +264,13 @@ func (b *receiptBench) dropTokenCache() error {
 // and `git lossless receipt --refresh` as fresh processes, cold and warm.
 func (b *receiptBench) benchBuild(ctx context.Context) error {
 	var cold, warm samples
-	var stats receipt.CountStats
+	var stats tokens.Stats
 	var r *note.Receipt
 	for i := range b.o.rounds {
 		if err := b.dropTokenCache(); err != nil {
 			return err
 		}
-		tc := receipt.NewTokenCounter(b.st)
+		tc := tokens.NewCounter(b.st)
 		t0 := time.Now()
 		got, err := receipt.Build(ctx, b.st, b.fx.Commit, receipt.Options{Counter: tc})
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/git-lossless/git-lossless/internal/cli"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,7 +20,6 @@ import (
 	"github.com/git-lossless/git-lossless/hooks/claudecode/replay"
 	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 	"github.com/git-lossless/git-lossless/internal/testkit/transcriptgen"
-	"github.com/git-lossless/git-lossless/receipt"
 )
 
 // `git lossless bench replay [DIR...]`: the two figures the first tool
@@ -228,7 +228,7 @@ func runBenchReplay(ctx context.Context, e *env, o replayBenchOpts) error {
 
 	// The o200k codec is built once per process (tens of ms): a cost of
 	// the process, not of the megabytes replayed, paid before timing.
-	if _, err := receipt.CountText("warm"); err != nil {
+	if _, err := tokens.CountText("warm"); err != nil {
 		return fmt.Errorf("bench replay: %w", err)
 	}
 	t0 = time.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/git-lossless/git-lossless/internal/cli"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/meter"
-	"github.com/git-lossless/git-lossless/receipt"
 )
 
 // TestMeterAndPackCLI drives `git lossless meter` and `git lossless pack`
@@ -67,7 +67,7 @@ func TestMeterAndPackCLI(t *testing.T) {
 	add(m(8), "sess-2", "", "restore", "notes.md", b1)                // first
 	add(m(9), "sess-2", "", "read", "notes.md", b1)                   // saveable
 	tok := func(s string) int64 {
-		n, err := receipt.CountText(s)
+		n, err := tokens.CountText(s)
 		if err != nil {
 			t.Fatal(err)
 		}

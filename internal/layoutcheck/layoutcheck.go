@@ -95,7 +95,7 @@ const HookProgram = Module + "/cmd/git-lossless-hook"
 // (see gitstore.SSHKeys).
 var HookProgramBanned = []string{
 	Module + "/proxy", Module + "/recall", Module + "/receipt", Module + "/mcp",
-	Module + "/hooks/doctor", Testkit,
+	Module + "/hooks/doctor", Module + "/internal/tokens", Testkit,
 	"github.com/modelcontextprotocol/", "github.com/google/jsonschema-go/",
 	"github.com/ProtonMail/go-crypto/", "github.com/tiktoken-go/", "github.com/dlclark/regexp2/",
 	"net", "encoding/gob", "crypto/x509", "runtime/cgo", "golang.org/x/crypto/ssh",
@@ -280,4 +280,70 @@ func LongFiles(pkgs []Package, lines func(path string) (int, error)) []string {
 		}
 	}
 	return out
+}
+
+// TableRows returns the package paths (relative to the module) that a
+// Markdown layout table lists, in order: the first cell of each row, when
+// it is a path in backquotes naming a directory of Go packages (files
+// and data directories are kept too; ImportOrder skips what no package
+// lives in).
+func TableRows(md string) []string {
+	var rows []string
+	in := false
+	for _, l := range strings.Split(md, "\n") {
+		switch {
+		case strings.HasPrefix(l, "| Path | What |"):
+			in = true
+			continue
+		case in && !strings.HasPrefix(l, "|"):
+			in = false
+		}
+		if !in || strings.HasPrefix(l, "|---") {
+			continue
+		}
+		cell := strings.TrimSpace(strings.SplitN(strings.TrimPrefix(l, "|"), "|", 2)[0])
+		if strings.HasPrefix(cell, "`") && strings.HasSuffix(cell, "`") {
+			rows = append(rows, strings.Trim(cell, "`"))
+		}
+	}
+	return rows
+}
+
+// ImportOrder holds the layout table's claim, "top to bottom is the
+// direction of imports": every package belongs to the row of the longest
+// listed path it is under, and its non-test imports within the module
+// belong to its own row or a row below it. It returns one message per
+// import that goes up the table, and one per package no row covers.
+func ImportOrder(rows []string, pkgs []Package) []string {
+	rowOf := func(p string) int {
+		best, bestLen := -1, -1
+		for i, r := range rows {
+			full := Module + "/" + r
+			if under(p, full) && len(full) > bestLen {
+				best, bestLen = i, len(full)
+			}
+		}
+		return best
+	}
+	var bad []string
+	for _, p := range pkgs {
+		if !under(p.ImportPath, Module) {
+			continue
+		}
+		pr := rowOf(p.ImportPath)
+		if pr < 0 {
+			bad = append(bad, fmt.Sprintf("%s is in no row of the layout table", p.ImportPath))
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !under(imp, Module) {
+				continue
+			}
+			if ir := rowOf(imp); ir >= 0 && ir < pr {
+				bad = append(bad, fmt.Sprintf("%s (row %s) imports %s (row %s, above it)", p.ImportPath, rows[pr], imp, rows[ir]))
+			}
+		}
+	}
+	slices.Sort(bad)
+	return bad
 }

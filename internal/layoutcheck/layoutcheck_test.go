@@ -373,3 +373,37 @@ func TestChecksCanFail(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutTableImportOrder: docs/architecture.md's table lists every
+// package, and no package imports one listed above its own row; a
+// listing with an upward import and an unlisted package is caught.
+func TestLayoutTableImportOrder(t *testing.T) {
+	md, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := TableRows(string(md))
+	if len(rows) < 20 {
+		t.Fatalf("found %d rows in docs/architecture.md's table", len(rows))
+	}
+	for _, goos := range platforms {
+		t.Run(goos, func(t *testing.T) {
+			for _, msg := range ImportOrder(rows, goList(t.Context(), t, goos)) {
+				t.Error(msg)
+			}
+		})
+	}
+	got := ImportOrder([]string{"a", "b", "b/c"}, []Package{
+		{ImportPath: Module + "/a", Imports: []string{Module + "/b/c", "fmt"}},
+		{ImportPath: Module + "/b", Imports: []string{Module + "/a"}},
+		{ImportPath: Module + "/b/d", Imports: []string{Module + "/b"}},
+		{ImportPath: Module + "/z"},
+	})
+	want := []string{
+		Module + "/b (row b) imports " + Module + "/a (row a, above it)",
+		Module + "/z is in no row of the layout table",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ImportOrder:\ngot  %q\nwant %q", got, want)
+	}
+}

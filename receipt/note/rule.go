@@ -46,7 +46,7 @@ type Input struct {
 	// Denied reports whether a path is on the deny list.
 	Denied func(p string) bool
 	// Tokens counts the o200k tokens of each event's content as the model
-	// saw it (see ModelText and TokenCounter.CountAll); -1 marks a count
+	// saw it (see tokens.ModelText and tokens.Counter.CountAll); -1 marks a count
 	// that failed, which is left out and reported in the notes. Nil counts
 	// nothing.
 	Tokens func(evs []*gitstore.Event) []int64

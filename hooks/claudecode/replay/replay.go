@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"io"
 	"os"
 	"runtime"
@@ -18,7 +19,6 @@ import (
 	"github.com/git-lossless/git-lossless/hooks/claudecode/cctranscript"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
-	"github.com/git-lossless/git-lossless/receipt"
 )
 
 // Options tunes Replay. The zero value is what the bench uses.
@@ -26,9 +26,9 @@ type Options struct {
 	// Packer plans the pack of the packs figure (nil: HotPack with
 	// DefaultPackBudget).
 	Packer PackPlanner
-	// Counter counts archived contents (nil: receipt.NewTokenCounter,
+	// Counter counts archived contents (nil: tokens.NewCounter,
 	// whose cache lives under the repository's git dir).
-	Counter *receipt.TokenCounter
+	Counter *tokens.Counter
 }
 
 // MaxDivergencesKept bounds the divergences a report lists; all are
@@ -240,7 +240,7 @@ func Replay(ctx context.Context, st *gitstore.Store, sessions []Session, opt Opt
 	}
 	tc := opt.Counter
 	if tc == nil {
-		tc = receipt.NewTokenCounter(st)
+		tc = tokens.NewCounter(st)
 	}
 	packer := opt.Packer
 	if packer == nil {

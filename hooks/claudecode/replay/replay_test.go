@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"io"
 	"os"
 	"os/exec"
@@ -14,7 +15,6 @@ import (
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/internal/testkit"
-	"github.com/git-lossless/git-lossless/receipt"
 )
 
 const (
@@ -120,7 +120,7 @@ func TestReplaySampleLossless(t *testing.T) {
 	// baseline is the three texts counted independently.
 	var want int64
 	for _, s := range []string{"hello world\n", "", "package main\n\nfunc main() {}\n"} {
-		n, err := receipt.CountText(s)
+		n, err := tokens.CountText(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +246,7 @@ func synthetic(root, sid string, files int) Synthetic {
 
 func count(t *testing.T, s string) int64 {
 	t.Helper()
-	n, err := receipt.CountText(s)
+	n, err := tokens.CountText(s)
 	if err != nil {
 		t.Fatal(err)
 	}

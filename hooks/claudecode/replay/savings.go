@@ -2,12 +2,12 @@ package replay
 
 import (
 	"fmt"
+	"github.com/git-lossless/git-lossless/internal/tokens"
 	"sort"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
 	"github.com/git-lossless/git-lossless/gitstore"
-	"github.com/git-lossless/git-lossless/receipt"
 )
 
 // UnchangedNote is what the restore model sends instead of a re-read that
@@ -127,7 +127,7 @@ func (h HotPack) Plan(reads []PackRead, ref func(path string) int64) Pack {
 
 // tally counts the tokens of every Read under each model (see the
 // package doc) into the sessions' counts.
-func (r *replayer) tally(tc *receipt.TokenCounter, planner PackPlanner) error {
+func (r *replayer) tally(tc *tokens.Counter, planner PackPlanner) error {
 	// Archived texts: counted by blob, with the counter's cache.
 	var evs []*gitstore.Event
 	at := map[*gitstore.Event]int{}
@@ -144,9 +144,9 @@ func (r *replayer) tally(tc *receipt.TokenCounter, planner PackPlanner) error {
 		return err
 	}
 	// Texts that are not archived (diffs, notes, the texts of reads the
-	// archive did not give back): the same counts as receipt.CountText,
+	// archive did not give back): the same counts as tokens.CountText,
 	// with a memo of lines shared by all of them.
-	tcount := receipt.NewTextCounter()
+	tcount := tokens.NewTextCounter()
 	memo := map[string]int64{}
 	count := func(s string) (int64, error) {
 		if n, ok := memo[s]; ok {

@@ -1,4 +1,4 @@
-package receipt
+package tokens
 
 import "fmt"
 

@@ -1,4 +1,4 @@
-package receipt
+package tokens
 
 import (
 	"io/fs"
@@ -12,7 +12,7 @@ import (
 	"github.com/git-lossless/git-lossless/internal/testkit/benchdata"
 )
 
-// countFast counts s the way TokenCounter does: chunk by chunk with a
+// countFast counts s the way Counter does: chunk by chunk with a
 // line memo, each chunk piece by piece.
 func countFast(s string) (int64, error) {
 	lm := &lineMemo{m: map[string]int64{}}
@@ -198,18 +198,5 @@ func TestCountWorkersAgree(t *testing.T) {
 	}
 	if lm.hits.Load() == 0 {
 		t.Error("repeated texts reused no line count")
-	}
-}
-
-// indexKey finds what bytes.Index finds.
-func TestIndexKey(t *testing.T) {
-	needle := []byte(`"path":"`)
-	for _, line := range []string{
-		`{"op":"read","path":"a"}`, `{"xpath":"b","path":"a"}`, `path":"x"`, `{"a":"path\":\"","path":"z"}`,
-		`"path":"`, `{"op":"read"}`, ``, `{"path":"a","path":"b"}`,
-	} {
-		if got, want := indexKey([]byte(line), needle), strings.Index(line, string(needle)); got != want {
-			t.Errorf("indexKey(%q) = %d, want %d", line, got, want)
-		}
 	}
 }

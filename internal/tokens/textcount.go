@@ -1,7 +1,7 @@
-package receipt
+package tokens
 
 // TextCounter counts o200k tokens of texts that are not archived (a diff,
-// a short note) the way TokenCounter counts archived contents: chunk by
+// a short note) the way Counter counts archived contents: chunk by
 // chunk (see nextChunk), each distinct chunk and piece once, so that text
 // which repeats lines — diffs of versions of one file, source code — is
 // counted far faster than by CountText, with the same result

@@ -1,4 +1,4 @@
-package receipt
+package tokens
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // tokenizer is the process's o200k_base codec from
 // github.com/tiktoken-go/tokenizer, whose vocabulary is compiled into the
 // binary (no download, no network). It is a lazily built, then immutable,
-// table rather than a field of TokenCounter because building it costs
+// table rather than a field of Counter because building it costs
 // 15-45 ms and every Build makes a new counter: a long-lived process (the
 // benchmarks, a server) pays once. Commands that count nothing never build
 // it. codec.NewO200kBase rather than tokenizer.Get: Get links every
@@ -35,15 +35,15 @@ var tokenizer = sync.OnceValue(func() *codec.Codec {
 	return c
 })
 
-// preloadTokenizer builds the codec in the background, so that a fresh
+// Preload builds the codec in the background, so that a fresh
 // process that will count overlaps the build with reading the archive
 // (which keeps one core busy) instead of paying for it afterwards.
-func preloadTokenizer() { go tokenizer() }
+func Preload() { go tokenizer() }
 
 // CountText returns the number of o200k_base tokens in s, counted in one
 // piece. Invalid UTF-8 is counted as Python's tiktoken counts it after
 // errors="replace". It is the reference the cached, line-wise counting of
-// TokenCounter is tested against.
+// Counter is tested against.
 func CountText(s string) (int64, error) {
 	n, err := tokenizer().Count(s)
 	if err != nil {
@@ -210,7 +210,7 @@ func spanText(content []byte) string {
 	return string(content)
 }
 
-// TokenCounter counts the tokens of events' content, reading the content
+// Counter counts the tokens of events' content, reading the content
 // from the archive. What is counted is content-addressed — a blob shown a
 // way (kind "full", "lines:A-B" or "span", see ModelText) — so one version
 // read by several contexts, or in several events, is counted once, and a
@@ -220,7 +220,7 @@ func spanText(content []byte) string {
 // "<blob> <kind> <count>" per count, appended with one write per build; a
 // blob's bytes never change under its id, so a cached count stays right,
 // and deleting the cache only costs recounting.
-type TokenCounter struct {
+type Counter struct {
 	Store *gitstore.Store
 	// Dir is the cache directory ("" = no cache).
 	Dir string
@@ -229,11 +229,11 @@ type TokenCounter struct {
 
 	mu     sync.Mutex
 	counts map[string]int64 // "<blob> <kind>" -> tokens, read or counted
-	stats  CountStats
+	stats  Stats
 }
 
-// CountStats says what the counter did, for benchmarks and reports.
-type CountStats struct {
+// Stats says what the counter did, for benchmarks and reports.
+type Stats struct {
 	Events  int   // events asked about (with content, not excluded)
 	Unique  int   // distinct blob and kind among them
 	Cached  int   // of those, found in the cache
@@ -252,10 +252,10 @@ const (
 	counterFile   = "counts.txt"
 )
 
-// NewTokenCounter returns a counter with its cache in the store's state
+// NewCounter returns a counter with its cache in the store's state
 // directory (no cache when that cannot be created).
-func NewTokenCounter(st *gitstore.Store) *TokenCounter {
-	tc := &TokenCounter{Store: st}
+func NewCounter(st *gitstore.Store) *Counter {
+	tc := &Counter{Store: st}
 	if d, err := st.StateDir("receipts"); err == nil {
 		tc.Dir = filepath.Join(d, counterDir)
 	}
@@ -263,7 +263,7 @@ func NewTokenCounter(st *gitstore.Store) *TokenCounter {
 }
 
 // Stats returns what the counter has done so far.
-func (tc *TokenCounter) Stats() CountStats {
+func (tc *Counter) Stats() Stats {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	return tc.stats
@@ -287,7 +287,7 @@ func countKey(e *gitstore.Event) string { return e.Blob + " " + kindOf(e) }
 // memory (another process may have added it since). Only the lines of
 // wanted keys are kept, so a cache that has grown with the archive costs
 // a scan, not a map of everything.
-func (tc *TokenCounter) lookup(keys map[string]bool) map[string]int64 {
+func (tc *Counter) lookup(keys map[string]bool) map[string]int64 {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	if tc.counts == nil {
@@ -336,7 +336,7 @@ func (tc *TokenCounter) lookup(keys map[string]bool) map[string]int64 {
 // from the cache when it holds it, else from the archived content, line by
 // line with a memo shared by the build (see nextChunk), on up to Workers
 // goroutines.
-func (tc *TokenCounter) CountAll(ctx context.Context, evs []*gitstore.Event) []int64 {
+func (tc *Counter) CountAll(ctx context.Context, evs []*gitstore.Event) []int64 {
 	out := make([]int64, len(evs))
 	where := map[string][]int{}
 	var order []string // distinct keys, first sight first
@@ -350,7 +350,7 @@ func (tc *TokenCounter) CountAll(ctx context.Context, evs []*gitstore.Event) []i
 		}
 		where[k] = append(where[k], i)
 	}
-	st := CountStats{Events: len(evs), Unique: len(order)}
+	st := Stats{Events: len(evs), Unique: len(order)}
 	if len(order) == 0 {
 		tc.addStats(st)
 		return out
@@ -419,7 +419,7 @@ func (tc *TokenCounter) CountAll(ctx context.Context, evs []*gitstore.Event) []i
 	return out
 }
 
-func (tc *TokenCounter) addStats(s CountStats) {
+func (tc *Counter) addStats(s Stats) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	t := &tc.stats
@@ -433,7 +433,7 @@ func (tc *TokenCounter) addStats(s CountStats) {
 }
 
 // countOne counts one event's content; -1 when it cannot be read.
-func (tc *TokenCounter) countOne(ctx context.Context, e *gitstore.Event, memo *lineMemo, pc *pieceCounter) int64 {
+func (tc *Counter) countOne(ctx context.Context, e *gitstore.Event, memo *lineMemo, pc *pieceCounter) int64 {
 	if ctx.Err() != nil {
 		return -1
 	}
@@ -458,7 +458,7 @@ func (tc *TokenCounter) countOne(ctx context.Context, e *gitstore.Event, memo *l
 // cache file in one write with O_APPEND, so that concurrent builds never
 // interleave within a line (a duplicate line is harmless). A failure to
 // write only costs recounting later.
-func (tc *TokenCounter) remember(counts map[string]int64, lines []byte) {
+func (tc *Counter) remember(counts map[string]int64, lines []byte) {
 	tc.mu.Lock()
 	for k, n := range counts {
 		tc.counts[k] = n
