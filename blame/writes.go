@@ -12,12 +12,10 @@ import (
 	"github.com/git-lossless/git-lossless/hooks"
 )
 
-// versionOps are the ops whose event pins a whole version of a file that
-// a context saw or produced; writeOps those by which a model produced it.
-var (
-	versionOps = map[string]bool{"read": true, "write": true, "edit": true, "attach": true, "restore": true}
-	writeOps   = map[string]bool{"write": true, "edit": true}
-)
+// writeOps are the ops by which a model produced a version of a file (the
+// ops that pin a version a context saw or produced are
+// gitstore.Op.IsFileVersion's).
+var writeOps = map[gitstore.Op]bool{gitstore.OpWrite: true, gitstore.OpEdit: true}
 
 // maxNeedles is the most files whose events are selected by searching
 // for each one's path.
@@ -134,13 +132,13 @@ func (a *archive) load(ctx context.Context, paths []string) error {
 		}
 		sel = nil
 	}
-	evs, err := hooks.FileEvents(ctx, a.st, sel, versionOps)
+	evs, err := hooks.FileEvents(ctx, a.st, sel)
 	if err != nil {
 		return fmt.Errorf("blame: %w", err)
 	}
 	// A pruned version (git lossless prune) is gone on purpose: its
 	// write adds nothing, cached or not.
-	prunes, err := a.st.Select(ctx, gitstore.Selection{Any: [][]byte{[]byte(`"op":"prune"`)}})
+	prunes, err := a.st.Select(ctx, gitstore.Selection{Any: [][]byte{gitstore.OpPrune.Needle()}})
 	if err != nil {
 		return fmt.Errorf("blame: prune records: %w", err)
 	}

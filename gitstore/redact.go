@@ -43,22 +43,8 @@ import (
 	"github.com/git-lossless/git-lossless/secrets"
 )
 
-// OpVault is the op of a vault event.
-const OpVault = "vault"
-
 // VaultFormat is the first member of a vault document.
 const VaultFormat = "git-lossless vault v1"
-
-// IsFileVersion reports whether op's content is a file version (stored as
-// the model saw it, marked with "secrets") rather than conversation text
-// (redacted).
-func IsFileVersion(op string) bool {
-	switch op {
-	case "read", "edit", "write", "attach", "restore":
-		return true
-	}
-	return false
-}
 
 // vaultDoc is the plaintext of a vault blob.
 type vaultDoc struct {
@@ -118,7 +104,7 @@ func (s *Store) scanContent(e *Event, content []byte, redactOn bool) []byte {
 	if !redactOn {
 		return content // lossless.redact off: the scanner does not run at write
 	}
-	if IsFileVersion(e.Op) {
+	if e.Op.IsFileVersion() {
 		if n := secrets.Count(content); n > 0 {
 			setExtra(e, "secrets", json.RawMessage(fmt.Sprint(n)))
 		}
@@ -352,7 +338,7 @@ func (s *Store) RedactWriter(ctx context.Context, writer string, ids []age.Ident
 	var recs []Record
 	orig := map[int64]bool{}
 	for _, e := range evs {
-		if e.Blob == "" || e.Excluded || e.Op == OpVault || e.Op == "prune" {
+		if e.Blob == "" || e.Excluded || e.Op == OpVault || e.Op == OpPrune {
 			continue
 		}
 		content, err := s.OpenContent(ctx, e, ids)
@@ -364,7 +350,7 @@ func (s *Store) RedactWriter(ctx context.Context, writer string, ids []age.Ident
 			continue // pruned or missing content: nothing left to redact
 		}
 		fs := secrets.Scan(content)
-		if IsFileVersion(e.Op) {
+		if e.Op.IsFileVersion() {
 			if len(fs) > 0 {
 				res.FileVersions++
 			}
@@ -417,7 +403,7 @@ func (s *Store) RedactWriter(ctx context.Context, writer string, ids []age.Ident
 		}
 	}
 	reason := fmt.Sprintf("redact: %d conversation span(s) held secrets; redacted copies were appended (\"replaces\" names each original)", len(orig))
-	pr, err := s.Prune(ctx, writer, func(e *Event) bool { return orig[e.Seq] && !IsFileVersion(e.Op) }, reason, dry)
+	pr, err := s.Prune(ctx, writer, func(e *Event) bool { return orig[e.Seq] && !e.Op.IsFileVersion() }, reason, dry)
 	res.Prune = pr
 	if err != nil {
 		return res, fmt.Errorf("prune the originals: %w", err)

@@ -60,7 +60,7 @@ func (h *handler) handBack(ctx context.Context, session bool) error {
 	if b, err := os.ReadFile(mark); err == nil && string(b) == key {
 		return nil // handed back already (the store's dedupe below is the authority; this spares it)
 	}
-	rec := gitstore.Record{Event: h.baseEvent("handback")}
+	rec := gitstore.Record{Event: h.baseEvent(gitstore.OpHandBack)}
 	rec.Tool, rec.View = "", ""
 	rec.Key = key
 	setExtra(&rec, "boundary", jsonStr(ep.Key))

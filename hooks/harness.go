@@ -219,7 +219,7 @@ type Call struct {
 type FileOp struct {
 	// Op is read, write, edit or delete (the call removed the file: no
 	// content, and no evidence of anything).
-	Op string
+	Op gitstore.Op
 	// Path is the file, absolute and clean.
 	Path string
 	// Content is what the model was shown (read) or wrote (write), when

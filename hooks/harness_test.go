@@ -51,7 +51,7 @@ func (f fakeHarness) Decode(ev HookEvent, r io.Reader) (Call, error) {
 		c.Shell = &Shell{Command: p.Sh.Cmd, Output: p.Sh.Out, HasOutput: true}
 	}
 	for _, f := range p.Files {
-		op := FileOp{Op: f.Op, Path: f.Path}
+		op := FileOp{Op: gitstore.Op(f.Op), Path: f.Path}
 		if f.Text != "" {
 			op.Content, op.HasContent = []byte(f.Text), true
 		}

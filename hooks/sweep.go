@@ -696,7 +696,7 @@ func (b *sweepBatch) addLine(tl *transcript.Line) {
 				extra["epoch"] = jsonscan.Quote(ep.Key)
 			}
 		case *transcript.CompactBoundary:
-			r.Op, r.Key = "compact", x.Key
+			r.Op, r.Key = gitstore.OpCompact, x.Key
 			if x.Trigger != "" {
 				extra["trigger"] = jsonscan.Quote(x.Trigger)
 			}
@@ -708,7 +708,7 @@ func (b *sweepBatch) addLine(tl *transcript.Line) {
 			if content == nil {
 				continue
 			}
-			r.Op = "span"
+			r.Op = gitstore.OpSpan
 			// Conversation text is encrypted like the proxy's spans when
 			// lossless.encrypt is on; the store redacts secrets first.
 			r.Content, r.HasContent, r.Encrypt = content, true, true
@@ -742,9 +742,9 @@ func (b *sweepBatch) addLine(tl *transcript.Line) {
 			continue // no key (a line without uuid): it could not be deduped
 		}
 		switch r.Op {
-		case "span":
+		case gitstore.OpSpan:
 			b.stats.Spans++
-		case "compact":
+		case gitstore.OpCompact:
 			b.stats.Compactions++
 		default:
 			b.stats.Evidence++

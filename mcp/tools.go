@@ -425,7 +425,7 @@ func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFi
 	if in.Lines != "" && (from != 1 || to != len(lines)) {
 		view = fmt.Sprintf("lines:%d-%d", from, to)
 	}
-	rec := gitstore.Record{Event: gitstore.Event{TS: s.cfg.Now(), Op: "read", Source: "mcp", Session: session, Agent: in.Agent, View: view, Tool: "mcp:read_file"},
+	rec := gitstore.Record{Event: gitstore.Event{TS: s.cfg.Now(), Op: gitstore.OpRead, Source: "mcp", Session: session, Agent: in.Agent, View: view, Tool: "mcp:read_file"},
 		Content: data, HasContent: true}
 	rec.SetPath(rel)
 	var writer string

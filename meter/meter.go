@@ -275,7 +275,7 @@ func (p *pass) visit(e *gitstore.Event) {
 		p.lastKey, p.lastID = k, id
 	}
 	c := &p.contexts[id]
-	if e.Op == opCompact {
+	if e.Op == gitstore.OpCompact {
 		c.epoch++
 		return
 	}

@@ -530,7 +530,7 @@ func (a *StoreArchive) WriteJournal(ctx context.Context, spans []*Span) (int, er
 	}
 	stored := 0
 	for _, e := range res.Events {
-		if e.Op == "span" {
+		if e.Op == gitstore.OpSpan {
 			stored++
 		}
 	}

@@ -61,12 +61,12 @@ func (ix *Index) plan(ctx context.Context, base manifest, heads []gitstore.Write
 		// writer is read whole and its records come with the lines.
 		var pruned map[string]bool
 		for _, l := range lines {
-			if opOf(l) == "prune" {
+			if gitstore.Op(opOf(l)) == gitstore.OpPrune {
 				pruned = prunedBlobs(l, pruned)
 			}
 		}
 		for _, l := range lines {
-			if opOf(l) != "prune" {
+			if gitstore.Op(opOf(l)) != gitstore.OpPrune {
 				inputs = append(inputs, docInput{line: l, writer: h.Name, epoch: ep, pruned: pruned})
 			}
 		}
@@ -148,8 +148,8 @@ func (ix *Index) selectLines(ctx context.Context, writer string, after int64) ([
 // file version) or is a prune record. A line whose op cannot be found
 // cheaply (not canonical) is kept, and decided after parsing.
 func wantLine(l []byte) bool {
-	op := opOf(l)
-	return op == "" || op == "span" || op == "prune" || gitstore.IsFileVersion(op)
+	op := gitstore.Op(opOf(l))
+	return op == "" || op == gitstore.OpSpan || op == gitstore.OpPrune || op.IsFileVersion()
 }
 
 // opOf returns a canonical line's op ("" when it cannot be found

@@ -185,7 +185,7 @@ func docMetaOf(f *eventFields, writer string) (docMeta, bool) {
 		}
 	}
 	switch {
-	case f.op == "span":
+	case f.op == gitstore.OpSpan:
 		if m.Flags&flagBlob == 0 {
 			return m, false // withheld or without content: nothing to search or read
 		}
@@ -198,7 +198,7 @@ func docMetaOf(f *eventFields, writer string) (docMeta, bool) {
 		} else {
 			m.Kind = canonicalKind(f.kind)
 		}
-	case gitstore.IsFileVersion(f.op):
+	case f.op.IsFileVersion():
 		m.Kind = KindFile
 	default:
 		return m, false

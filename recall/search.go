@@ -472,7 +472,7 @@ func (ix *Index) hit(ctx context.Context, s *segment, d int, score float64, matc
 	}
 	switch {
 	case m.Kind == KindFile:
-		h.Snippet = m.Op + " " + m.Path
+		h.Snippet = string(m.Op) + " " + m.Path
 		if m.View != "" && m.View != "full" {
 			h.Snippet += " (" + m.View + ")"
 		}

@@ -119,7 +119,7 @@ func (ix *Index) find(ctx context.Context, id string) (*docMeta, error) {
 			continue
 		}
 		f := fieldsOf(&evs[i])
-		if m, ok := docMetaOf(&f, writer); ok || f.op == "span" {
+		if m, ok := docMetaOf(&f, writer); ok || f.op == gitstore.OpSpan {
 			if m.Kind == "" {
 				m.Kind = canonicalKind(f.kind)
 			}

@@ -338,7 +338,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 				continue
 			}
 			res.Checked.Events++
-			if e.Op != "span" || ctxOf(e) != ci+1 {
+			if e.Op != gitstore.OpSpan || ctxOf(e) != ci+1 {
 				res.add(ProblemMismatch, "span of %s: %s#%d is not a span of that context", note.ContextID(ci), e.Writer, e.Seq)
 			} else if msg := harnessMismatch(c, e); msg != "" {
 				res.add(ProblemMismatch, "span of %s: %s#%d %s", note.ContextID(ci), e.Writer, e.Seq, msg)
@@ -411,7 +411,7 @@ func checkWriter(ctx context.Context, st *gitstore.Store, w note.Writer, rep *se
 	broken := false
 	var atHead string
 	prevNeedle := []byte(`"prev":"`)
-	pruneNeedle := []byte(`"op":"prune"`)
+	pruneNeedle := gitstore.OpPrune.Needle()
 	evs, err := st.SelectEvents(ctx, []string{w.Name}, func(_ string, line []byte) bool {
 		n++
 		if p, ok := fieldValue(line, prevNeedle, nil); !ok || p != prev {

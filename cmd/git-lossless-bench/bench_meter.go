@@ -148,7 +148,7 @@ func runBenchMeter(ctx context.Context, e *env, events, rounds int, keep string)
 		}
 		warm = append(warm, d)
 		t0 := time.Now()
-		evs, err := st.Events(ctx, gitstore.Query{Op: "read"})
+		evs, err := st.Events(ctx, gitstore.Query{Op: gitstore.OpRead})
 		if err != nil {
 			return err
 		}

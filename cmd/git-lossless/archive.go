@@ -53,8 +53,8 @@ stored in the events or as a ref name, and pushed with the archive.`,
 			source := fs.String("source", "cli", "who recorded: cli, hook, sweep, proxy or mcp")
 			quiet := fs.BoolP("quiet", "q", false, "print nothing on success")
 			return func(ctx context.Context, e *env, args []string) error {
-				switch *op {
-				case "read", "edit", "write":
+				switch gitstore.Op(*op) {
+				case gitstore.OpRead, gitstore.OpEdit, gitstore.OpWrite:
 				case "":
 					return cli.Usagef("--op is required: read, edit or write")
 				default:
@@ -101,7 +101,7 @@ stored in the events or as a ref name, and pushed with the archive.`,
 						fmt.Fprintf(e.Stderr, "git-lossless: error: %v\n", err)
 						continue
 					}
-					rec.Op, rec.Session, rec.Agent, rec.Sidechain = *op, *session, *agent, *agent != ""
+					rec.Op, rec.Session, rec.Agent, rec.Sidechain = gitstore.Op(*op), *session, *agent, *agent != ""
 					rec.View, rec.Key, rec.Source = *view, *key, *source
 					recs = append(recs, rec)
 				}
@@ -154,7 +154,7 @@ func addFilterFlags(fs *pflag.FlagSet) *filterFlags {
 }
 
 func (f *filterFlags) query(now time.Time) (gitstore.Query, error) {
-	q := gitstore.Query{Session: *f.session, Agent: *f.agent, Path: *f.path, Op: *f.op, Source: *f.source, Limit: *f.limit}
+	q := gitstore.Query{Session: *f.session, Agent: *f.agent, Path: *f.path, Op: gitstore.Op(*f.op), Source: *f.source, Limit: *f.limit}
 	if *f.writer != "" {
 		q.Writers = []string{*f.writer}
 	}

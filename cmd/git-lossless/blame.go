@@ -298,7 +298,7 @@ func printBlamePorcelain(bw *bufio.Writer, lines []blame.Line) {
 			kv("session", o.Session)
 			kv("agent", o.Agent)
 			kv("model", o.Model)
-			kv("op", o.Op)
+			kv("op", string(o.Op))
 			kv("tool", o.Tool)
 			kv("call", o.Call)
 			kv("time", o.TS.UTC().Format(time.RFC3339Nano))

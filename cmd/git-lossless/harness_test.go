@@ -52,7 +52,7 @@ func harnessArchive(t *testing.T, sb *sandbox) harnessFixture {
 		t.Helper()
 		n++
 		r := gitstore.Record{Event: gitstore.Event{TS: at.Add(time.Duration(n) * time.Second), Session: session,
-			Source: "hook", Op: op, Harness: harness}}
+			Source: "hook", Op: gitstore.Op(op), Harness: harness}}
 		r.Content, r.HasContent = []byte(content), true
 		switch op {
 		case "span":

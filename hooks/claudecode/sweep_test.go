@@ -130,7 +130,7 @@ func TestSweepSampleSession(t *testing.T) {
 		if e.Sidechain != (e.Agent != "") {
 			t.Fatalf("sidechain: %s", e.Raw)
 		}
-		if !swSeenOps[e.Op] {
+		if !swSeenOps[string(e.Op)] {
 			continue
 		}
 		if e.Blob == "" {

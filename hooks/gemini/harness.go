@@ -21,6 +21,8 @@ import (
 	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // Name is Gemini CLI's harness name: Event.Harness of everything
@@ -135,9 +137,9 @@ func (Harness) Decode(ev hooks.HookEvent, stdin io.Reader) (hooks.Call, error) {
 		case err != nil:
 			c.ToolErr = err
 		case ok:
-			op := "edit"
+			op := gitstore.OpEdit
 			if p.ToolName == ToolWriteFile {
-				op = "write"
+				op = gitstore.OpWrite
 			}
 			c.Files = []hooks.FileOp{{Op: op, Path: path}}
 		}
@@ -161,7 +163,7 @@ func (Harness) Decode(ev hooks.HookEvent, stdin io.Reader) (hooks.Call, error) {
 // fileOp is one Seen as the runtime's FileOp.
 func fileOp(s Seen) hooks.FileOp {
 	f := hooks.FileOp{Op: s.Op, Path: s.Path}
-	if s.Op != "read" {
+	if s.Op != gitstore.OpRead {
 		return f // the file as the call left it on disk
 	}
 	if !s.HasContent {

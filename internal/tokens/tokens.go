@@ -142,7 +142,7 @@ func (lm *lineMemo) count(s string, pc *pieceCounter) (int64, error) {
 //     tool name and raw "input" of a tool call, the "content" of a tool
 //     result (a string, or the text blocks of an array).
 func ModelText(e *gitstore.Event, content []byte) string {
-	if e.Op == "span" {
+	if e.Op == gitstore.OpSpan {
 		return spanText(content)
 	}
 	if rest, ok := strings.CutPrefix(e.View, "lines:"); ok {
@@ -271,7 +271,7 @@ func (tc *Counter) Stats() Stats {
 
 func kindOf(e *gitstore.Event) string {
 	switch {
-	case e.Op == "span":
+	case e.Op == gitstore.OpSpan:
 		return "span"
 	case strings.HasPrefix(e.View, "lines:"):
 		return e.View
