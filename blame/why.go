@@ -204,7 +204,7 @@ func whyContext(ctx context.Context, st *gitstore.Store, o *Origin, w *Why, opt 
 		if i == maxCallSpans {
 			break
 		}
-		body, err := st.OpenContent(ctx, *e, opt.Identities)
+		body, err := st.Crypt().OpenContent(ctx, *e, opt.Identities)
 		if err != nil {
 			if w.Call == nil {
 				w.Call = &Call{ID: o.Call, Tool: o.Tool, Locked: true}
@@ -311,7 +311,7 @@ func absDur(d time.Duration) time.Duration {
 // requestText is a user text span's words, masked as recall masks;
 // locked when it is encrypted to an identity not given.
 func requestText(ctx context.Context, st *gitstore.Store, ev *gitstore.Event, ids []age.Identity) (string, bool) {
-	body, err := st.OpenContent(ctx, *ev, ids)
+	body, err := st.Crypt().OpenContent(ctx, *ev, ids)
 	if err != nil {
 		return "", true
 	}

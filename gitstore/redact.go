@@ -221,7 +221,8 @@ func (v *Vault) Len() int { return len(v.values) }
 // OpenVault reads writer's vault events and decrypts them with ids and the
 // local identity (when it exists). Entries none of them unlocks are
 // counted as locked, not an error.
-func (s *Store) OpenVault(ctx context.Context, writer string, ids []age.Identity) (*Vault, error) {
+func (c Crypt) OpenVault(ctx context.Context, writer string, ids []age.Identity) (*Vault, error) {
+	s := c.s
 	evs, err := s.Events(ctx, Query{Writers: []string{writer}, Op: OpVault})
 	if err != nil {
 		return nil, err
@@ -233,7 +234,7 @@ func (s *Store) OpenVault(ctx context.Context, writer string, ids []age.Identity
 			continue
 		}
 		v.Entries++
-		ct, err := s.Blob(ctx, ev.Blob)
+		ct, err := s.Objects().Blob(ctx, ev.Blob)
 		if err != nil {
 			v.Locked++ // pruned or missing: nothing to open
 			continue
@@ -266,12 +267,13 @@ func (s *Store) OpenVault(ctx context.Context, writer string, ids []age.Identity
 // Reveal puts the vaulted values of writer back into text (placeholders
 // the vault does not know stay), returning the text and how many
 // placeholders were replaced and how many were left.
-func (s *Store) Reveal(ctx context.Context, writer string, text []byte, ids []age.Identity) ([]byte, int, int, error) {
+func (c Crypt) Reveal(ctx context.Context, writer string, text []byte, ids []age.Identity) ([]byte, int, int, error) {
+	s := c.s
 	refs := secrets.Placeholders(text)
 	if len(refs) == 0 {
 		return text, 0, 0, nil
 	}
-	v, err := s.OpenVault(ctx, writer, ids)
+	v, err := s.Crypt().OpenVault(ctx, writer, ids)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -334,14 +336,14 @@ func (s *Store) RedactWriter(ctx context.Context, writer string, ids []age.Ident
 			replaced[seq] = true
 		}
 	}
-	encOn, _, encErr := s.Encryption()
+	encOn, _, encErr := s.Crypt().Encryption(ctx)
 	var recs []Record
 	orig := map[int64]bool{}
 	for _, e := range evs {
 		if e.Blob == "" || e.Excluded || e.Op == OpVault || e.Op == OpPrune {
 			continue
 		}
-		content, err := s.OpenContent(ctx, e, ids)
+		content, err := s.Crypt().OpenContent(ctx, e, ids)
 		if errors.Is(err, ErrContentLocked) {
 			res.Locked++
 			continue

@@ -140,7 +140,7 @@ func ReadSessionFacts(ctx context.Context, st *gitstore.Store, opt FactsOptions)
 
 	// Requests: the first real one, and the last few after it.
 	read := func(e gitstore.Event) []byte {
-		b, err := st.OpenContent(ctx, e, nil)
+		b, err := st.Crypt().OpenContent(ctx, e, nil)
 		if err != nil {
 			return nil // locked, withheld or gone: not a fact we have
 		}

@@ -81,7 +81,7 @@ type Harness interface {
 	// wt: the main transcript of session, or of the latest session when
 	// session is "", for the MCP server's tools that default to the
 	// caller's session.
-	Sessions(wt, session string, getenv func(string) string) (SessionFound, error)
+	Sessions(ctx context.Context, wt, session string, getenv func(string) string) (SessionFound, error)
 	// ContextUsage reads how full a context is from its transcript.
 	ContextUsage(transcript string) (ContextUsage, error)
 

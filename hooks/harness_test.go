@@ -78,7 +78,7 @@ func (fakeHarness) SessionOf(p string) string                                { r
 func (fakeHarness) SessionFile(p string) (string, bool)                      { return p, strings.HasSuffix(p, ".fake") }
 func (fakeHarness) TranscriptCwd(string, int64) (string, error)              { return "", nil }
 func (fakeHarness) ImportDirs(string, func(string) string) ([]string, error) { return nil, nil }
-func (fakeHarness) Sessions(string, string, func(string) string) (SessionFound, error) {
+func (fakeHarness) Sessions(context.Context, string, string, func(string) string) (SessionFound, error) {
 	return SessionFound{}, errors.New("none")
 }
 func (fakeHarness) ContextUsage(string) (ContextUsage, error) { return ContextUsage{}, nil }

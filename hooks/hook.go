@@ -550,7 +550,7 @@ func pathNeedle(rel string) []byte {
 func (h *handler) contextEvidence(ctx context.Context, abs string, key fileKey) ([]guard.Evidence, *guard.Boundary, error) {
 	var tr *transcriptAt
 	if tp := h.c.ContextTranscript; tp != "" {
-		t, err := openTranscript(h.st, h.h, tp)
+		t, err := openTranscript(ctx, h.st, h.h, tp)
 		switch {
 		case err == nil:
 			tr = t

@@ -273,7 +273,7 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 		}
 		// A git directory's files (config with remote credentials) are
 		// no version of the project: never shown, never recorded.
-		if why, internal := st.GitInternal(abs); internal {
+		if why, internal := st.GitInternal(ctx, abs); internal {
 			fmt.Fprintf(&b, "=== %s: refused, %s; content not shown\n\n", name, guard.Printable(why))
 			continue
 		}

@@ -268,7 +268,7 @@ func ReadSpan(ctx context.Context, st *gitstore.Store, id string, ids []age.Iden
 	if !found {
 		return gitstore.Event{}, nil, fmt.Errorf("%w %s in %s", ErrNoSpan, id, st.Location().CommonDir)
 	}
-	data, err := st.OpenContent(ctx, ev, ids)
+	data, err := st.Crypt().OpenContent(ctx, ev, ids)
 	if err != nil {
 		return ev, nil, err
 	}

@@ -78,7 +78,7 @@ func (v FileVersion) String() string {
 // keeps one session's versions.
 func (ix *Index) FileHistory(ctx context.Context, p string, session string) ([]FileVersion, error) {
 	defer runtime.KeepAlive(ix)
-	defer ix.damaged()
+	defer ix.damaged(ctx)
 	if p == "" {
 		return nil, errors.New("recall: file history: empty path")
 	}

@@ -170,7 +170,7 @@ const maxPins = 20
 // Handoff makes the hand-off of a session (see HandoffQuery).
 func (ix *Index) Handoff(ctx context.Context, q HandoffQuery) (*Handoff, error) {
 	defer runtime.KeepAlive(ix)
-	defer ix.damaged()
+	defer ix.damaged(ctx)
 	if q.Decisions <= 0 {
 		q.Decisions = 3
 	}

@@ -162,8 +162,8 @@ func (a *archive) open(opt ...Options) *Index {
 }
 
 // indexDir is the recall index's directory.
-func (a *archive) indexDir() string {
-	d, err := a.st.StateDir("recall")
+func (a *archive) indexDir(ctx context.Context) string {
+	d, err := a.st.StateDir(ctx, "recall")
 	if err != nil {
 		a.t.Fatal(err)
 	}

@@ -140,9 +140,9 @@ func (p *processor) process(ctx context.Context, in *docInput) {
 	var data []byte
 	var err error
 	if enc {
-		data, err = p.ix.st.OpenContent(ctx, eventOf(&m), p.ix.opt.Identities)
+		data, err = p.ix.st.Crypt().OpenContent(ctx, eventOf(&m), p.ix.opt.Identities)
 	} else {
-		data, err = p.ix.st.Blob(ctx, blobHex(&m))
+		data, err = p.ix.st.Objects().Blob(ctx, blobHex(&m))
 	}
 	if err != nil {
 		if !errors.Is(err, gitstore.ErrContentLocked) {

@@ -113,7 +113,7 @@ func runBenchMeter(ctx context.Context, e *env, events, rounds int, keep string)
 	if err != nil {
 		return err
 	}
-	cache := tokens.NewCounter(st).Dir
+	cache := tokens.NewCounter(ctx, st).Dir
 	run := func() (*meter.Report, time.Duration, error) {
 		t0 := time.Now()
 		s, err := gitstore.OpenDir(built.Dir, gitstore.Options{})

@@ -336,7 +336,7 @@ func (b *recallBench) benchReindex(ctx context.Context) error {
 	}
 	rate := mb(int(b.bytes)) / wall.pct(50).Seconds()
 	var disk int64
-	if dir, err := b.st.StateDir("recall"); err == nil {
+	if dir, err := b.st.StateDir(ctx, "recall"); err == nil {
 		disk = dirSize(dir)
 	}
 	peer := "-"
@@ -407,7 +407,7 @@ func (b *recallBench) peerTexts(ctx context.Context) error {
 		return err
 	}
 	for _, ev := range evs {
-		data, err := b.st.Blob(ctx, ev.Blob)
+		data, err := b.st.Objects().Blob(ctx, ev.Blob)
 		if err != nil {
 			continue
 		}

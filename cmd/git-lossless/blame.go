@@ -77,7 +77,7 @@ changed is the person's. The rule is in blame/FORMAT.md.
 				}
 				opt := blame.Options{Moves: *moves, Copies: *copies, Requests: *requests, HarnessOf: harnesses.WriterHarness()}
 				if *identity != "" || *why != "" || *requests {
-					ids, err := st.LoadIdentities(*identity, e.Getenv)
+					ids, err := st.Crypt().LoadIdentities(ctx, *identity, e.Getenv)
 					if err != nil {
 						return err
 					}

@@ -42,7 +42,7 @@ func harnessArchive(t *testing.T, sb *sandbox) harnessFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := st.OwnWriterName(gitstore.FamilyProxy, "localhost_8080")
+	proxy, err := st.OwnWriterName(t.Context(), gitstore.FamilyProxy, "localhost_8080")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func harnessArchive(t *testing.T, sb *sandbox) harnessFixture {
 		add(w.writer, w.harness, w.session, "span", "", `{"role":"user","text":"please look at `+w.word+` and sharedword"}`)
 	}
 	add(proxy, "", "", "span", "", `{"summary":"proxyword sharedword"}`)
-	mcp, err := st.OwnWriterName(gitstore.FamilyMCP, "")
+	mcp, err := st.OwnWriterName(t.Context(), gitstore.FamilyMCP, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func (r *hookRig) events(op string) []gitstore.Event {
 
 func (r *hookRig) blob(id string) string {
 	r.t.Helper()
-	b, err := r.store().Blob(context.Background(), id)
+	b, err := r.store().Objects().Blob(context.Background(), id)
 	if err != nil {
 		r.t.Fatalf("blob %s: %v", id, err)
 	}
@@ -359,7 +359,7 @@ func TestPostToolUseSweepsInTheSameAppend(t *testing.T) {
 	if err != nil || w.Seq != 2 {
 		t.Fatalf("writer after one post-tool-use: %+v %v, want 2 events", w, err)
 	}
-	if c := readCursor(st, r.tpath); c == nil || c.Offset != swSize(t, r.tpath) {
+	if c := readCursor(t.Context(), st, r.tpath); c == nil || c.Offset != swSize(t, r.tpath) {
 		t.Fatalf("cursor %+v, want at the end of the transcript", c)
 	}
 	// One batch commit holds both (as plain git sees the writer's ref).

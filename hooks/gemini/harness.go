@@ -23,6 +23,8 @@ import (
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+
+	"context"
 )
 
 // Name is Gemini CLI's harness name: Event.Harness of everything
@@ -398,7 +400,7 @@ func getenvOr(getenv func(string) string) func(string) string {
 // Sessions implements hooks.Harness: the main chat of session (the most
 // recently written when session is "") among the chats whose project
 // directory is the work tree wt.
-func (Harness) Sessions(wt, session string, getenv func(string) string) (hooks.SessionFound, error) {
+func (Harness) Sessions(ctx context.Context, wt, session string, getenv func(string) string) (hooks.SessionFound, error) {
 	d, err := Dir(getenvOr(getenv))
 	if err != nil {
 		return hooks.SessionFound{}, err

@@ -254,9 +254,9 @@ const (
 
 // NewCounter returns a counter with its cache in the store's state
 // directory (no cache when that cannot be created).
-func NewCounter(st *gitstore.Store) *Counter {
+func NewCounter(ctx context.Context, st *gitstore.Store) *Counter {
 	tc := &Counter{Store: st}
-	if d, err := st.StateDir("receipts"); err == nil {
+	if d, err := st.StateDir(ctx, "receipts"); err == nil {
 		tc.Dir = filepath.Join(d, counterDir)
 	}
 	return tc
@@ -443,7 +443,7 @@ func (tc *Counter) countOne(ctx context.Context, e *gitstore.Event, memo *lineMe
 		// as its ciphertext.
 		return -1
 	}
-	content, err := tc.Store.Blob(ctx, e.Blob)
+	content, err := tc.Store.Objects().Blob(ctx, e.Blob)
 	if err != nil {
 		return -1
 	}

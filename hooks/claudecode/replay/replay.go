@@ -240,7 +240,7 @@ func Replay(ctx context.Context, st *gitstore.Store, sessions []Session, opt Opt
 	}
 	tc := opt.Counter
 	if tc == nil {
-		tc = tokens.NewCounter(st)
+		tc = tokens.NewCounter(ctx, st)
 	}
 	packer := opt.Packer
 	if packer == nil {
@@ -477,7 +477,7 @@ func (r *replayer) sameBytes(ev *gitstore.Event, text []byte) string {
 	if r.verified[ev.Blob] && gitstore.BlobID(text) == ev.Blob {
 		return ""
 	}
-	b, err := r.st.Blob(r.ctx, ev.Blob)
+	b, err := r.st.Objects().Blob(r.ctx, ev.Blob)
 	if err != nil {
 		return fmt.Sprintf("archived blob %s cannot be read back: %v", ev.Blob, err)
 	}
