@@ -55,7 +55,7 @@
 // are masked before they are cut, because a window could cut a secret in
 // two and half a key is still a leak; Span returns the text as archived
 // (placeholders included: revealing them is the caller's business, with
-// gitstore.Store.Reveal), and Mask is for its callers.
+// gitstore.Crypt.Reveal), and Mask is for its callers.
 //
 // # Ranking
 //

@@ -103,7 +103,7 @@ func TestSegmentsStayFew(t *testing.T) {
 	if res := search(t, ix, Query{Text: "okapi", Limit: 1000}); res.Total != n {
 		t.Fatalf("okapi: %d hits, want %d", res.Total, n)
 	}
-	files := segmentFiles(t, a.indexDir())
+	files := segmentFiles(t, a.indexDir(t.Context()))
 	if len(files) != ix.Stats().Segments {
 		t.Errorf("%d segment files on disk, the manifest lists %d: merged-away files were not removed", len(files), ix.Stats().Segments)
 	}
@@ -112,18 +112,18 @@ func TestSegmentsStayFew(t *testing.T) {
 func TestDeletedIndexIsRebuilt(t *testing.T) {
 	a := smallArchive(t)
 	a.open()
-	if err := os.RemoveAll(a.indexDir()); err != nil {
+	if err := os.RemoveAll(a.indexDir(t.Context())); err != nil {
 		t.Fatal(err)
 	}
 	ix := a.open()
 	if st := ix.Stats(); !st.Rebuilt || st.Docs != 120 {
 		t.Fatalf("%+v", st)
 	}
-	if len(segmentFiles(t, a.indexDir())) == 0 {
+	if len(segmentFiles(t, a.indexDir(t.Context()))) == 0 {
 		t.Fatal("no segment written")
 	}
 	// Delete just the manifest: also rebuilt.
-	os.Remove(filepath.Join(a.indexDir(), manifestName))
+	os.Remove(filepath.Join(a.indexDir(t.Context()), manifestName))
 	if st := a.open().Stats(); !st.Rebuilt || st.Docs != 120 {
 		t.Fatalf("%+v", st)
 	}
@@ -159,7 +159,7 @@ func TestCorruptIndexIsRebuilt(t *testing.T) {
 			a := smallArchive(t)
 			a.add("cc-s0", a.span("s0", "user", "the pangolin"))
 			a.open()
-			c.spoil(t, a.indexDir())
+			c.spoil(t, a.indexDir(t.Context()))
 			ix := a.open()
 			st := ix.Stats()
 			if !st.Rebuilt || st.Docs != 121 {
@@ -183,7 +183,7 @@ func TestDamagedPage(t *testing.T) {
 	a := smallArchive(t)
 	a.add("cc-s0", a.span("s0", "user", "the pangolin"))
 	a.open()
-	flipAt(t, segmentFiles(t, a.indexDir())[0], func(s *segment) uint64 {
+	flipAt(t, segmentFiles(t, a.indexDir(t.Context()))[0], func(s *segment) uint64 {
 		i, ok := s.findTerm([]byte("pangolin"))
 		if !ok {
 			t.Fatal("pangolin not in the segment")
@@ -236,7 +236,7 @@ func TestNoUpdate(t *testing.T) {
 	if st := ix.Stats(); !st.Stale || st.Docs != 0 {
 		t.Fatalf("NoUpdate without an index: %+v", st)
 	}
-	if _, err := os.Stat(filepath.Join(a.indexDir(), manifestName)); err == nil {
+	if _, err := os.Stat(filepath.Join(a.indexDir(t.Context()), manifestName)); err == nil {
 		t.Fatal("NoUpdate wrote an index")
 	}
 	a.open()
@@ -417,11 +417,11 @@ func TestHelperOpen(t *testing.T) {
 func TestReindex(t *testing.T) {
 	a := smallArchive(t)
 	a.open()
-	before := segmentFiles(t, a.indexDir())
+	before := segmentFiles(t, a.indexDir(t.Context()))
 	if err := Reindex(context.Background(), a.st); err != nil {
 		t.Fatal(err)
 	}
-	after := segmentFiles(t, a.indexDir())
+	after := segmentFiles(t, a.indexDir(t.Context()))
 	if len(after) != 1 || slices.Equal(before, after) {
 		t.Fatalf("segments before %v, after %v", before, after)
 	}
@@ -433,7 +433,7 @@ func TestReindex(t *testing.T) {
 func TestIndexFileModes(t *testing.T) {
 	a := smallArchive(t)
 	a.open()
-	dir := a.indexDir()
+	dir := a.indexDir(t.Context())
 	fi, err := os.Stat(dir)
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("index dir: %v %v", fi.Mode(), err)

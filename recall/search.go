@@ -116,7 +116,7 @@ type tokenPlan struct {
 // Search runs a ranked search (see Query).
 func (ix *Index) Search(ctx context.Context, q Query) (Results, error) {
 	defer runtime.KeepAlive(ix)
-	defer ix.damaged() // pages read for the hits count too
+	defer ix.damaged(ctx) // pages read for the hits count too
 	toks, dropped := parseQuery(q.Text)
 	if len(toks) == 0 {
 		if dropped {
@@ -138,7 +138,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Results, error) {
 	if err := ctx.Err(); err != nil {
 		return Results{}, err
 	}
-	if ix.damaged() {
+	if ix.damaged(ctx) {
 		// What a damaged segment yielded is not to be trusted: its hits
 		// are dropped (the index is rebuilt by the next Open).
 		cands = slices.DeleteFunc(cands, func(c cand) bool { return ix.segs[c.seg].bad.Load() })
@@ -472,7 +472,7 @@ func (ix *Index) hit(ctx context.Context, s *segment, d int, score float64, matc
 	}
 	switch {
 	case m.Kind == KindFile:
-		h.Snippet = m.Op + " " + m.Path
+		h.Snippet = string(m.Op) + " " + m.Path
 		if m.View != "" && m.View != "full" {
 			h.Snippet += " (" + m.View + ")"
 		}

@@ -11,6 +11,8 @@ import (
 	"hash/crc32"
 	"math"
 	"sync/atomic"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // segment is an opened segment: its bytes (mapped or in memory) and the
@@ -284,7 +286,7 @@ func (s *segment) meta(d int) docMeta {
 	return docMeta{
 		Writer: s.str(r.Writer), Session: s.str(r.Session), Agent: s.str(r.Agent), Source: s.str(r.Source),
 		Kind: s.str(r.Kind), Tool: s.str(r.Tool), Path: s.str(r.Path), SpanID: s.str(r.SpanID),
-		Op: s.str(r.Op), View: s.str(r.View), Head: s.str(r.Head), Harness: s.str(r.Harness),
+		Op: gitstore.Op(s.str(r.Op)), View: s.str(r.View), Head: s.str(r.Head), Harness: s.str(r.Harness),
 		Seq: r.Seq, TS: r.TS, Bytes: r.Bytes, Blob: r.Blob, Epoch: r.Epoch, Len: r.Len, Flags: r.Flags,
 	}
 }

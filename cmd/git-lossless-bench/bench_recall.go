@@ -301,7 +301,7 @@ func (b *recallBench) corpus(ctx context.Context) error {
 }
 
 func (b *recallBench) count(ctx context.Context) error {
-	evs, err := b.st.Events(ctx, gitstore.Query{Op: "span"})
+	evs, err := b.st.Events(ctx, gitstore.Query{Op: gitstore.OpSpan})
 	if err != nil {
 		return err
 	}
@@ -336,7 +336,7 @@ func (b *recallBench) benchReindex(ctx context.Context) error {
 	}
 	rate := mb(int(b.bytes)) / wall.pct(50).Seconds()
 	var disk int64
-	if dir, err := b.st.StateDir("recall"); err == nil {
+	if dir, err := b.st.StateDir(ctx, "recall"); err == nil {
 		disk = dirSize(dir)
 	}
 	peer := "-"
@@ -402,12 +402,12 @@ func sqlQuote(s string) string {
 // peerTexts collects each span's text (its JSON string values) for the
 // peer.
 func (b *recallBench) peerTexts(ctx context.Context) error {
-	evs, err := b.st.Events(ctx, gitstore.Query{Op: "span"})
+	evs, err := b.st.Events(ctx, gitstore.Query{Op: gitstore.OpSpan})
 	if err != nil {
 		return err
 	}
 	for _, ev := range evs {
-		data, err := b.st.Blob(ctx, ev.Blob)
+		data, err := b.st.Objects().Blob(ctx, ev.Blob)
 		if err != nil {
 			continue
 		}
@@ -595,7 +595,7 @@ func (b *recallBench) benchIncremental(ctx context.Context) error {
 func benchSpan(ts time.Time, kind, text string) gitstore.Record {
 	doc, _ := json.Marshal(map[string]string{"kind": kind, "role": kind, "text": text})
 	k, _ := json.Marshal(kind)
-	return gitstore.Record{Event: gitstore.Event{TS: ts, Session: "recall-bench-incremental", Source: "sweep", Op: "span",
+	return gitstore.Record{Event: gitstore.Event{TS: ts, Session: "recall-bench-incremental", Source: "sweep", Op: gitstore.OpSpan,
 		Extra: map[string]json.RawMessage{"kind": k}}, Content: doc, HasContent: true}
 }
 
