@@ -93,6 +93,14 @@ func TestRankingOrder(t *testing.T) {
 		t.Errorf("compact: ranking %v, want self before other and self-and-other before others-twice (scores %v)", got, scores(res))
 	}
 
+	// Every span with the stem "tabl" says "tables": asked for "tables"
+	// they score in full, asked for "table" (which none says) stemWeight
+	// of that.
+	full, part := search(t, ix, Query{Text: "tables"}).Hits[0].Score, search(t, ix, Query{Text: "table"}).Hits[0].Score
+	if r := part / full; math.Abs(r-stemWeight) > 1e-6 {
+		t.Errorf("table / tables = %g / %g = %g, want stemWeight %g", part, full, r, stemWeight)
+	}
+
 	// No span holds the term "kubern": fragments are the candidates, and
 	// the typo-only span is not one of them.
 	if got, res := rank("kubern"); !slices.Equal(got, []string{"frag-only"}) {

@@ -124,6 +124,7 @@ type expansion struct {
 type formMatch struct {
 	self   bool
 	lo, hi []int32
+	all    []bool // per segment: every document holding the stem holds the word
 }
 
 // tokenPlan is how one query token is scored: each document scores the
@@ -247,6 +248,9 @@ func (ix *Index) score(ctx context.Context, plans []tokenPlan, session, kind, ha
 				}
 				w := float32(e.weight * idf)
 				f := e.form
+				if f != nil && f.all[si] {
+					f = nil // the word itself wherever its stem is
+				}
 				if f != nil && f.lo[si] < f.hi[si] {
 					if formTF == nil {
 						formTF = make([]uint32, s.nDocs)
@@ -339,7 +343,7 @@ func (ix *Index) resolve(toks []queryToken) ([]tokenPlan, map[string]bool) {
 		var exps []expansion
 		if e, ok := ix.lookup(qt.term); ok {
 			e.weight = 1
-			e.form = ix.lookupForm(qt.form)
+			e.form = ix.lookupForm(qt.form, e.ords)
 			exps = append(exps, e)
 		} else if exps = ix.fragments(qt.frag); len(exps) == 0 {
 			exps = ix.typos(qt)
@@ -350,7 +354,7 @@ func (ix *Index) resolve(toks []queryToken) ([]tokenPlan, map[string]bool) {
 			for i, p := range qt.parts {
 				if e, ok := ix.lookup(p); ok {
 					e.weight = 1
-					e.form = ix.lookupForm(qt.partForms[i])
+					e.form = ix.lookupForm(qt.partForms[i], e.ords)
 					matched[e.term] = true
 					plans = append(plans, tokenPlan{exps: []expansion{e}})
 				}
@@ -385,13 +389,15 @@ func (ix *Index) lookup(term string) (expansion, bool) {
 	return e, e.df > 0
 }
 
-// lookupForm locates an exact-form key (appendForm) in every segment;
-// nil for "" (a term that is not a stem).
-func (ix *Index) lookupForm(key string) *formMatch {
+// lookupForm locates an exact-form key (appendForm) in every segment,
+// beside the stem's ordinals there; nil for "" (a term that is not a
+// stem).
+func (ix *Index) lookupForm(key string, stem []int32) *formMatch {
 	if key == "" {
 		return nil
 	}
-	f := &formMatch{self: key[len(key)-1] == formMark, lo: make([]int32, len(ix.segs)), hi: make([]int32, len(ix.segs))}
+	n := len(ix.segs)
+	f := &formMatch{self: key[len(key)-1] == formMark, lo: make([]int32, n), hi: make([]int32, n), all: make([]bool, n)}
 	kb := []byte(key)
 	// The end of a stem's forms: the first term past their prefix
 	// ("=compact>": '>' follows the mark).
@@ -406,6 +412,9 @@ func (ix *Index) lookupForm(key string) *formMatch {
 			}
 		} else if t, ok := s.findTerm(kb); ok {
 			lo, hi = t, t+1
+			// Every document of the stem holds the word: nothing to tell
+			// apart (and no postings to read for it).
+			f.all[si] = stem[si] >= 0 && s.df(t) == s.df(int(stem[si]))
 		}
 		f.lo[si], f.hi[si] = int32(lo), int32(hi)
 	}
