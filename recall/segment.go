@@ -25,7 +25,7 @@ import (
 const (
 	segMagic    = "RCLSEG01"
 	segEndMagic = "RCLEND01"
-	segVersion  = 2
+	segVersion  = 3
 	docRecSize  = 104
 	dictEntSize = 12
 	triEntSize  = 12
@@ -366,16 +366,23 @@ func writerTable(docs []docMeta, str map[string]uint32) []byte {
 
 // trigramIndex returns the trigram entries and lists of a sorted
 // dictionary: for each distinct byte trigram, the ordinals of the terms
-// holding it.
+// holding it. Exact-form terms are left out: a fragment is looked for in
+// stems and whole tokens, as before they were indexed, and the trigram
+// index stays the size it was.
 func trigramIndex(terms []string) (ents, lists []byte) {
 	// (trigram << 32 | term) pairs, made in term order and sorted by
 	// trigram: one stable radix sort, no map.
 	n := 0
 	for _, s := range terms {
-		n += max(0, len(s)-2)
+		if len(s) == 0 || s[0] != formMark {
+			n += max(0, len(s)-2)
+		}
 	}
 	pairs := make([]uint64, 0, n)
 	for t, s := range terms {
+		if len(s) > 0 && s[0] == formMark {
+			continue
+		}
 		first := len(pairs)
 	tri:
 		for i := 0; i+3 <= len(s); i++ {

@@ -338,6 +338,19 @@ func (s *segment) termAt(t int) ([]byte, bool) {
 
 // findTerm binary-searches the dictionary for term.
 func (s *segment) findTerm(term []byte) (int, bool) {
+	lo, ok := s.lowerBound(term)
+	if !ok {
+		return 0, false
+	}
+	if b, ok := s.termAt(lo); ok && bytes.Equal(b, term) {
+		return lo, true
+	}
+	return 0, false
+}
+
+// lowerBound returns the ordinal of the first term not below term
+// (nTerms when there is none); false when a dictionary page is damaged.
+func (s *segment) lowerBound(term []byte) (int, bool) {
 	lo, hi := 0, s.nTerms
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -351,10 +364,7 @@ func (s *segment) findTerm(term []byte) (int, bool) {
 			hi = m
 		}
 	}
-	if b, ok := s.termAt(lo); ok && bytes.Equal(b, term) {
-		return lo, true
-	}
-	return 0, false
+	return lo, true
 }
 
 // df returns term t's document frequency.

@@ -62,8 +62,9 @@ const Command = Module + "/cmd/git-lossless"
 const BenchProgram = Module + "/cmd/git-lossless-bench"
 
 // ShippingBanned are the import paths (each with its subtree) the
-// shipping program must not link.
-var ShippingBanned = []string{Testkit, Module + "/internal/rescan"}
+// shipping program must not link: the fixtures, the peer scanner, and
+// modernc.org (SQLite compiled to Go, the recall bench's FTS5 peer).
+var ShippingBanned = []string{Testkit, Module + "/internal/rescan", "modernc.org"}
 
 // ShippingLinks reports each package of deps (what `go list -deps` of the
 // shipping program prints) that ShippingBanned forbids.

@@ -344,10 +344,12 @@ func TestChecksCanFail(t *testing.T) {
 
 	// The shipping program's banned links are caught, with their
 	// subtrees, and not a path that only shares a prefix.
-	got = ShippingLinks([]string{"fmt", Testkit + "/stubbackend", Module + "/internal/rescan", Module + "/internal/rescanner", Module + "/proxy"})
+	got = ShippingLinks([]string{"fmt", Testkit + "/stubbackend", Module + "/internal/rescan", Module + "/internal/rescanner", Module + "/proxy",
+		"modernc.org/sqlite/lib", "modernc.org.example/x"})
 	want = []string{
 		"git-lossless links " + Testkit + "/stubbackend (banned: " + Testkit + "; the demo and benchmarks live in git-lossless-bench)",
 		"git-lossless links " + Module + "/internal/rescan (banned: " + Module + "/internal/rescan; the demo and benchmarks live in git-lossless-bench)",
+		"git-lossless links modernc.org/sqlite/lib (banned: modernc.org; the demo and benchmarks live in git-lossless-bench)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("ShippingLinks:\ngot  %q\nwant %q", got, want)
