@@ -469,7 +469,7 @@ func TestOldFormatIsRebuilt(t *testing.T) {
 			a.add("cc-old", a.span("s-old", "assistant", "we will migrate the ledger tables tonight"))
 			a.add("cc-old", a.span("s-old", "assistant", "we will migrating the ledger tables tonight"))
 			a.open()
-			downgrade(t, a.indexDir(), c.header, c.version)
+			downgrade(t, a.indexDir(t.Context()), c.header, c.version)
 			ix := a.open()
 			if st := ix.Stats(); !st.Rebuilt || st.Docs != 2 {
 				t.Fatalf("an index of format 2 was not rebuilt: %+v", st)
