@@ -100,7 +100,7 @@ func CheckRemote(ctx context.Context, st *gitstore.Store, t Target, now time.Tim
 		return rc, saveAlarms(st, rid, alarmsAnchors, t.Remote, url, rc.Findings, now)
 	}
 	r := gitstore.Remote{URL: url, Dir: t.Dir}
-	q, err := st.FetchQuarantine(ctx, r, anchorFetchSpecs(rid), checkpointLimits)
+	q, err := st.Transport().FetchQuarantine(ctx, r, anchorFetchSpecs(rid), checkpointLimits)
 	if errors.Is(err, gitstore.ErrOverLimit) {
 		rc.Findings = append(rc.Findings, overLimit(t.Remote, err))
 		return rc, saveAlarms(st, rid, alarmsAnchors, t.Remote, url, rc.Findings, now)
@@ -149,11 +149,11 @@ func anchorFetchSpecs(rid string) []string {
 // by the returned checker's commit, after the quarantine's objects of what
 // was accepted are moved in: a checkpoint refused leaves nothing behind.
 func checkFetched(ctx context.Context, st, view *gitstore.Store, rc *RemoteCheck, rid string, own *Key, recs map[string]RemoteRecord, now time.Time) (*checker, error) {
-	incoming, err := view.RefsUnder(trackingRef(rid, "incoming/"))
+	incoming, err := view.Objects().RefsUnder(ctx, trackingRef(rid, "incoming/"))
 	if err != nil {
 		return nil, err
 	}
-	seen, err := view.RefsUnder(trackingRef(rid, "seen/"))
+	seen, err := view.Objects().RefsUnder(ctx, trackingRef(rid, "seen/"))
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func checkFetched(ctx context.Context, st, view *gitstore.Store, rc *RemoteCheck
 	if err != nil {
 		return nil, err
 	}
-	ownClone, err := CloneID(st)
+	ownClone, err := CloneID(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -218,9 +218,9 @@ func checkFetched(ctx context.Context, st, view *gitstore.Store, rc *RemoteCheck
 			if in == "" {
 				ck.alarm(Finding{Kind: KindRollback, Clone: key, Detail: fmt.Sprintf("checkpoint %d of this clone was anchored here on %s; the remote holds none now", rec.N, rec.Time.Format(time.RFC3339)),
 					Seen: []byte(rec.Checkpoint)})
-			} else if ok, _ := st.IsAncestor(ctx, rec.Commit, in, 0); !ok {
+			} else if ok, _ := st.Objects().IsAncestor(ctx, rec.Commit, in, 0); !ok {
 				ck.alarm(Finding{Kind: KindRollback, Clone: key, Detail: fmt.Sprintf("checkpoint %d of this clone was anchored here on %s; the remote's chain of this clone does not contain it", rec.N, rec.Time.Format(time.RFC3339)),
-					Seen: []byte(rec.Checkpoint), Now: ck.signedAt(in)})
+					Seen: []byte(rec.Checkpoint), Now: ck.signedAt(ctx, in)})
 			}
 		case ModeTags:
 			tag := strings.TrimPrefix(TagName(own.Name(), ownClone, rec.N), strings.TrimPrefix(gitstore.AnchorTagPrefix, "refs/tags/"))
@@ -272,12 +272,12 @@ func (ck *checker) commit(ctx context.Context, q *gitstore.Quarantine) error {
 		if !strings.HasPrefix(ref, trackingRef(ck.rid, "incoming/")) {
 			continue // a writer's or notes ref's stays: its loss is gone-there
 		}
-		if err := ck.w.DeleteTrackingRef(ctx, ref, old); err != nil && !errors.Is(err, gitstore.ErrRefChanged) {
+		if err := ck.w.Objects().DeleteTrackingRef(ctx, ref, old); err != nil && !errors.Is(err, gitstore.ErrRefChanged) {
 			return err
 		}
 	}
 	for _, u := range ck.seenUps {
-		if err := ck.w.SetRef(ctx, u.ref, u.old, u.new); err != nil {
+		if err := ck.w.Objects().SetRef(ctx, u.ref, u.old, u.new); err != nil {
 			return fmt.Errorf("record the accepted checkpoint %s: %w", u.ref, err)
 		}
 	}
@@ -379,11 +379,11 @@ func labelled(what string, signed []byte) []byte {
 
 // signedAt returns the signed checkpoint of a checkpoint commit (nil when
 // unreadable).
-func (ck *checker) signedAt(id string) []byte {
+func (ck *checker) signedAt(ctx context.Context, id string) []byte {
 	if id == "" {
 		return nil
 	}
-	cf, err := ck.st.ReadCommitFiles(id)
+	cf, err := ck.st.Objects().ReadCommitFiles(ctx, id)
 	if err != nil {
 		return nil
 	}
@@ -450,8 +450,8 @@ func (ck *checker) keyChecked(machine string) {
 }
 
 // readCheckpointCommit opens the checkpoint of commit id of clone key.
-func (ck *checker) readCheckpointCommit(id, key string) (*Checkpoint, []byte, []string, bool) {
-	cf, err := ck.st.ReadCommitFiles(id)
+func (ck *checker) readCheckpointCommit(ctx context.Context, id, key string) (*Checkpoint, []byte, []string, bool) {
+	cf, err := ck.st.Objects().ReadCommitFiles(ctx, id)
 	if err != nil {
 		ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: fmt.Sprintf("checkpoint commit %.12s cannot be read: %v", id, err)})
 		return nil, nil, nil, false
@@ -482,25 +482,25 @@ func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
 	case in == old:
 		// Unchanged here since it was accepted: still not older than
 		// what another remote showed of the chain since.
-		if signed := ck.signedAt(in); signed != nil {
+		if signed := ck.signedAt(ctx, in); signed != nil {
 			if c, err := ParseText(noteText(signed)); err == nil {
 				ck.tipCheck(key, c.N, signed, "checkpoint")
 			}
 		}
 		return
 	case in == "":
-		ck.alarm(Finding{Kind: KindRollback, Clone: key, Detail: "the remote deleted this clone's checkpoints", Seen: ck.signedAt(old)})
+		ck.alarm(Finding{Kind: KindRollback, Clone: key, Detail: "the remote deleted this clone's checkpoints", Seen: ck.signedAt(ctx, old)})
 		return
 	}
 	// New commits from in back to old (or the root): each must check and
 	// name its predecessor.
 	if old != "" {
-		if ok, _ := ck.st.IsAncestor(ctx, old, in, 0); !ok {
+		if ok, _ := ck.st.Objects().IsAncestor(ctx, old, in, 0); !ok {
 			kind, how := KindFork, "moved sideways: neither ahead of nor behind"
-			if back, _ := ck.st.IsAncestor(ctx, in, old, 0); back {
+			if back, _ := ck.st.Objects().IsAncestor(ctx, in, old, 0); back {
 				kind, how = KindRollback, "moved backwards from"
 			}
-			ck.compareWriters(kind, key, how, old, in)
+			ck.compareWriters(ctx, kind, key, how, old, in)
 			return
 		}
 	}
@@ -509,14 +509,14 @@ func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
 		// local chain of that clone (a clone of this machine elsewhere has
 		// its own id; a checkpoint of an unknown clone is checked by its
 		// signature alone).
-		if local, _ := ck.st.Ref(gitstore.AnchorPrefix + key); local != "" {
-			if ok, _ := ck.st.IsAncestor(ctx, in, local, 0); !ok {
-				ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: "the remote holds a checkpoint of this clone that this clone never made", Seen: ck.signedAt(local), Now: ck.signedAt(in)})
+		if local, _ := ck.st.Objects().Ref(ctx, gitstore.AnchorPrefix+key); local != "" {
+			if ok, _ := ck.st.Objects().IsAncestor(ctx, in, local, 0); !ok {
+				ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: "the remote holds a checkpoint of this clone that this clone never made", Seen: ck.signedAt(ctx, local), Now: ck.signedAt(ctx, in)})
 				return
 			}
 		}
 	}
-	tip, tipSigned, _, ok := ck.readCheckpointCommit(in, key)
+	tip, tipSigned, _, ok := ck.readCheckpointCommit(ctx, in, key)
 	if !ok {
 		return
 	}
@@ -528,7 +528,7 @@ func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
 	var newer *Checkpoint
 	var newerSigned []byte
 	for steps := 0; id != "" && id != old; steps++ {
-		c, signed, parents, ok := ck.readCheckpointCommit(id, key)
+		c, signed, parents, ok := ck.readCheckpointCommit(ctx, id, key)
 		if !ok {
 			return
 		}
@@ -557,7 +557,7 @@ func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
 		id = parents[0]
 	}
 	if old != "" && newer != nil {
-		oc, osigned, _, ok := ck.readCheckpointCommit(old, key)
+		oc, osigned, _, ok := ck.readCheckpointCommit(ctx, old, key)
 		if !ok {
 			return
 		}
@@ -571,18 +571,18 @@ func (ck *checker) anchorRef(ctx context.Context, key, in, old string) {
 		}
 	}
 	ck.acceptRef("anchor/"+key, old, in)
-	ck.accepted(key, tip, tipSigned)
+	ck.accepted(ctx, key, tip, tipSigned)
 }
 
 // accepted records what was accepted: its writers' heads for every
 // store's Verify, and the chain's new tip for the rest of this check.
-func (ck *checker) accepted(key string, c *Checkpoint, signed []byte) {
+func (ck *checker) accepted(ctx context.Context, key string, c *Checkpoint, signed []byte) {
 	ck.rc.Accepted++
 	var prev []byte
 	if t, ok := ck.tips[key]; ok && t.N < c.N {
 		prev = t.Signed
 	}
-	if err := recordCheckpointHeads(ck.w, c, signed, prev, ck.ownChain(key), "seen on "+ck.rc.Remote); err != nil {
+	if err := recordCheckpointHeads(ctx, ck.w, c, signed, prev, ck.ownChain(key), "seen on "+ck.rc.Remote); err != nil {
 		ck.alarm(Finding{Kind: KindFork, Clone: key, Detail: "accepted, but its heads could not be recorded: " + err.Error()})
 	}
 	if t := ck.tips[key]; c.N > t.N {
@@ -616,8 +616,8 @@ func monotone(older, newer *Checkpoint) string {
 
 // compareWriters reports a checkpoint ref that moved backwards or
 // sideways, per writer whose anchored head it took back or replaced.
-func (ck *checker) compareWriters(kind, key, how, old, in string) {
-	osigned, nsigned := ck.signedAt(old), ck.signedAt(in)
+func (ck *checker) compareWriters(ctx context.Context, kind, key, how, old, in string) {
+	osigned, nsigned := ck.signedAt(ctx, old), ck.signedAt(ctx, in)
 	oc, _ := ParseText(noteText(osigned))
 	nc, _ := ParseText(noteText(nsigned))
 	before := len(ck.rc.Findings)
@@ -665,20 +665,20 @@ func (ck *checker) tag(ctx context.Context, key, in, old string) {
 	case in == old:
 		return
 	case in == "":
-		ck.alarm(Finding{Kind: KindRollback, Clone: clone, Detail: fmt.Sprintf("the remote deleted tag %s", "lossless-anchor/"+key), Seen: ck.tagSigned(old)})
+		ck.alarm(Finding{Kind: KindRollback, Clone: clone, Detail: fmt.Sprintf("the remote deleted tag %s", "lossless-anchor/"+key), Seen: ck.tagSigned(ctx, old)})
 		return
 	case old != "":
-		ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("the remote's tag %s points elsewhere than when it was seen (%.12s, now %.12s)", "lossless-anchor/"+key, old, in), Seen: ck.tagSigned(old), Now: ck.tagSigned(in)})
+		ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("the remote's tag %s points elsewhere than when it was seen (%.12s, now %.12s)", "lossless-anchor/"+key, old, in), Seen: ck.tagSigned(ctx, old), Now: ck.tagSigned(ctx, in)})
 		return
 	}
-	t, err := ck.st.ReadTag(in)
+	t, err := ck.st.Objects().ReadTag(ctx, in)
 	if err != nil {
 		ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("tag %s cannot be read: %v", key, err)})
 		return
 	}
 	machine, _, _ := strings.Cut(clone, "/")
 	var vkey string
-	if cf, err := ck.st.ReadCommitFiles(t.Object); err == nil {
+	if cf, err := ck.st.Objects().ReadCommitFiles(ctx, t.Object); err == nil {
 		vkey = string(cf.Files[keyFile])
 	}
 	v, ok := ck.verifier(machine, vkey, clone)
@@ -696,8 +696,8 @@ func (ck *checker) tag(ctx context.Context, key, in, old string) {
 		return
 	}
 	if own := ck.own; own != nil && c.Machine == own.Name() {
-		if local, _ := ck.st.Ref(gitstore.AnchorTagPrefix + key); local != "" && local != in {
-			ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("the remote's tag %s is not the one this clone made", key), Seen: ck.tagSigned(local), Now: []byte(t.Message)})
+		if local, _ := ck.st.Objects().Ref(ctx, gitstore.AnchorTagPrefix+key); local != "" && local != in {
+			ck.alarm(Finding{Kind: KindFork, Clone: clone, Detail: fmt.Sprintf("the remote's tag %s is not the one this clone made", key), Seen: ck.tagSigned(ctx, local), Now: []byte(t.Message)})
 			return
 		}
 	}
@@ -706,11 +706,11 @@ func (ck *checker) tag(ctx context.Context, key, in, old string) {
 		return
 	}
 	ck.acceptRef("tags/"+key, "", in)
-	ck.accepted(clone, c, []byte(t.Message))
+	ck.accepted(ctx, clone, c, []byte(t.Message))
 }
 
-func (ck *checker) tagSigned(id string) []byte {
-	t, err := ck.st.ReadTag(id)
+func (ck *checker) tagSigned(ctx context.Context, id string) []byte {
+	t, err := ck.st.Objects().ReadTag(ctx, id)
 	if err != nil {
 		return nil
 	}

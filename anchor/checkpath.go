@@ -36,7 +36,7 @@ func checkPath(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid str
 	if err != nil {
 		return err
 	}
-	ownClone, err := CloneID(st)
+	ownClone, err := CloneID(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func checkPath(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid str
 				ps.Newest[clone] = string(b)
 			}
 			changed = true
-			ck.accepted(clone, c, b)
+			ck.accepted(ctx, clone, c, b)
 		}
 	}
 	// The newest file of each chain here, against what was accepted of
@@ -167,7 +167,7 @@ func checkPath(ctx context.Context, st *gitstore.Store, rc *RemoteCheck, rid str
 	}
 	ck.behindTips(newest, "checkpoint file")
 	if own != nil && hasRec && rec.Mode == ModePath {
-		clone, _ := CloneID(st)
+		clone, _ := CloneID(ctx, st)
 		k := own.Name() + "/" + clone + "/" + strconv.FormatInt(rec.N, 10)
 		if _, ok := files[k]; !ok {
 			ck.alarm(Finding{Kind: KindRollback, Clone: own.Name() + "/" + clone, Detail: fmt.Sprintf("checkpoint %d of this clone was anchored here on %s; its file is gone", rec.N, rec.Time.Format(time.RFC3339)), Seen: []byte(rec.Checkpoint)})

@@ -120,11 +120,11 @@ func TestSyncForeignAppendNeverAdopted(t *testing.T) {
 func TestSyncWriterNamedAsAnothersClone(t *testing.T) {
 	w := newSyncWorld(t)
 	a, b := w.clone("a"), w.clone("b")
-	aid, err := a.st.CloneID()
+	aid, err := a.st.CloneID(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	name, err := a.st.OwnWriterName(gitstore.FamilyCLI, "sess")
+	name, err := a.st.OwnWriterName(t.Context(), gitstore.FamilyCLI, "sess")
 	if err != nil {
 		t.Fatal(err)
 	}

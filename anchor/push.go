@@ -58,20 +58,20 @@ type Made struct {
 // is (one signature per change, not per push). Writers whose head cannot be
 // read are left out and named in Skipped.
 func MakeCheckpoint(ctx context.Context, st *gitstore.Store, key *Key, now time.Time) (*Made, error) {
-	clone, err := CloneID(st)
+	clone, err := CloneID(ctx, st)
 	if err != nil {
 		return nil, fmt.Errorf("clone id: %w", err)
 	}
 	ref := AnchorRef(key.Name(), clone)
 	for attempt := 0; ; attempt++ {
-		cur, err := st.Ref(ref)
+		cur, err := st.Objects().Ref(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
 		var last *Checkpoint
 		var lastSigned []byte
 		if cur != "" {
-			cf, err := st.ReadCommitFiles(cur)
+			cf, err := st.Objects().ReadCommitFiles(ctx, cur)
 			if err != nil {
 				return nil, fmt.Errorf("last checkpoint %s: %w", ref, err)
 			}
@@ -93,7 +93,7 @@ func MakeCheckpoint(ctx context.Context, st *gitstore.Store, key *Key, now time.
 			}
 			c.Writers = append(c.Writers, WriterHead{Name: w.Name, Entries: w.Seq, Seal: w.Seal, Commit: w.Commit})
 		}
-		notes, err := st.RefsUnder(gitstore.NotesPrefix)
+		notes, err := st.Objects().RefsUnder(ctx, gitstore.NotesPrefix)
 		if err != nil {
 			return nil, err
 		}
@@ -134,7 +134,7 @@ func MakeCheckpoint(ctx context.Context, st *gitstore.Store, key *Key, now time.
 			return nil, err
 		}
 		msg := fmt.Sprintf("git-lossless checkpoint %d of %s/%s\n\n%d writers, %d notes refs.\n", c.N, c.Machine, c.Clone, len(c.Writers), len(c.Notes))
-		commit, err := st.CommitFiles(ctx, ref, cur, []gitstore.TreeFile{
+		commit, err := st.Objects().CommitFiles(ctx, ref, cur, []gitstore.TreeFile{
 			{Name: checkpointFile, Data: signed},
 			{Name: keyFile, Data: []byte(key.VKey + "\n")},
 		}, msg, "", c.Time)
@@ -223,7 +223,7 @@ func Send(ctx context.Context, st *gitstore.Store, made *Made, targets []Target)
 				Time: made.Checkpoint.Time, Checkpoint: string(made.Signed)}
 			if err := writeRecord(st, rec); err != nil {
 				s.Err = fmt.Errorf("anchored on %s, but the local record failed: %w", t.Remote, err)
-			} else if err := recordCheckpointHeads(st, made.Checkpoint, made.Signed, made.PrevSigned, true, "anchored on "+t.Remote); err != nil {
+			} else if err := recordCheckpointHeads(ctx, st, made.Checkpoint, made.Signed, made.PrevSigned, true, "anchored on "+t.Remote); err != nil {
 				s.Err = fmt.Errorf("anchored on %s, but the local record failed: %w", t.Remote, err)
 			}
 		}
@@ -244,14 +244,14 @@ func resolve(ctx context.Context, st *gitstore.Store, t Target) (string, error) 
 		}
 		return filepath.Clean(p), nil
 	}
-	return st.RemoteURL(ctx, gitstore.Remote{URL: t.Remote, Dir: t.Dir})
+	return st.Transport().RemoteURL(ctx, gitstore.Remote{URL: t.Remote, Dir: t.Dir})
 }
 
 // sendRef pushes the checkpoint commit as the clone's anchor ref,
 // fast-forward only: the remote refuses to move it anywhere else.
 func sendRef(ctx context.Context, st *gitstore.Store, made *Made, t Target, url string) (bool, string, error) {
 	ref := AnchorRef(made.Checkpoint.Machine, made.Checkpoint.Clone)
-	res, err := st.PushRefs(ctx, gitstore.Remote{URL: url, Dir: t.Dir}, []gitstore.RefPush{{Src: made.Commit, Dst: ref}}, false)
+	res, err := st.Transport().PushRefs(ctx, gitstore.Remote{URL: url, Dir: t.Dir}, []gitstore.RefPush{{Src: made.Commit, Dst: ref}}, false)
 	if err != nil {
 		for _, r := range res {
 			if !r.OK && (strings.Contains(r.Summary, "non-fast-forward") || strings.Contains(r.Summary, "fetch first")) {
@@ -272,21 +272,21 @@ func sendTag(ctx context.Context, st *gitstore.Store, made *Made, t Target, url 
 	c := made.Checkpoint
 	name := TagName(c.Machine, c.Clone, c.N)
 	ref := "refs/tags/" + name
-	id, err := st.Ref(ref)
+	id, err := st.Objects().Ref(ctx, ref)
 	if err != nil {
 		return false, ref, err
 	}
 	if id == "" {
-		id, err = st.WriteTag(ctx, name, made.Commit, string(made.Signed), "", c.Time)
+		id, err = st.Objects().WriteTag(ctx, name, made.Commit, string(made.Signed), "", c.Time)
 		if errors.Is(err, gitstore.ErrRefChanged) {
-			id, err = st.Ref(ref) // made by a concurrent push of this checkpoint
+			id, err = st.Objects().Ref(ctx, ref) // made by a concurrent push of this checkpoint
 		}
 		if err != nil {
 			return false, ref, err
 		}
 	}
 	r := gitstore.Remote{URL: url, Dir: t.Dir}
-	res, err := st.PushRefs(ctx, r, []gitstore.RefPush{{Src: id, Dst: ref, Leased: true}}, false)
+	res, err := st.Transport().PushRefs(ctx, r, []gitstore.RefPush{{Src: id, Dst: ref, Leased: true}}, false)
 	if err != nil {
 		remote, lerr := lsRemote(ctx, st, r, ref)
 		if lerr == nil && remote == id {
@@ -303,7 +303,7 @@ func sendTag(ctx context.Context, st *gitstore.Store, made *Made, t Target, url 
 
 // lsRemote returns the remote's value of one ref ("" when it lacks it).
 func lsRemote(ctx context.Context, st *gitstore.Store, r gitstore.Remote, ref string) (string, error) {
-	refs, err := st.LsRemoteRefs(ctx, r, ref)
+	refs, err := st.Transport().LsRemoteRefs(ctx, r, ref)
 	if err != nil {
 		return "", err
 	}

@@ -67,7 +67,7 @@ func writeState(path string, data []byte) error {
 // CloneID returns this clone's id (gitstore.Store.CloneID): it tells
 // two clones of one repository apart, each with its own writers and its
 // own checkpoint chain.
-func CloneID(st *gitstore.Store) (string, error) { return st.CloneID() }
+func CloneID(ctx context.Context, st *gitstore.Store) (string, error) { return st.CloneID(ctx) }
 
 // RemoteID is the short stable id of a remote's resolved URL.
 func RemoteID(url string) string {
@@ -191,7 +191,7 @@ func verifierFor(st *gitstore.Store, own *Key, machine string) (note.Verifier, e
 // left unrecorded, and costs a digest per checkpoint when nothing is
 // missing. A checkpoint that does not check is a Finding.
 func recordAnchoredHeads(ctx context.Context, st *gitstore.Store) ([]Finding, error) {
-	recorded, err := st.RecordedCheckpoints()
+	recorded, err := st.RecordedCheckpoints(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func recordAnchoredHeads(ctx context.Context, st *gitstore.Store) ([]Finding, er
 		return nil, err
 	}
 	for _, a := range all {
-		if err := recordCheckpointHeads(st, a.Checkpoint, a.Signed, nil, a.Own, a.Where); err != nil {
+		if err := recordCheckpointHeads(ctx, st, a.Checkpoint, a.Signed, nil, a.Own, a.Where); err != nil {
 			return nil, err
 		}
 	}
@@ -216,10 +216,10 @@ func recordAnchoredHeads(ctx context.Context, st *gitstore.Store) ([]Finding, er
 // again, which keeps a push of one changed writer among thousands cheap.
 // A prev whose heads were not recorded (anchored/ deleted since) saves
 // nothing, so every head of c is recorded.
-func recordCheckpointHeads(st *gitstore.Store, c *Checkpoint, signed, prevSigned []byte, own bool, where string) error {
+func recordCheckpointHeads(ctx context.Context, st *gitstore.Store, c *Checkpoint, signed, prevSigned []byte, own bool, where string) error {
 	var prev *Checkpoint
 	if prevSigned != nil {
-		if done, err := st.CheckpointRecorded(Digest(prevSigned)); err == nil && done {
+		if done, err := st.CheckpointRecorded(ctx, Digest(prevSigned)); err == nil && done {
 			prev, _ = ParseText(noteText(prevSigned))
 		}
 	}
@@ -237,7 +237,7 @@ func recordCheckpointHeads(st *gitstore.Store, c *Checkpoint, signed, prevSigned
 		}
 		heads = append(heads, gitstore.AnchoredHead{Writer: w.Name, Seq: w.Entries, Seal: w.Seal})
 	}
-	return st.RecordCheckpoint(Digest(signed), heads, kind, label)
+	return st.RecordCheckpoint(ctx, Digest(signed), heads, kind, label)
 }
 
 // seenCheckpoint is the newest accepted checkpoint of one machine's clone
@@ -250,7 +250,7 @@ type seenCheckpoint struct {
 
 // seenCheckpoints reads the accepted (seen) tracking refs and tags.
 func seenCheckpoints(ctx context.Context, st *gitstore.Store) ([]seenCheckpoint, error) {
-	refs, err := st.RefsUnder(gitstore.TrackingPrefix)
+	refs, err := st.Objects().RefsUnder(ctx, gitstore.TrackingPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +280,7 @@ func seenCheckpoints(ctx context.Context, st *gitstore.Store) ([]seenCheckpoint,
 		switch {
 		case strings.HasPrefix(rest, "seen/anchor/"):
 			key := strings.TrimPrefix(rest, "seen/anchor/")
-			cf, err := st.ReadCommitFiles(refs[ref])
+			cf, err := st.Objects().ReadCommitFiles(ctx, refs[ref])
 			if err != nil {
 				continue
 			}
@@ -309,7 +309,7 @@ func seenCheckpoints(ctx context.Context, st *gitstore.Store) ([]seenCheckpoint,
 	}
 	sort.Strings(tk)
 	for _, k := range tk {
-		t, err := st.ReadTag(tagOf[k])
+		t, err := st.Objects().ReadTag(ctx, tagOf[k])
 		if err != nil {
 			continue
 		}
@@ -408,7 +408,7 @@ func anchoredCheckpoints(ctx context.Context, st *gitstore.Store, skip func(sign
 	if err != nil {
 		return nil, nil, err
 	}
-	clone, err := CloneID(st)
+	clone, err := CloneID(ctx, st)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -461,7 +461,7 @@ func CheckNotes(ctx context.Context, st *gitstore.Store) ([]Finding, error) {
 				continue
 			}
 			done[k] = true
-			local, err := st.Ref(gitstore.NotesPrefix + n.Name)
+			local, err := st.Objects().Ref(ctx, gitstore.NotesPrefix+n.Name)
 			if err != nil {
 				return nil, err
 			}
@@ -470,7 +470,7 @@ func CheckNotes(ctx context.Context, st *gitstore.Store) ([]Finding, error) {
 			}
 			ok := false
 			if local != "" {
-				ok, _ = st.IsAncestor(ctx, n.Commit, local, 0)
+				ok, _ = st.Objects().IsAncestor(ctx, n.Commit, local, 0)
 			}
 			if !ok {
 				what := "is gone"

@@ -173,7 +173,7 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 	// The remote's refs and objects arrive in a quarantine, within the
 	// fetch caps: what is refused below (a chain that does not verify, a
 	// checkpoint that does not check) never reaches the archive.
-	q, err := st.FetchQuarantine(ctx, r, specs, gitstore.FetchLimits{})
+	q, err := st.Transport().FetchQuarantine(ctx, r, specs, gitstore.FetchLimits{})
 	if errors.Is(err, gitstore.ErrOverLimit) {
 		res.Anchors.Findings = append(res.Anchors.Findings, overLimit(o.Target.Remote, err))
 		res.Verdict = "refused"
@@ -207,11 +207,11 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 	// Classify, then adopt what is behind or new there. A writer this
 	// clone owns is never adopted from the remote: only this clone
 	// appends to it (classifyOwn).
-	owned, err := st.OwnedWriters()
+	owned, err := st.OwnedWriters(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	clone, err := st.CloneID()
+	clone, err := st.CloneID(ctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -227,11 +227,11 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 		{gitstore.RefPrefix, trackingRef(rid, "lossless/"), before},
 		{gitstore.NotesPrefix, trackingRef(rid, "notes/"), beforeNotes},
 	} {
-		locals, err := st.RefsUnder(kind.local)
+		locals, err := st.Objects().RefsUnder(ctx, kind.local)
 		if err != nil {
 			return nil, false, err
 		}
-		remotes, err := view.RefsUnder(kind.tracking)
+		remotes, err := view.Objects().RefsUnder(ctx, kind.tracking)
 		if err != nil {
 			return nil, false, err
 		}
@@ -293,9 +293,9 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 				remoteView[ref] = rv
 			default:
 				remoteView[ref] = rv
-				if up, _ := view.IsAncestor(ctx, l, rv, 0); up {
+				if up, _ := view.Objects().IsAncestor(ctx, l, rv, 0); up {
 					s.State = StateBehind
-				} else if down, _ := view.IsAncestor(ctx, rv, l, 0); down {
+				} else if down, _ := view.Objects().IsAncestor(ctx, rv, l, 0); down {
 					s.State = StateAhead
 				} else {
 					s.State = StateDiverged
@@ -344,7 +344,7 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 		}
 	}
 	for _, a := range adopt {
-		if err := st.FastForward(ctx, a.ref, a.old, a.new); err != nil {
+		if err := st.Objects().FastForward(ctx, a.ref, a.old, a.new); err != nil {
 			if errors.Is(err, gitstore.ErrRefChanged) {
 				return res, true, nil // a writer here appended meanwhile: again
 			}
@@ -372,7 +372,7 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 	case o.DryRun:
 		res.Verdict = "dry run"
 	default:
-		pushed, err := st.Push(ctx, r, plan, false)
+		pushed, err := st.Transport().Push(ctx, r, plan, false)
 		res.Pushed = pushed
 		if err != nil {
 			for _, p := range pushed {
@@ -390,7 +390,7 @@ func syncOnce(ctx context.Context, st *gitstore.Store, o SyncOptions, r gitstore
 			if u.Notes {
 				tr = trackingRef(rid, "notes/"+u.Name)
 			}
-			if err := st.SetRef(ctx, tr, u.Remote, u.Local); err != nil && !errors.Is(err, gitstore.ErrRefChanged) {
+			if err := st.Objects().SetRef(ctx, tr, u.Remote, u.Local); err != nil && !errors.Is(err, gitstore.ErrRefChanged) {
 				return res, false, err
 			}
 		}
@@ -409,20 +409,20 @@ func classifyOwn(ctx context.Context, st *gitstore.Store, name, l, rv string, ow
 		return StateForeignAppend, fmt.Sprintf("the remote holds writer %s, named as this clone's, which this clone never wrote: not adopted", name), nil
 	}
 	if l != "" {
-		if down, _ := st.IsAncestor(ctx, rv, l, 0); down {
+		if down, _ := st.Objects().IsAncestor(ctx, rv, l, 0); down {
 			return StateAhead, "", nil
 		}
-		if up, _ := st.IsAncestor(ctx, l, rv, 0); up {
-			seq, _, _ := st.HeadOf(rv)
+		if up, _ := st.Objects().IsAncestor(ctx, l, rv, 0); up {
+			seq, _, _ := st.HeadOf(ctx, rv)
 			return StateForeignAppend, fmt.Sprintf("the remote extends this clone's writer %s past %.12s to %.12s (entry %d): batches this clone never wrote; not adopted, and the remote's head is kept as evidence", name, l, rv, seq), nil
 		}
 		return StateDiverged, "neither history contains the other: the writer was rewritten on one side; both are kept (here, and the remote's under the tracking ref)", nil
 	}
-	seen, err := st.Witness(name)
+	seen, err := st.Witness(ctx, name)
 	if err != nil {
 		return "", "", err
 	}
-	seq, sl, err := st.HeadOf(rv)
+	seq, sl, err := st.HeadOf(ctx, rv)
 	if err != nil {
 		return StateRefused, fmt.Sprintf("the remote's head %.12s of this clone's writer %s is not a batch: %v", rv, name, err), nil
 	}
@@ -436,11 +436,11 @@ func classifyOwn(ctx context.Context, st *gitstore.Store, name, l, rv string, ow
 // (a tracking ref the fetches never write, so its objects stay).
 func keepAlarmHead(ctx context.Context, st *gitstore.Store, rid, name, head string) error {
 	ref := trackingRef(rid, "alarm/lossless/"+name)
-	cur, err := st.Ref(ref)
+	cur, err := st.Objects().Ref(ctx, ref)
 	if err != nil || cur == head {
 		return err
 	}
-	if err := st.SetRef(ctx, ref, cur, head); err != nil && !errors.Is(err, gitstore.ErrRefChanged) {
+	if err := st.Objects().SetRef(ctx, ref, cur, head); err != nil && !errors.Is(err, gitstore.ErrRefChanged) {
 		return err
 	}
 	return nil

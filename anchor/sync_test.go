@@ -162,7 +162,7 @@ func (c *syncClone) archiveRefs(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, p := range []string{gitstore.RefPrefix, gitstore.NotesPrefix} {
-		refs, err := c.st.RefsUnder(p)
+		refs, err := c.st.Objects().RefsUnder(t.Context(), p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,7 +466,7 @@ func TestSyncDivergedWriterIsNeverOverwritten(t *testing.T) {
 		if got := a.archiveRefs(t)[wRef]; got != rewritten {
 			t.Fatalf("a's w moved to %s", got)
 		}
-		tracking, err := a.st.RefsUnder(gitstore.TrackingPrefix)
+		tracking, err := a.st.Objects().RefsUnder(t.Context(), gitstore.TrackingPrefix)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -78,7 +78,7 @@ func Scope(ctx context.Context, st *gitstore.Store) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	known, err := st.KnownWriters()
+	known, err := st.KnownWriters(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 	if err != nil {
 		return nil, err
 	}
-	a := newArchive(st, opt.HarnessOf)
+	a := newArchive(ctx, st, opt.HarnessOf)
 	paths := []string{path}
 	seenPath := map[string]bool{path: true}
 	for _, l := range gl {
@@ -66,7 +66,7 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 	if err := a.load(ctx, paths); err != nil {
 		return nil, err
 	}
-	a.index(paths)
+	a.index(ctx, paths)
 	a.cache.flush()
 	// A line is first matched in the blamed version itself (git blame's
 	// output holds it whole when no range is asked for); only lines
@@ -130,7 +130,7 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 	if len(local) > 0 {
 		al := a.newAligner(fv)
 		for _, i := range local {
-			if c := al.match(i, beforeOf(&gl[i]), gl[i].OrigPath); c != nil {
+			if c := al.match(ctx, i, beforeOf(&gl[i]), gl[i].OrigPath); c != nil {
 				gl[i].Origin = a.origin(c, opt)
 			}
 		}
@@ -164,7 +164,7 @@ func File(ctx context.Context, st *gitstore.Store, rev, path string, opt Options
 		if k.commit == Uncommitted {
 			before = time.Time{}
 		}
-		for j, c := range a.attribute(fc, idx, before, k.path) {
+		for j, c := range a.attribute(ctx, fc, idx, before, k.path) {
 			if c != nil {
 				gl[groups[k][j]].Origin = a.origin(c, opt)
 			}
@@ -320,7 +320,7 @@ const slack = time.Second
 //     by aligning: the versions of its latest candidate writes of the
 //     same path (up to alignWrites) are each diffed with fc, and the
 //     first whose added line the diff matches it to wins.
-func (a *archive) attribute(fc *version, idx []int, before time.Time, path string) []*cand {
+func (a *archive) attribute(ctx context.Context, fc *version, idx []int, before time.Time, path string) []*cand {
 	out := make([]*cand, len(idx))
 	var weak []int
 	for j, i := range idx {
@@ -335,7 +335,7 @@ func (a *archive) attribute(fc *version, idx []int, before time.Time, path strin
 	}
 	al := a.newAligner(fc)
 	for _, j := range weak {
-		out[j] = al.match(idx[j], before, path)
+		out[j] = al.match(ctx, idx[j], before, path)
 	}
 	return out
 }
@@ -360,7 +360,7 @@ func (a *archive) newAligner(fc *version) *aligner {
 	return &aligner{a: a, fc: fc, aligned: map[*write][]int{}, addedAt: map[*write]map[int]int{}, strongs: map[strongKey]*write{}}
 }
 
-func (al *aligner) match(i int, before time.Time, path string) *cand {
+func (al *aligner) match(ctx context.Context, i int, before time.Time, path string) *cand {
 	strongAt := func(j int) *write {
 		k := strongKey{j, before, path}
 		w, ok := al.strongs[k]
@@ -375,7 +375,7 @@ func (al *aligner) match(i int, before time.Time, path string) *cand {
 	for _, w := range al.a.latestCandidates(al.fc, i, before, path, strongAt) {
 		m, ok := al.aligned[w]
 		if !ok {
-			if h, err := al.a.hashesOf(w.ev.Blob); err == nil {
+			if h, err := al.a.hashesOf(ctx, w.ev.Blob); err == nil {
 				m = align(h, al.fc.hash)
 			}
 			al.aligned[w] = m
@@ -554,12 +554,12 @@ func (a *archive) contentAt(ctx context.Context, top, commit, path string) ([]by
 		}
 		return b, nil
 	}
-	return blobAt(a.st, commit, path)
+	return blobAt(ctx, a.st, commit, path)
 }
 
 // blobAt reads path in commit's tree from the repository's object store.
-func blobAt(st *gitstore.Store, commit, path string) ([]byte, error) {
-	typ, body, err := st.ReadObject(commit)
+func blobAt(ctx context.Context, st *gitstore.Store, commit, path string) ([]byte, error) {
+	typ, body, err := st.Objects().ReadObject(ctx, commit)
 	if err != nil {
 		return nil, fmt.Errorf("blame: commit %s: %w", short(commit), err)
 	}
@@ -573,7 +573,7 @@ func blobAt(st *gitstore.Store, commit, path string) ([]byte, error) {
 	id := c.Tree
 	parts := strings.Split(path, "/")
 	for n, part := range parts {
-		typ, body, err := st.ReadObject(id)
+		typ, body, err := st.Objects().ReadObject(ctx, id)
 		if err != nil || typ != "tree" {
 			return nil, fmt.Errorf("blame: %s:%s: tree %s unreadable", short(commit), path, short(id))
 		}
@@ -595,7 +595,7 @@ func blobAt(st *gitstore.Store, commit, path string) ([]byte, error) {
 			return nil, fmt.Errorf("blame: %s has no %s", short(commit), path)
 		}
 	}
-	typ, body, err = st.ReadObject(id)
+	typ, body, err = st.Objects().ReadObject(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("blame: %s:%s: %w", short(commit), path, err)
 	}

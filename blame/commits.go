@@ -46,7 +46,7 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 		})
 		close(commits)
 	}()
-	a := newArchive(st, opt.HarnessOf)
+	a := newArchive(ctx, st, opt.HarnessOf)
 	if err := a.load(ctx, nil); err != nil {
 		for range commits {
 		}
@@ -57,7 +57,7 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 	for p := range a.byPath {
 		all = append(all, p)
 	}
-	a.index(all)
+	a.index(ctx, all)
 	a.cache.flush()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -67,7 +67,7 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 		go func() {
 			defer wg.Done()
 			for lc := range commits {
-				if err := a.attributeCommit(st, lc, opt); err != nil {
+				if err := a.attributeCommit(ctx, st, lc, opt); err != nil {
 					mu.Lock()
 					if werr == nil {
 						werr = err
@@ -107,7 +107,7 @@ func Commits(ctx context.Context, st *gitstore.Store, revRange string, opt Optio
 // attributeCommit finds the origin of every added line of one commit
 // that has candidates, reading the commit's version of each such file (by
 // the blob id git log names).
-func (a *archive) attributeCommit(st *gitstore.Store, lc loggedCommit, opt Options) error {
+func (a *archive) attributeCommit(ctx context.Context, st *gitstore.Store, lc loggedCommit, opt Options) error {
 	c := lc.c
 	for fi := range c.Files {
 		f := &c.Files[fi]
@@ -125,11 +125,11 @@ func (a *archive) attributeCommit(st *gitstore.Store, lc loggedCommit, opt Optio
 		var err error
 		if blob := lc.blobs[fi]; blob != "" {
 			var typ string
-			if typ, content, err = a.st.ReadObject(blob); err == nil && typ != "blob" {
+			if typ, content, err = a.st.Objects().ReadObject(ctx, blob); err == nil && typ != "blob" {
 				err = fmt.Errorf("blame: %s:%s is a %s", short(c.Commit), f.Path, typ)
 			}
 		} else {
-			content, err = blobAt(st, c.Commit, f.Path)
+			content, err = blobAt(ctx, st, c.Commit, f.Path)
 		}
 		if err != nil {
 			return err
@@ -144,7 +144,7 @@ func (a *archive) attributeCommit(st *gitstore.Store, lc loggedCommit, opt Optio
 			idx[li] = at
 		}
 		credited := map[*write]bool{}
-		for li, m := range a.attribute(fc, idx, c.CommitTime, f.Path) {
+		for li, m := range a.attribute(ctx, fc, idx, c.CommitTime, f.Path) {
 			if m != nil {
 				f.Added[li].Origin = a.origin(m, opt)
 				credited[m.w] = true

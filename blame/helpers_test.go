@@ -111,7 +111,7 @@ type agent struct {
 
 func (r *repo) event(a agent, op, tool, key, path string, content []byte) gitstore.Event {
 	r.t.Helper()
-	e := gitstore.Event{TS: r.tick(), Session: a.session, Agent: a.sub, Sidechain: a.sub != "", Op: op, Source: "hook",
+	e := gitstore.Event{TS: r.tick(), Session: a.session, Agent: a.sub, Sidechain: a.sub != "", Op: gitstore.Op(op), Source: "hook",
 		View: "full", Tool: tool, Key: key, Harness: a.harness}
 	e.SetPath(path)
 	res, err := r.st.Append(context.Background(), a.writer, []gitstore.Record{{Event: e, Content: content, HasContent: true}})

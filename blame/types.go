@@ -1,25 +1,29 @@
 package blame
 
-import "time"
+import (
+	"time"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+)
 
 // Origin is the archived agent write that introduced a line: the context
 // that made it and the call that made it. A nil *Origin means no archived
 // agent write produced the line: a person wrote it, or an agent the archive
 // did not record.
 type Origin struct {
-	Harness string    `json:"harness,omitempty"` // claude-code, codex, gemini, opencode; "" when unknown
-	Writer  string    `json:"writer"`            // the refs/lossless/<writer> holding the event
-	Seq     int64     `json:"seq"`               // the event's position in the writer's chain
-	Session string    `json:"session,omitempty"`
-	Agent   string    `json:"agent,omitempty"` // subagent; "" for the main context
-	Model   string    `json:"model,omitempty"` // where the archive knows it
-	Op      string    `json:"op"`              // edit or write
-	Tool    string    `json:"tool,omitempty"`  // the tool the model called (Edit, apply_patch, ...)
-	Call    string    `json:"call,omitempty"`  // the tool call's id (the event's key)
-	TS      time.Time `json:"ts"`
-	Path    string    `json:"path"` // the path the write named, repository-relative when inside it
-	Blob    string    `json:"blob"` // the version the write produced
-	Line    int       `json:"line"` // the line's number (from 1) in that version
+	Harness string      `json:"harness,omitempty"` // claude-code, codex, gemini, opencode; "" when unknown
+	Writer  string      `json:"writer"`            // the refs/lossless/<writer> holding the event
+	Seq     int64       `json:"seq"`               // the event's position in the writer's chain
+	Session string      `json:"session,omitempty"`
+	Agent   string      `json:"agent,omitempty"` // subagent; "" for the main context
+	Model   string      `json:"model,omitempty"` // where the archive knows it
+	Op      gitstore.Op `json:"op"`              // edit or write
+	Tool    string      `json:"tool,omitempty"`  // the tool the model called (Edit, apply_patch, ...)
+	Call    string      `json:"call,omitempty"`  // the tool call's id (the event's key)
+	TS      time.Time   `json:"ts"`
+	Path    string      `json:"path"` // the path the write named, repository-relative when inside it
+	Blob    string      `json:"blob"` // the version the write produced
+	Line    int         `json:"line"` // the line's number (from 1) in that version
 	// Request is the user request that led to the write (the last user
 	// prompt of its context before it), masked as recall masks, cut to a
 	// line; filled only when asked for (Options.Requests).

@@ -51,11 +51,11 @@ type Call struct {
 
 // Seen is one file version a context had before the write.
 type Seen struct {
-	Path string    `json:"path"`
-	Op   string    `json:"op"` // read, edit, write, attach, restore
-	TS   time.Time `json:"ts"`
-	Blob string    `json:"blob,omitempty"` // "" for a deny-listed file: accessed, not archived
-	View string    `json:"view,omitempty"`
+	Path string      `json:"path"`
+	Op   gitstore.Op `json:"op"` // read, edit, write, attach, restore
+	TS   time.Time   `json:"ts"`
+	Blob string      `json:"blob,omitempty"` // "" for a deny-listed file: accessed, not archived
+	View string      `json:"view,omitempty"`
 	// CurrentAtWrite: no other version of the file is archived between
 	// this one and the write (the archive knows no newer version then).
 	// Never set for a partial view (View lines:A-B): it pins no version.
@@ -171,7 +171,7 @@ func whyContext(ctx context.Context, st *gitstore.Store, o *Origin, w *Why, opt 
 			continue
 		}
 		mine = append(mine, e)
-		if e.Op == "compact" && strings.HasPrefix(e.Key, "compact:") && e.TS.After(boundary) {
+		if e.Op == gitstore.OpCompact && strings.HasPrefix(e.Key, "compact:") && e.TS.After(boundary) {
 			boundary = e.TS
 		}
 	}
@@ -184,7 +184,7 @@ func whyContext(ctx context.Context, st *gitstore.Store, o *Origin, w *Why, opt 
 	var calls []*gitstore.Event
 	for i := range evs {
 		e := &evs[i]
-		if e.Op != "span" || e.Session != o.Session || e.Agent != o.Agent {
+		if e.Op != gitstore.OpSpan || e.Session != o.Session || e.Agent != o.Agent {
 			continue
 		}
 		switch spanKind(e) {
@@ -204,7 +204,7 @@ func whyContext(ctx context.Context, st *gitstore.Store, o *Origin, w *Why, opt 
 		if i == maxCallSpans {
 			break
 		}
-		body, err := st.OpenContent(ctx, *e, opt.Identities)
+		body, err := st.Crypt().OpenContent(ctx, *e, opt.Identities)
 		if err != nil {
 			if w.Call == nil {
 				w.Call = &Call{ID: o.Call, Tool: o.Tool, Locked: true}
@@ -236,7 +236,7 @@ func whyContext(ctx context.Context, st *gitstore.Store, o *Origin, w *Why, opt 
 	latest := map[string]*gitstore.Event{}
 	for i := range mine {
 		e := &mine[i]
-		if !versionOps[e.Op] {
+		if !e.Op.IsFileVersion() {
 			continue
 		}
 		latest[hooks.RealPath(*e)] = e
@@ -248,7 +248,7 @@ func whyContext(ctx context.Context, st *gitstore.Store, o *Origin, w *Why, opt 
 	sort.Strings(paths)
 	// Whether each was current: the newest version any context archived
 	// of the file at the write's time.
-	all, err := hooks.FileEvents(ctx, st, paths, versionOps)
+	all, err := hooks.FileEvents(ctx, st, paths)
 	if err != nil {
 		return fmt.Errorf("blame: %w", err)
 	}
@@ -311,7 +311,7 @@ func absDur(d time.Duration) time.Duration {
 // requestText is a user text span's words, masked as recall masks;
 // locked when it is encrypted to an identity not given.
 func requestText(ctx context.Context, st *gitstore.Store, ev *gitstore.Event, ids []age.Identity) (string, bool) {
-	body, err := st.OpenContent(ctx, *ev, ids)
+	body, err := st.Crypt().OpenContent(ctx, *ev, ids)
 	if err != nil {
 		return "", true
 	}
@@ -334,8 +334,9 @@ func fillRequests(ctx context.Context, st *gitstore.Store, lines []Line, ids []a
 		k := ctxKey{o.Writer, o.Session, o.Agent}
 		us, ok := users[k]
 		if !ok {
+			spanNeedle := gitstore.OpSpan.Needle()
 			sel := gitstore.Selection{Writers: []string{o.Writer}, Keep: func(_ string, line []byte) bool {
-				return bytes.Contains(line, []byte(`"op":"span"`))
+				return bytes.Contains(line, spanNeedle)
 			}}
 			if o.Session != "" {
 				sel.Any = [][]byte{[]byte(`"session":` + string(jsonscan.Quote(o.Session)))}
@@ -346,7 +347,7 @@ func fillRequests(ctx context.Context, st *gitstore.Store, lines []Line, ids []a
 			}
 			for j := range evs {
 				e := &evs[j]
-				if e.Op == "span" && e.Session == o.Session && e.Agent == o.Agent && spanKind(e) == "user" {
+				if e.Op == gitstore.OpSpan && e.Session == o.Session && e.Agent == o.Agent && spanKind(e) == "user" {
 					us = append(us, e)
 				}
 			}

@@ -12,12 +12,10 @@ import (
 	"github.com/git-lossless/git-lossless/hooks"
 )
 
-// versionOps are the ops whose event pins a whole version of a file that
-// a context saw or produced; writeOps those by which a model produced it.
-var (
-	versionOps = map[string]bool{"read": true, "write": true, "edit": true, "attach": true, "restore": true}
-	writeOps   = map[string]bool{"write": true, "edit": true}
-)
+// writeOps are the ops by which a model produced a version of a file (the
+// ops that pin a version a context saw or produced are
+// gitstore.Op.IsFileVersion's).
+var writeOps = map[gitstore.Op]bool{gitstore.OpWrite: true, gitstore.OpEdit: true}
 
 // maxNeedles is the most files whose events are selected by searching
 // for each one's path.
@@ -101,8 +99,8 @@ type cand struct {
 	i int // index into w.lines
 }
 
-func newArchive(st *gitstore.Store, harnessOf func(string) string) *archive {
-	dir, _ := st.StateDir("blame") // read-only: no cache
+func newArchive(ctx context.Context, st *gitstore.Store, harnessOf func(string) string) *archive {
+	dir, _ := st.StateDir(ctx, "blame") // read-only: no cache
 	return &archive{cache: openCache(dir), st: st, h: newHasher(), harnessOf: harnessOf, byPath: map[string][]*write{},
 		byCtx: map[ctxKey][]cand{}, byPathHash: map[pathHash][]cand{}, first: map[pathHash]firstAdd{}, indexed: map[string]bool{},
 		loaded: map[string]bool{}, recent: map[string]*version{}, hashes: map[string][]uint64{}}
@@ -134,13 +132,13 @@ func (a *archive) load(ctx context.Context, paths []string) error {
 		}
 		sel = nil
 	}
-	evs, err := hooks.FileEvents(ctx, a.st, sel, versionOps)
+	evs, err := hooks.FileEvents(ctx, a.st, sel)
 	if err != nil {
 		return fmt.Errorf("blame: %w", err)
 	}
 	// A pruned version (git lossless prune) is gone on purpose: its
 	// write adds nothing, cached or not.
-	prunes, err := a.st.Select(ctx, gitstore.Selection{Any: [][]byte{[]byte(`"op":"prune"`)}})
+	prunes, err := a.st.Select(ctx, gitstore.Selection{Any: [][]byte{gitstore.OpPrune.Needle()}})
 	if err != nil {
 		return fmt.Errorf("blame: prune records: %w", err)
 	}
@@ -190,14 +188,14 @@ func (a *archive) load(ctx context.Context, paths []string) error {
 }
 
 // versionOf reads and cuts a blob.
-func (a *archive) versionOf(blob string) (*version, error) {
+func (a *archive) versionOf(ctx context.Context, blob string) (*version, error) {
 	a.mu.Lock()
 	if v, ok := a.recent[blob]; ok {
 		a.mu.Unlock()
 		return v, nil
 	}
 	a.mu.Unlock()
-	typ, body, err := a.st.ReadObject(blob)
+	typ, body, err := a.st.Objects().ReadObject(ctx, blob)
 	if err != nil {
 		return nil, fmt.Errorf("blame: reading version %s: %w", blob, err)
 	}
@@ -221,14 +219,14 @@ func (a *archive) versionOf(blob string) (*version, error) {
 
 // hashesOf is the line hashes of a blob, read once (up to maxHashed
 // blobs are kept).
-func (a *archive) hashesOf(blob string) ([]uint64, error) {
+func (a *archive) hashesOf(ctx context.Context, blob string) ([]uint64, error) {
 	a.mu.Lock()
 	h, ok := a.hashes[blob]
 	a.mu.Unlock()
 	if ok {
 		return h, nil
 	}
-	typ, body, err := a.st.ReadObject(blob)
+	typ, body, err := a.st.Objects().ReadObject(ctx, blob)
 	if err != nil {
 		return nil, fmt.Errorf("blame: reading version %s: %w", blob, err)
 	}
@@ -255,14 +253,14 @@ const maxHashed = 4096
 // index computes the added lines of every write of the files and enters
 // them in byPathHash. A write whose versions are gone from the object store
 // (pruned) adds nothing.
-func (a *archive) index(paths []string) {
+func (a *archive) index(ctx context.Context, paths []string) {
 	for _, p := range paths {
 		if a.indexed[p] {
 			continue
 		}
 		a.indexed[p] = true
 		for _, w := range a.byPath[p] {
-			a.addedOf(w)
+			a.addedOf(ctx, w)
 			for i, l := range w.lines {
 				c := cand{w, i}
 				ph := pathHash{w.path, l.h}
@@ -287,7 +285,7 @@ func (a *archive) index(paths []string) {
 	}
 }
 
-func (a *archive) addedOf(w *write) {
+func (a *archive) addedOf(ctx context.Context, w *write) {
 	if w.done {
 		return
 	}
@@ -296,13 +294,13 @@ func (a *archive) addedOf(w *write) {
 		w.lines = lines
 		return
 	}
-	post, err := a.versionOf(w.ev.Blob)
+	post, err := a.versionOf(ctx, w.ev.Blob)
 	if err != nil {
 		return // pruned or unreadable: adds nothing, and is not cached
 	}
 	var preHash []uint64
 	if w.pre != "" {
-		h, err := a.hashesOf(w.pre)
+		h, err := a.hashesOf(ctx, w.pre)
 		if err != nil {
 			return
 		}

@@ -81,7 +81,8 @@ func IsEncrypted(ev *Event) bool {
 // Encryption reports whether lossless.encrypt is on and returns the
 // configured recipients. It fails when encryption is on and the recipients
 // are missing or malformed.
-func (s *Store) Encryption() (on bool, recipients []age.Recipient, err error) {
+func (c Crypt) Encryption(ctx context.Context) (on bool, recipients []age.Recipient, err error) {
+	s := c.s
 	v := s.cfg.Get("lossless.encrypt")
 	if v == "" {
 		return false, nil, nil
@@ -160,7 +161,8 @@ func ParseIdentities(data []byte) ([]age.Identity, error) {
 // lossless.identity (a file path; ~/ expands to the home directory). No
 // source set returns no identities and no error: encrypted content then
 // reads as locked.
-func (s *Store) LoadIdentities(path string, getenv func(string) string) ([]age.Identity, error) {
+func (c Crypt) LoadIdentities(ctx context.Context, path string, getenv func(string) string) ([]age.Identity, error) {
+	s := c.s
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -205,11 +207,11 @@ func (s *Store) LoadIdentities(path string, getenv func(string) string) ([]age.I
 // content encrypted to the configured recipients when r asks for
 // encryption and lossless.encrypt is on, in which case it marks e with
 // "enc":"age".
-func (s *Store) storedContent(r *Record, e *Event, content []byte) ([]byte, error) {
+func (s *Store) storedContent(ctx context.Context, r *Record, e *Event, content []byte) ([]byte, error) {
 	if !r.Encrypt {
 		return content, nil
 	}
-	on, rcpts, err := s.Encryption()
+	on, rcpts, err := s.Crypt().Encryption(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -236,14 +238,15 @@ func (s *Store) storedContent(r *Record, e *Event, content []byte) ([]byte, erro
 // for an encrypted event ("enc":"age") the plaintext, decrypted with ids.
 // Without an identity that unlocks it the error wraps ErrContentLocked (a
 // *LockedError). An event without content is an error.
-func (s *Store) OpenContent(ctx context.Context, ev Event, ids []age.Identity) ([]byte, error) {
+func (c Crypt) OpenContent(ctx context.Context, ev Event, ids []age.Identity) ([]byte, error) {
+	s := c.s
 	if ev.Blob == "" {
 		if ev.Excluded {
 			return nil, errors.New("the event's content was withheld by the deny list")
 		}
 		return nil, errors.New("the event archived no content")
 	}
-	body, err := s.Blob(ctx, ev.Blob)
+	body, err := s.Objects().Blob(ctx, ev.Blob)
 	if err != nil {
 		return nil, err
 	}

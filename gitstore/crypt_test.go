@@ -52,7 +52,7 @@ func TestNeedsSSH(t *testing.T) {
 		{"yes", []string{sshPub}, true},
 	} {
 		_, s := cryptRepo(t, c.encrypt, c.recipients...)
-		if got := s.NeedsSSH(); got != c.want {
+		if got := s.Crypt().NeedsSSH(); got != c.want {
 			t.Errorf("encrypt %q recipients %q: NeedsSSH %v, want %v", c.encrypt, c.recipients, got, c.want)
 		}
 	}
@@ -169,7 +169,7 @@ func TestEncryptedSpan(t *testing.T) {
 
 	// The blob is the ciphertext: its id and sha256 are the ciphertext's,
 	// so verify passes without any key.
-	body, err := s.Blob(ctx, ev.Blob)
+	body, err := s.Objects().Blob(ctx, ev.Blob)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,14 +188,14 @@ func TestEncryptedSpan(t *testing.T) {
 		t.Fatalf("events %v %v", evs, err)
 	}
 	stored := evs[0]
-	if _, err := s.OpenContent(ctx, stored, nil); !errors.Is(err, ErrContentLocked) || !strings.Contains(err.Error(), "locked") {
+	if _, err := s.Crypt().OpenContent(ctx, stored, nil); !errors.Is(err, ErrContentLocked) || !strings.Contains(err.Error(), "locked") {
 		t.Fatalf("without identity: %v, want locked", err)
 	}
 	other, _ := age.GenerateX25519Identity()
-	if _, err := s.OpenContent(ctx, stored, []age.Identity{other}); !errors.Is(err, ErrContentLocked) {
+	if _, err := s.Crypt().OpenContent(ctx, stored, []age.Identity{other}); !errors.Is(err, ErrContentLocked) {
 		t.Fatalf("wrong identity: %v, want locked", err)
 	}
-	got, err := s.OpenContent(ctx, stored, []age.Identity{id1})
+	got, err := s.Crypt().OpenContent(ctx, stored, []age.Identity{id1})
 	if err != nil || !bytes.Equal(got, secret) {
 		t.Fatalf("age identity: %q %v", got, err)
 	}
@@ -203,7 +203,7 @@ func TestEncryptedSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err = s.OpenContent(ctx, stored, sshIDs)
+	got, err = s.Crypt().OpenContent(ctx, stored, sshIDs)
 	if err != nil || !bytes.Equal(got, secret) {
 		t.Fatalf("ssh identity: %q %v", got, err)
 	}
@@ -227,7 +227,7 @@ func TestEncryptedSpan(t *testing.T) {
 	if out := gitRun(t, dir, "cat-file", "--batch-all-objects", "--batch"); strings.Contains(out, "hunter2-9b4d") {
 		t.Errorf("plaintext in a packed object")
 	}
-	got, err = s.OpenContent(ctx, stored, []age.Identity{id1})
+	got, err = s.Crypt().OpenContent(ctx, stored, []age.Identity{id1})
 	if err != nil || !bytes.Equal(got, secret) {
 		t.Fatalf("after gc: %q %v", got, err)
 	}
@@ -250,7 +250,7 @@ func TestEncryptionSettings(t *testing.T) {
 		if IsEncrypted(&res.Events[0]) {
 			t.Fatalf("encrypt=%q: encrypted", v)
 		}
-		if got, err := s.OpenContent(ctx, res.Events[0], nil); err != nil || string(got) != "plain" {
+		if got, err := s.Crypt().OpenContent(ctx, res.Events[0], nil); err != nil || string(got) != "plain" {
 			t.Fatalf("encrypt=%q: %q %v", v, got, err)
 		}
 	}
@@ -286,18 +286,18 @@ func TestLoadIdentities(t *testing.T) {
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
 
-	if ids, err := s.LoadIdentities("", getenv); err != nil || len(ids) != 0 {
+	if ids, err := s.Crypt().LoadIdentities(t.Context(), "", getenv); err != nil || len(ids) != 0 {
 		t.Fatalf("nothing set: %v %v", ids, err)
 	}
-	if ids, err := s.LoadIdentities(keyFile, getenv); err != nil || len(ids) != 1 {
+	if ids, err := s.Crypt().LoadIdentities(t.Context(), keyFile, getenv); err != nil || len(ids) != 1 {
 		t.Fatalf("flag: %v %v", ids, err)
 	}
 	env["LOSSLESS_AGE_IDENTITY"] = id.String()
-	if ids, err := s.LoadIdentities("", getenv); err != nil || len(ids) != 1 {
+	if ids, err := s.Crypt().LoadIdentities(t.Context(), "", getenv); err != nil || len(ids) != 1 {
 		t.Fatalf("env key: %v %v", ids, err)
 	}
 	env["LOSSLESS_AGE_IDENTITY"] = filepath.Join(dir, "missing.txt")
-	if _, err := s.LoadIdentities("", getenv); err == nil || !strings.Contains(err.Error(), "LOSSLESS_AGE_IDENTITY") {
+	if _, err := s.Crypt().LoadIdentities(t.Context(), "", getenv); err == nil || !strings.Contains(err.Error(), "LOSSLESS_AGE_IDENTITY") {
 		t.Fatalf("env path missing: %v", err)
 	}
 	delete(env, "LOSSLESS_AGE_IDENTITY")
@@ -306,13 +306,13 @@ func TestLoadIdentities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ids, err := s2.LoadIdentities("", getenv); err != nil || len(ids) != 1 {
+	if ids, err := s2.Crypt().LoadIdentities(t.Context(), "", getenv); err != nil || len(ids) != 1 {
 		t.Fatalf("git config: %v %v", ids, err)
 	}
 	// Errors never quote key material.
 	bad := filepath.Join(dir, "bad.txt")
 	os.WriteFile(bad, []byte("AGE-SECRET-KEY-1NOTREALLYAKEYBUTSECRETISH\n"), 0o600)
-	if _, err := s.LoadIdentities(bad, getenv); err == nil || strings.Contains(err.Error(), "SECRETISH") {
+	if _, err := s.Crypt().LoadIdentities(t.Context(), bad, getenv); err == nil || strings.Contains(err.Error(), "SECRETISH") {
 		t.Fatalf("bad key file: %v", err)
 	}
 }

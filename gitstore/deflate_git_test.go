@@ -123,7 +123,7 @@ func TestFastDeflatePackWithGit(t *testing.T) {
 		if !bytes.Equal(body[:n], contents[i]) {
 			t.Fatalf("record %d: git gives %d bytes, want %d", i, n, len(contents[i]))
 		}
-		got, err := s.Blob(context.Background(), ev.Blob)
+		got, err := s.Objects().Blob(context.Background(), ev.Blob)
 		if err != nil || !bytes.Equal(got, contents[i]) {
 			t.Fatalf("record %d: the store reads %d bytes (%v), want %d", i, len(got), err, len(contents[i]))
 		}

@@ -36,7 +36,7 @@ type Event struct {
 	Bytes     int64     `json:"bytes,omitempty"`
 	Tokens    int64     `json:"tokens,omitempty"` // estimate, see EstimateTokens
 	Source    string    `json:"source"`           // hook, sweep, proxy, mcp, cli
-	Op        string    `json:"op"`               // read, edit, write, span, prune, ...
+	Op        Op        `json:"op"`               // read, edit, write, span, prune, ... (op.go)
 	View      string    `json:"view,omitempty"`   // full, lines:a-b
 	Excluded  bool      `json:"excluded,omitempty"`
 	Key       string    `json:"key,omitempty"` // dedupe key, e.g. a tool_use_id
@@ -108,7 +108,7 @@ func (e *Event) Canonical() ([]byte, error) {
 	flag("excluded", e.Excluded)
 	str("harness", e.Harness)
 	str("key", e.Key)
-	fields = append(fields, kv{"op", jsonString(e.Op)})
+	fields = append(fields, kv{"op", jsonString(string(e.Op))})
 	str("path", e.Path)
 	str("path64", e.Path64)
 	fields = append(fields, kv{"prev", jsonString(e.Prev)})

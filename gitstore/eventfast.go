@@ -69,7 +69,7 @@ func setField(e *Event, key, raw []byte, quoted bool) bool {
 	case "key":
 		return str(&e.Key)
 	case "op":
-		return str(&e.Op)
+		return str((*string)(&e.Op))
 	case "path":
 		return str(&e.Path)
 	case "path64":

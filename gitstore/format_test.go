@@ -63,7 +63,7 @@ func goldenBatches() (batches [][]Record, commitTimes []time.Time) {
 		return t
 	}
 	ev := func(ts, op, tool, key, path string) Event {
-		e := Event{TS: at(ts), Session: "sess-1", Repo: goldenRepoTag, Source: "hook", Op: op, Tool: tool, Key: key}
+		e := Event{TS: at(ts), Session: "sess-1", Repo: goldenRepoTag, Source: "hook", Op: Op(op), Tool: tool, Key: key}
 		e.SetPath(path)
 		return e
 	}

@@ -264,7 +264,7 @@ func TestGateNotes(t *testing.T) {
 
 	// Push it all (allowed), to a real bare remote, then add a clean note:
 	// only the new note, commit and tree are planned.
-	res, err := st.Push(ctx, gitstore.Remote{URL: bare}, plan, false)
+	res, err := st.Transport().Push(ctx, gitstore.Remote{URL: bare}, plan, false)
 	if err != nil || len(res) != 2 {
 		t.Fatalf("push: %+v %v", res, err)
 	}
@@ -274,7 +274,7 @@ func TestGateNotes(t *testing.T) {
 	if _, err := st.WriteNote(ctx, "receipts-k", r2.Commit, []byte(`{"v":1}`+"\n"), nil); err != nil {
 		t.Fatal(err)
 	}
-	remote, err := st.LsRemote(ctx, gitstore.Remote{URL: bare})
+	remote, err := st.Transport().LsRemote(ctx, gitstore.Remote{URL: bare})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"context"
 )
 
 // GitInternal reports whether path names something inside a git
@@ -30,7 +32,7 @@ import (
 //
 // path is absolute, or relative to the work tree. A path that does not
 // exist is judged by its name and by its resolved parent directory.
-func (s *Store) GitInternal(path string) (why string, internal bool) {
+func (s *Store) GitInternal(ctx context.Context, path string) (why string, internal bool) {
 	if !filepath.IsAbs(path) {
 		base := s.loc.WorkTree
 		if base == "" {

@@ -52,7 +52,7 @@ func TestGitInternal(t *testing.T) {
 		"meta/config": true, "meta": true, filepath.Join(repo, "meta", "HEAD"): true, "meta/missing": true,
 		"m/config": true, "m/missing": true, "cfg": true, "hard": true,
 	} {
-		why, got := st.GitInternal(p)
+		why, got := st.GitInternal(t.Context(), p)
 		if got != want {
 			t.Errorf("GitInternal(%q) = %v (%s), want %v", p, got, why, want)
 		}

@@ -58,7 +58,7 @@ func (s *Store) ImportWith(ctx context.Context, writer string, recs []Record, op
 	if len(recs) == 0 {
 		return ImportResult{}, nil
 	}
-	if err := s.CheckWritable(writer); err != nil {
+	if err := s.CheckWritable(ctx, writer); err != nil {
 		return ImportResult{}, err
 	}
 	batchSize := opt.BatchSize
@@ -70,7 +70,7 @@ func (s *Store) ImportWith(ctx context.Context, writer string, recs []Record, op
 
 	pk := gitobj.NewPackSink(opt.Prepack)
 	defer pk.Close()
-	events, err := s.prepareRecords(recs, pk)
+	events, err := s.prepareRecords(ctx, recs, pk)
 	if err != nil {
 		return ImportResult{}, err
 	}

@@ -467,7 +467,7 @@ func TestIntegrationGitRoundTrip(t *testing.T) {
 	// Let this long-lived store open go-git's view of a pack, then add
 	// objects, so that the gc below replaces a pack the store has open.
 	itGit(t, repo, "repack", "-q", "-a", "-d")
-	if b, err := s.Blob(ctx, stored[0].Blob); err != nil || !bytes.Equal(b, want[stored[0].Blob]) {
+	if b, err := s.Objects().Blob(ctx, stored[0].Blob); err != nil || !bytes.Equal(b, want[stored[0].Blob]) {
 		t.Fatalf("Blob from the first pack: %v", err)
 	}
 	res, err = s.Append(ctx, "gamma", []Record{{Event: Event{Op: "read", Source: "cli", Path: "late.txt"}, Content: []byte("written between repacks\n"), HasContent: true}})
@@ -520,7 +520,7 @@ func TestIntegrationGitRoundTrip(t *testing.T) {
 		}
 		itEqualLines(t, st.name+": log after gc", itMarshal(t, evs), wantLog)
 		for id, c := range want {
-			b, err := s.Blob(ctx, id)
+			b, err := s.Objects().Blob(ctx, id)
 			if err != nil || !bytes.Equal(b, c) {
 				t.Errorf("%s: Blob(%s) after gc: %v", st.name, id, err)
 			}
@@ -623,7 +623,7 @@ func TestIntegrationStalePackHandle(t *testing.T) {
 	e := rec("gone")
 	itGit(t, repo, "gc", "-q", "--prune=now")
 	// The store opens its pack view while the blob is packed...
-	if b, err := s.Blob(ctx, e.Blob); err != nil || !bytes.Equal(b, content) {
+	if b, err := s.Objects().Blob(ctx, e.Blob); err != nil || !bytes.Equal(b, content) {
 		t.Fatalf("Blob after gc: %q %v", b, err)
 	}
 	// ...then the user drops that writer and collects its objects.
@@ -821,7 +821,7 @@ func TestIntegrationConcurrentProcesses(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(gitDir, "packed-refs")); !bytes.Contains(b, []byte(RefPrefix)) {
 		t.Errorf("packed-refs holds no lossless ref: pack-refs never packed them")
 	}
-	if locks, _ := s.Locks(); len(locks) > 0 {
+	if locks, _ := s.Locks(ctx); len(locks) > 0 {
 		t.Errorf("locks left behind: %+v", locks)
 	}
 	for i := 0; i < 5; i++ {
@@ -862,7 +862,7 @@ func itLockFiles(gitDir string) string {
 // itContentFor returns the archived bytes of an event, read by git.
 func itContentFor(t testing.TB, s *Store, e Event) []byte {
 	t.Helper()
-	b, err := s.Blob(context.Background(), e.Blob)
+	b, err := s.Objects().Blob(context.Background(), e.Blob)
 	if err != nil {
 		t.Fatalf("blob of %s#%d: %v", e.Writer, e.Seq, err)
 	}
@@ -1027,7 +1027,7 @@ func TestIntegrationCrashKill(t *testing.T) {
 	}
 	// Every ref lock is gone or stale (its process is dead): none may be
 	// judged held, which would stall the next append of that writer.
-	locks, err := s.Locks()
+	locks, err := s.Locks(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1036,10 +1036,10 @@ func TestIntegrationCrashKill(t *testing.T) {
 			t.Errorf("lock %s left by a killed process is not recognised as stale", l.Path)
 		}
 	}
-	if _, err := s.CleanStaleLocks(); err != nil {
+	if _, err := s.CleanStaleLocks(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if locks, _ := s.Locks(); len(locks) > 0 {
+	if locks, _ := s.Locks(ctx); len(locks) > 0 {
 		t.Errorf("locks remain after cleaning: %+v", locks)
 	}
 }
@@ -1081,7 +1081,7 @@ func TestIntegrationStaleLocks(t *testing.T) {
 	lockB := plant("b", fmt.Sprintf("lossless-pid %d\n", deadPid))
 	lockC := plant("c", "") // C git's lock, just created: held
 
-	locks, err := s.Locks()
+	locks, err := s.Locks(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1103,7 +1103,7 @@ func TestIntegrationStaleLocks(t *testing.T) {
 		t.Errorf("warnings: %q", warned)
 	}
 	// CleanStaleLocks removes the dead one and keeps the held one.
-	removed, err := s.CleanStaleLocks()
+	removed, err := s.CleanStaleLocks(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1171,10 +1171,10 @@ func TestIntegrationLockLikeWriterNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if locks, err := s.Locks(); err != nil || len(locks) != 0 {
+	if locks, err := s.Locks(ctx); err != nil || len(locks) != 0 {
 		t.Errorf("Locks() = %+v, %v", locks, err)
 	}
-	if removed, err := s.CleanStaleLocks(); err != nil || len(removed) != 0 {
+	if removed, err := s.CleanStaleLocks(ctx); err != nil || len(removed) != 0 {
 		t.Errorf("CleanStaleLocks() removed %+v, %v", removed, err)
 	}
 	got := itVerifyAll(t, s)

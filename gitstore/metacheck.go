@@ -19,7 +19,8 @@ import (
 type eventFinding struct {
 	line     int // 1-based line of events.jsonl
 	seq      int64
-	op, path string
+	op       Op
+	path     string
 	field    string
 	findings []SecretFinding
 }

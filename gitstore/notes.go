@@ -429,7 +429,8 @@ func (s *Store) listNotes(tree, hexSoFar, prefix string, out *[]Note) error {
 
 // ReadObject returns any object's type and body, loose or packed. Receipts
 // read the annotated commit and its trees through it.
-func (s *Store) ReadObject(id string) (typ string, body []byte, err error) {
+func (o Objects) ReadObject(ctx context.Context, id string) (typ string, body []byte, err error) {
+	s := o.s
 	id = strings.ToLower(id)
 	if !gitobj.IsID(id) {
 		return "", nil, fmt.Errorf("%q is not a full 40-hex object id", id)

@@ -106,7 +106,7 @@ func TestNotesWriteReadPlainGit(t *testing.T) {
 	if !strings.Contains(raw, "\ngpgsig -----BEGIN PGP SIGNATURE-----\n \n wnUEABYIAB0WIQQ=\n =abcd\n -----END PGP SIGNATURE-----\n\nNotes added by") {
 		t.Fatalf("commit:\n%s", raw)
 	}
-	typ, body, err := st.ReadObject(c2)
+	typ, body, err := st.Objects().ReadObject(ctx, c2)
 	if err != nil || typ != "commit" {
 		t.Fatal(typ, err)
 	}

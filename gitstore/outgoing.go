@@ -87,9 +87,9 @@ const (
 )
 
 // contentKind returns the kind of an event's content.
-func contentKind(op string) ContentKind {
+func contentKind(op Op) ContentKind {
 	switch op {
-	case "span":
+	case OpSpan:
 		return ContentSpan
 	case OpVault:
 		return ContentVault
@@ -103,7 +103,7 @@ type OutgoingItem struct {
 	Writer string      `json:"writer"`          // the writer or notes name
 	Notes  bool        `json:"notes,omitempty"` // on a notes ref
 	Seq    int64       `json:"seq,omitempty"`   // the entry naming it (the first of the batch for events); 0 for a note or an unnamed blob
-	Op     string      `json:"op,omitempty"`
+	Op     Op          `json:"op,omitempty"`
 	Kind   ContentKind `json:"kind"`
 	Path   string      `json:"path,omitempty"` // the raw path (Event.RawPath)
 	// RealPath is the file the path resolved to when it was recorded

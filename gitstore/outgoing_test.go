@@ -551,10 +551,10 @@ func TestOutgoingRemoteAndArgs(t *testing.T) {
 	}
 
 	// LsRemote of a missing remote fails; of a hostile one, before git runs.
-	if _, err := st.LsRemote(context.Background(), gitstore.Remote{URL: filepath.Join(t.TempDir(), "none")}); err == nil {
+	if _, err := st.Transport().LsRemote(context.Background(), gitstore.Remote{URL: filepath.Join(t.TempDir(), "none")}); err == nil {
 		t.Fatal("ls-remote of a missing path succeeded")
 	}
-	if _, err := st.LsRemote(context.Background(), gitstore.Remote{URL: "--upload-pack=touch " + filepath.Join(dir, "pwned")}); err == nil {
+	if _, err := st.Transport().LsRemote(context.Background(), gitstore.Remote{URL: "--upload-pack=touch " + filepath.Join(dir, "pwned")}); err == nil {
 		t.Fatal("ls-remote accepted an option")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
@@ -684,7 +684,7 @@ func TestOutgoingPushSendsWhatWasChecked(t *testing.T) {
 	if r2.Commit == r1.Commit {
 		t.Fatal("second append made no commit")
 	}
-	res, err := st.Push(ctx, gitstore.Remote{URL: bare}, plan, false)
+	res, err := st.Transport().Push(ctx, gitstore.Remote{URL: bare}, plan, false)
 	if err != nil || len(res) != 1 || !res[0].OK {
 		t.Fatalf("push: %+v %v", res, err)
 	}

@@ -177,7 +177,7 @@ func (s *Store) Prune(ctx context.Context, writer string, match func(*Event) boo
 	if err != nil {
 		return res, err
 	}
-	rec := Event{TS: s.now(), Op: "prune", Source: "cli", Repo: s.repoLabel(),
+	rec := Event{TS: s.now(), Op: OpPrune, Source: "cli", Repo: s.repoLabel(),
 		Extra: map[string]json.RawMessage{"pruned": raw}}
 	if reason != "" {
 		r, _ := json.Marshal(reason)
@@ -221,7 +221,7 @@ func cutMessage(body []byte) (string, string, bool) {
 // PrunedBlobs returns the blobs a prune record (op "prune") names as
 // removed; nil for any other event or a record that does not parse.
 func PrunedBlobs(e *Event) []string {
-	if e.Op != "prune" {
+	if e.Op != OpPrune {
 		return nil
 	}
 	var list []struct {

@@ -16,7 +16,7 @@ func TestPruneKeepsSealAndReportsPruned(t *testing.T) {
 	}
 	ctx := context.Background()
 	rec := func(path, content, op string) Event {
-		res, err := s.Append(ctx, "w", []Record{{Event: Event{Op: op, Source: "cli", Path: path}, Content: []byte(content), HasContent: true}})
+		res, err := s.Append(ctx, "w", []Record{{Event: Event{Op: Op(op), Source: "cli", Path: path}, Content: []byte(content), HasContent: true}})
 		if err != nil {
 			t.Fatal(err)
 		}

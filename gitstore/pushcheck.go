@@ -64,7 +64,7 @@ type PushProblem struct {
 	// commit or tree, or the same secret in the same field of several
 	// entries (Entries of them).
 	ToSeq   int64       `json:"to_seq,omitempty"`
-	Op      string      `json:"op,omitempty"`
+	Op      Op          `json:"op,omitempty"`
 	Content ContentKind `json:"content,omitempty"`
 	Path    string      `json:"path,omitempty"` // raw: print it with QuotePath
 	// Field is where a secret outside content is: an event's field
@@ -92,7 +92,7 @@ func (p PushProblem) String() string {
 		}
 	}
 	if p.Op != "" {
-		b.WriteString(" " + p.Op)
+		b.WriteString(" " + string(p.Op))
 	}
 	if p.Path != "" {
 		b.WriteString(" " + QuotePath(p.Path))

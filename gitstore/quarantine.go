@@ -237,7 +237,8 @@ func (q *Quarantine) Store() *Store {
 // returns a *LimitError and leaves nothing behind. The caller looks at
 // the fetch through Refs and Store, then calls Accept with what it takes,
 // and Discard in every case.
-func (s *Store) FetchQuarantine(ctx context.Context, r Remote, refspecs []string, lim FetchLimits) (*Quarantine, error) {
+func (t Transport) FetchQuarantine(ctx context.Context, r Remote, refspecs []string, lim FetchLimits) (*Quarantine, error) {
+	s := t.s
 	if s.readOnly {
 		return nil, fmt.Errorf("fetch: %w", ErrReadOnly)
 	}

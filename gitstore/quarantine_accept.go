@@ -114,7 +114,7 @@ func (s *Store) updateTrackingRefs(ctx context.Context, ups []gitobj.RefUpdate) 
 	defer cancel()
 	var errs []error
 	if len(ups) > packedUpdates {
-		res, err := s.refs.UpdatePacked(ctx, ups, s.peelTag)
+		res, err := s.refs.UpdatePacked(ctx, ups, func(id string) string { return s.peelTag(ctx, id) })
 		if err != nil {
 			return err
 		}
@@ -146,14 +146,14 @@ func (s *Store) updateTrackingRefs(ctx context.Context, ups []gitobj.RefUpdate) 
 
 // peelTag returns what an annotated tag id finally points at, "" when id
 // is not a tag.
-func (s *Store) peelTag(id string) string {
+func (s *Store) peelTag(ctx context.Context, id string) string {
 	out := ""
 	for i := 0; i < 16; i++ {
 		typ, _, err := s.odb.Info(id)
 		if err != nil || typ != "tag" {
 			return out
 		}
-		t, err := s.ReadTag(id)
+		t, err := s.Objects().ReadTag(ctx, id)
 		if err != nil || !gitobj.IsID(t.Object) {
 			return ""
 		}

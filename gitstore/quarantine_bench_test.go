@@ -40,7 +40,7 @@ func BenchmarkQuarantine(b *testing.B) {
 	}
 	specs := qSpecs("r1")
 	r := Remote{URL: peer.remote}
-	if err := base.Fetch(ctx, r, specs, true); err != nil {
+	if err := base.Transport().Fetch(ctx, r, specs, true); err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
@@ -64,7 +64,7 @@ func BenchmarkQuarantine(b *testing.B) {
 		return s
 	}
 	quarantine := func(b *testing.B, s *Store) {
-		q, err := s.FetchQuarantine(ctx, r, specs, FetchLimits{})
+		q, err := s.Transport().FetchQuarantine(ctx, r, specs, FetchLimits{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func BenchmarkQuarantine(b *testing.B) {
 		for range b.N {
 			so, sn := prepare(b)
 			c0, t0 := qCPU(), time.Now()
-			if err := so.Fetch(ctx, r, specs, true); err != nil {
+			if err := so.Transport().Fetch(ctx, r, specs, true); err != nil {
 				b.Fatal(err)
 			}
 			c1, t1 := qCPU(), time.Now()
@@ -107,7 +107,7 @@ func BenchmarkQuarantine(b *testing.B) {
 			for range b.N {
 				s := fresh(b)
 				b.StopTimer()
-				q, err := s.FetchQuarantine(ctx, r, specs, FetchLimits{})
+				q, err := s.Transport().FetchQuarantine(ctx, r, specs, FetchLimits{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -128,7 +128,7 @@ func BenchmarkQuarantine(b *testing.B) {
 	}
 	upOld, upNew := fresh(b), fresh(b)
 	for _, s := range []*Store{upOld, upNew} {
-		if err := s.Fetch(ctx, r, specs, true); err != nil {
+		if err := s.Transport().Fetch(ctx, r, specs, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -144,7 +144,7 @@ func BenchmarkQuarantine(b *testing.B) {
 		b.Fatal(err)
 	}
 	fr := Remote{URL: fleetRemote}
-	if err := fleet.Fetch(ctx, fr, specs, true); err != nil {
+	if err := fleet.Transport().Fetch(ctx, fr, specs, true); err != nil {
 		b.Fatal(err)
 	}
 	itGit(b, filepath.Dir(fleet.Location().CommonDir), "pack-refs", "--all")
@@ -172,11 +172,11 @@ func BenchmarkQuarantine(b *testing.B) {
 			so, sn := copyFleet(b), copyFleet(b)
 			b.StartTimer()
 			c0, t0 := qCPU(), time.Now()
-			if err := so.Fetch(ctx, fr, specs, true); err != nil {
+			if err := so.Transport().Fetch(ctx, fr, specs, true); err != nil {
 				b.Fatal(err)
 			}
 			c1, t1 := qCPU(), time.Now()
-			q, err := sn.FetchQuarantine(ctx, fr, specs, FetchLimits{})
+			q, err := sn.Transport().FetchQuarantine(ctx, fr, specs, FetchLimits{})
 			if err != nil {
 				b.Fatal(err)
 			}

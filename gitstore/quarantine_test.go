@@ -194,7 +194,7 @@ func TestQuarantineFetchAccept(t *testing.T) {
 	s, repo := qArchive(t)
 	before := qObjectState(t, repo)
 
-	q, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
+	q, err := s.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,11 +216,11 @@ func TestQuarantineFetchAccept(t *testing.T) {
 		if qHas(repo, id) {
 			t.Fatalf("blob %s in the archive before Accept", id)
 		}
-		if _, err := view.Blob(ctx, id); err != nil {
+		if _, err := view.Objects().Blob(ctx, id); err != nil {
 			t.Fatalf("view cannot read fetched blob %s: %v", id, err)
 		}
 	}
-	if got, err := view.RefsUnder(TrackingPrefix + "r1/lossless/"); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+	if got, err := view.Objects().RefsUnder(ctx, TrackingPrefix+"r1/lossless/"); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("view's tracking refs %v (%v), want %v", got, err, want)
 	}
 	if rep, err := view.VerifyAt(ctx, "w2", want[TrackingPrefix+"r1/lossless/w2"], seal.Options{}); err != nil || !rep.OK() {
@@ -251,7 +251,7 @@ func TestQuarantineFetchAccept(t *testing.T) {
 	itFsck(t, repo)
 
 	// Up to date: no fetch at all, the same refs.
-	q2, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
+	q2, err := s.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestQuarantineFetchAccept(t *testing.T) {
 	itGit(t, peer.repo, "update-ref", "-d", RefPrefix+"w1")
 	b3 := peer.add("w2", 2, 1000)
 	peer.push()
-	q3, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
+	q3, err := s.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestQuarantineMaxRefs(t *testing.T) {
 	peer.push()
 	s, repo := qArchive(t)
 	before := qObjectState(t, repo)
-	_, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{MaxRefs: 20})
+	_, err := s.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{MaxRefs: 20})
 	var le *LimitError
 	if !errors.As(err, &le) || !errors.Is(err, ErrOverLimit) || le.Limit != "refs" || le.Max != 20 || le.Seen != 21 {
 		t.Fatalf("err = %v, want a refs LimitError (max 20, stopped at 21)", err)
@@ -339,19 +339,19 @@ func TestQuarantineMaxRefs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := withConfig.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{}); !errors.As(err, &le) || le.Limit != "refs" || le.Max != 20 {
+	if _, err := withConfig.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{}); !errors.As(err, &le) || le.Limit != "refs" || le.Max != 20 {
 		t.Fatalf("with lossless.fetchMaxRefs=20: %v", err)
 	}
 	itGit(t, repo, "config", "--unset", "lossless.fetchMaxRefs")
 	// Refs the archive does not hold yet count against MaxNewRefs.
-	if _, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{MaxNewRefs: 10}); !errors.As(err, &le) || le.Limit != "new-refs" || le.Max != 10 || le.Seen != 61 {
+	if _, err := s.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{MaxNewRefs: 10}); !errors.As(err, &le) || le.Limit != "new-refs" || le.Max != 10 || le.Seen != 61 {
 		t.Fatalf("err = %v, want a new-refs LimitError (max 10, seen 61)", err)
 	}
 	if after := qObjectState(t, repo); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("objects changed: %+v -> %+v", before, after)
 	}
 	// At the caps it goes through.
-	q, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{MaxRefs: 61, MaxNewRefs: 61})
+	q, err := s.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{MaxRefs: 61, MaxNewRefs: 61})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestQuarantineMaxRefs(t *testing.T) {
 	}
 	itGitIn(t, peer.repo, []byte(stdin.String()), "update-ref", "--stdin")
 	peer.push()
-	q, err = s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{MaxNewRefs: 5})
+	q, err = s.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{MaxNewRefs: 5})
 	if err != nil {
 		t.Fatalf("5 new refs of 66 under MaxNewRefs 5: %v", err)
 	}
@@ -416,7 +416,7 @@ func TestQuarantineBigBlob(t *testing.T) {
 			remote, blob := qBigBlobRemote(t, 60_000_000, tc.random)
 			s, repo := qArchive(t)
 			before := qObjectState(t, repo)
-			_, err := s.FetchQuarantine(ctx, Remote{URL: remote}, qSpecs("r1"), FetchLimits{MaxBytes: 16 << 20, MaxObject: 16 << 20})
+			_, err := s.Transport().FetchQuarantine(ctx, Remote{URL: remote}, qSpecs("r1"), FetchLimits{MaxBytes: 16 << 20, MaxObject: 16 << 20})
 			var le *LimitError
 			if !errors.As(err, &le) || le.Limit != tc.limit {
 				t.Fatalf("err = %v, want a %s LimitError", err, tc.limit)
@@ -450,7 +450,7 @@ func TestQuarantinePartialAccept(t *testing.T) {
 	peer.push()
 	s, repo := qArchive(t)
 	before := qObjectState(t, repo)
-	q, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
+	q, err := s.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +537,7 @@ func TestQuarantineDriver(t *testing.T) {
 	ctx := context.Background()
 	s, repo := qArchive(t)
 	start := time.Now()
-	q, err := s.FetchQuarantine(ctx, Remote{URL: remote}, qSpecs("r1"), lim)
+	q, err := s.Transport().FetchQuarantine(ctx, Remote{URL: remote}, qSpecs("r1"), lim)
 	fetched := time.Since(start)
 	if err == nil {
 		err = q.AcceptAll(ctx)
@@ -592,7 +592,7 @@ func TestQuarantineCloneSharedArchive(t *testing.T) {
 		t.Fatalf("events: %d %v", len(evs), err)
 	}
 	for _, e := range evs {
-		b, err := s.Blob(ctx, e.Blob)
+		b, err := s.Objects().Blob(ctx, e.Blob)
 		if err != nil || !bytesEqual(b, itCatFile(t, clone, e.Blob)) {
 			t.Fatalf("blob %s: %v", e.Blob, err)
 		}
@@ -610,7 +610,7 @@ func TestQuarantineViewRefusesWrites(t *testing.T) {
 	peer.add("w1", 2, 100)
 	peer.push()
 	s, repo := qArchive(t)
-	q, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
+	q, err := s.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -642,27 +642,27 @@ func TestQuarantineViewRefusesWrites(t *testing.T) {
 	attempts := map[string]error{}
 	_, attempts["Append"] = v.Append(ctx, "w9", []Record{{Event: Event{Op: "read", Source: "cli", Path: "x"}, Content: []byte("x"), HasContent: true}})
 	_, attempts["Import"] = v.Import(ctx, "w9", []Record{{Event: Event{Op: "read", Source: "cli", Path: "x"}, Content: []byte("x"), HasContent: true}}, 0)
-	attempts["SetRef"] = v.SetRef(ctx, TrackingPrefix+"r1/x", "", head)
-	_, attempts["CommitFiles"] = v.CommitFiles(ctx, anchor, "", []TreeFile{{Name: "f", Data: []byte("x")}}, "m", "", time.Now())
-	_, attempts["WriteTag"] = v.WriteTag(ctx, "lossless-anchor/m/c/1", head, "m", "", time.Now())
-	attempts["FastForward"] = v.FastForward(ctx, RefPrefix+"w1", "", head)
-	attempts["DeleteTrackingRef"] = v.DeleteTrackingRef(ctx, TrackingPrefix+"r1/lossless/w1", head)
-	attempts["Fetch"] = v.Fetch(ctx, Remote{URL: peer.remote}, qSpecs("r1"), true)
-	_, attempts["FetchQuarantine"] = v.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
-	_, attempts["PushRefs"] = v.PushRefs(ctx, Remote{URL: peer.remote}, []RefPush{{Src: head, Dst: RefPrefix + "x"}}, false)
+	attempts["SetRef"] = v.Objects().SetRef(ctx, TrackingPrefix+"r1/x", "", head)
+	_, attempts["CommitFiles"] = v.Objects().CommitFiles(ctx, anchor, "", []TreeFile{{Name: "f", Data: []byte("x")}}, "m", "", time.Now())
+	_, attempts["WriteTag"] = v.Objects().WriteTag(ctx, "lossless-anchor/m/c/1", head, "m", "", time.Now())
+	attempts["FastForward"] = v.Objects().FastForward(ctx, RefPrefix+"w1", "", head)
+	attempts["DeleteTrackingRef"] = v.Objects().DeleteTrackingRef(ctx, TrackingPrefix+"r1/lossless/w1", head)
+	attempts["Fetch"] = v.Transport().Fetch(ctx, Remote{URL: peer.remote}, qSpecs("r1"), true)
+	_, attempts["FetchQuarantine"] = v.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
+	_, attempts["PushRefs"] = v.Transport().PushRefs(ctx, Remote{URL: peer.remote}, []RefPush{{Src: head, Dst: RefPrefix + "x"}}, false)
 	_, attempts["WriteNote"] = v.WriteNote(ctx, "w1", head, []byte("note"), nil)
-	_, attempts["StateDir"] = v.StateDir("anchor")
+	_, attempts["StateDir"] = v.StateDir(ctx, "anchor")
 	attempts["Reindex"] = v.Reindex(ctx)
-	attempts["RecordAnchored"] = v.RecordAnchored("w1", 1, strings.Repeat("ab", 32), AnchoredSeen, "test")
+	attempts["RecordAnchored"] = v.RecordAnchored(ctx, "w1", 1, strings.Repeat("ab", 32), AnchoredSeen, "test")
 	// Reads of this clone's memory (witness, ownership, clone id) write
 	// none of it through the view (the snapshot below says so).
-	if _, err := v.CloneID(); err != nil && !errors.Is(err, ErrReadOnly) {
+	if _, err := v.CloneID(ctx); err != nil && !errors.Is(err, ErrReadOnly) {
 		t.Errorf("CloneID through the view: %v", err)
 	}
-	if _, err := v.Owns("w1"); err != nil {
+	if _, err := v.Owns(ctx, "w1"); err != nil {
 		t.Errorf("Owns through the view: %v", err)
 	}
-	if _, err := v.OwnedWriters(); err != nil {
+	if _, err := v.OwnedWriters(ctx); err != nil {
 		t.Errorf("OwnedWriters through the view: %v", err)
 	}
 	if _, err := v.SeenHeads(ctx, "w1"); err != nil {
@@ -694,7 +694,7 @@ func TestQuarantineAcceptRaced(t *testing.T) {
 	peer.add("b", 1, 100)
 	peer.push()
 	s, repo := qArchive(t)
-	q, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
+	q, err := s.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -766,7 +766,7 @@ exec git-upload-pack %[3]q
 			itGit(t, repo, "config", "remote.flip.uploadpack", script)
 			before := qObjectState(t, repo)
 			lim := FetchLimits{MaxRefs: tc.listed, MaxNewRefs: tc.listed}
-			q, err := s.FetchQuarantine(ctx, Remote{URL: "flip"}, qSpecs("r1"), lim)
+			q, err := s.Transport().FetchQuarantine(ctx, Remote{URL: "flip"}, qSpecs("r1"), lim)
 			if n, _ := os.ReadFile(counter); strings.TrimSpace(string(n)) != "2" {
 				t.Fatalf("upload-pack ran %q times, want 2 (ls-remote, then the fetch)", n)
 			}
@@ -835,10 +835,10 @@ func qChildMain() int {
 		// A measurement (BenchmarkQuarantineHostile): the outcome on
 		// stdout, for the parent, which measures time and memory.
 		if mode == "old" {
-			err = s.Fetch(ctx, r, qSpecs("r1"), true)
+			err = s.Transport().Fetch(ctx, r, qSpecs("r1"), true)
 		} else {
 			var q *Quarantine
-			if q, err = s.FetchQuarantine(ctx, r, qSpecs("r1"), FetchLimits{}); err == nil {
+			if q, err = s.Transport().FetchQuarantine(ctx, r, qSpecs("r1"), FetchLimits{}); err == nil {
 				if mode == "accept" {
 					err = q.AcceptAll(ctx)
 				}
@@ -861,7 +861,7 @@ func qChildMain() int {
 		fmt.Printf("peak-kb %d\n%v\n", max(hwm, kids.Maxrss), err)
 		return 0
 	}
-	q, err := s.FetchQuarantine(ctx, r, qSpecs("r1"), FetchLimits{})
+	q, err := s.Transport().FetchQuarantine(ctx, r, qSpecs("r1"), FetchLimits{})
 	fmt.Fprintln(os.Stderr, "the fetch returned, and was to hang:", err)
 	if q != nil {
 		q.Discard()
@@ -942,7 +942,7 @@ exec sleep 600
 	// Live and old: kept.
 	age()
 	fetchOther := func() {
-		q, err := s.FetchQuarantine(ctx, Remote{URL: other.remote}, qSpecs("r2"), FetchLimits{})
+		q, err := s.Transport().FetchQuarantine(ctx, Remote{URL: other.remote}, qSpecs("r2"), FetchLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1034,7 +1034,7 @@ func TestQuarantineManyRefs(t *testing.T) {
 	}
 	fetch := func() {
 		t.Helper()
-		q, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
+		q, err := s.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1070,14 +1070,14 @@ func TestDeleteTrackingRef(t *testing.T) {
 	itGit(t, repo, "pack-refs", "--all")
 	itGit(t, repo, "update-ref", loose, id)
 	itGit(t, repo, "update-ref", RefPrefix+"w", id)
-	if err := s.DeleteTrackingRef(ctx, RefPrefix+"w", id); err == nil {
+	if err := s.Objects().DeleteTrackingRef(ctx, RefPrefix+"w", id); err == nil {
 		t.Fatal("deleted a writer's ref")
 	}
-	if err := s.DeleteTrackingRef(ctx, loose, other); !errors.Is(err, ErrRefChanged) {
+	if err := s.Objects().DeleteTrackingRef(ctx, loose, other); !errors.Is(err, ErrRefChanged) {
 		t.Fatalf("delete at the wrong value: %v", err)
 	}
 	for _, r := range []string{packed, loose} {
-		if err := s.DeleteTrackingRef(ctx, r, id); err != nil {
+		if err := s.Objects().DeleteTrackingRef(ctx, r, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1110,7 +1110,7 @@ func TestQuarantineUsersGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := s.FetchQuarantine(ctx, Remote{URL: "team"}, qSpecs("r1"), FetchLimits{})
+	q, err := s.Transport().FetchQuarantine(ctx, Remote{URL: "team"}, qSpecs("r1"), FetchLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1129,7 +1129,7 @@ func TestQuarantineUsersGit(t *testing.T) {
 	peer.push()
 	before := qObjectState(t, repo)
 	s, _ = OpenDir(repo, Options{})
-	if _, err := s.FetchQuarantine(ctx, Remote{URL: "team"}, qSpecs("r1"), FetchLimits{}); err == nil || !strings.Contains(err.Error(), "git ls-remote") {
+	if _, err := s.Transport().FetchQuarantine(ctx, Remote{URL: "team"}, qSpecs("r1"), FetchLimits{}); err == nil || !strings.Contains(err.Error(), "git ls-remote") {
 		t.Fatalf("with a wrong password: %v", err)
 	}
 	if after := qObjectState(t, repo); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -1148,7 +1148,7 @@ func TestQuarantineAcceptRefuses(t *testing.T) {
 	peer.add("w", 1, 100)
 	peer.push()
 	s, repo := qArchive(t)
-	q, err := s.FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
+	q, err := s.Transport().FetchQuarantine(ctx, Remote{URL: peer.remote}, qSpecs("r1"), FetchLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1213,7 +1213,7 @@ exec sleep 600
 		pidc <- strings.TrimSpace(string(b))
 	}()
 	before := qObjectState(t, repo)
-	_, err = s.FetchQuarantine(ctx, Remote{URL: "slow"}, qSpecs("r1"), FetchLimits{})
+	_, err = s.Transport().FetchQuarantine(ctx, Remote{URL: "slow"}, qSpecs("r1"), FetchLimits{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

@@ -23,7 +23,7 @@ type Query struct {
 	// context (events with no agent).
 	Agent  string
 	Path   string // exact path, or a doublestar glob when it has glob syntax
-	Op     string
+	Op     Op
 	Source string
 	Key    string
 	Since  time.Time // inclusive
@@ -63,7 +63,7 @@ func (s *Store) Events(ctx context.Context, q Query) ([]Event, error) {
 		needles = append(needles, append([]byte(`"path":`), jsonString(q.Path)...))
 	}
 	if q.Op != "" {
-		needles = append(needles, append([]byte(`"op":`), jsonString(q.Op)...))
+		needles = append(needles, append([]byte(`"op":`), jsonString(string(q.Op))...))
 	}
 	if q.Key != "" {
 		needles = append(needles, append([]byte(`"key":`), jsonString(q.Key)...))

@@ -43,22 +43,8 @@ import (
 	"github.com/git-lossless/git-lossless/secrets"
 )
 
-// OpVault is the op of a vault event.
-const OpVault = "vault"
-
 // VaultFormat is the first member of a vault document.
 const VaultFormat = "git-lossless vault v1"
-
-// IsFileVersion reports whether op's content is a file version (stored as
-// the model saw it, marked with "secrets") rather than conversation text
-// (redacted).
-func IsFileVersion(op string) bool {
-	switch op {
-	case "read", "edit", "write", "attach", "restore":
-		return true
-	}
-	return false
-}
 
 // vaultDoc is the plaintext of a vault blob.
 type vaultDoc struct {
@@ -118,7 +104,7 @@ func (s *Store) scanContent(e *Event, content []byte, redactOn bool) []byte {
 	if !redactOn {
 		return content // lossless.redact off: the scanner does not run at write
 	}
-	if IsFileVersion(e.Op) {
+	if e.Op.IsFileVersion() {
 		if n := secrets.Count(content); n > 0 {
 			setExtra(e, "secrets", json.RawMessage(fmt.Sprint(n)))
 		}
@@ -235,7 +221,8 @@ func (v *Vault) Len() int { return len(v.values) }
 // OpenVault reads writer's vault events and decrypts them with ids and the
 // local identity (when it exists). Entries none of them unlocks are
 // counted as locked, not an error.
-func (s *Store) OpenVault(ctx context.Context, writer string, ids []age.Identity) (*Vault, error) {
+func (c Crypt) OpenVault(ctx context.Context, writer string, ids []age.Identity) (*Vault, error) {
+	s := c.s
 	evs, err := s.Events(ctx, Query{Writers: []string{writer}, Op: OpVault})
 	if err != nil {
 		return nil, err
@@ -247,7 +234,7 @@ func (s *Store) OpenVault(ctx context.Context, writer string, ids []age.Identity
 			continue
 		}
 		v.Entries++
-		ct, err := s.Blob(ctx, ev.Blob)
+		ct, err := s.Objects().Blob(ctx, ev.Blob)
 		if err != nil {
 			v.Locked++ // pruned or missing: nothing to open
 			continue
@@ -280,12 +267,13 @@ func (s *Store) OpenVault(ctx context.Context, writer string, ids []age.Identity
 // Reveal puts the vaulted values of writer back into text (placeholders
 // the vault does not know stay), returning the text and how many
 // placeholders were replaced and how many were left.
-func (s *Store) Reveal(ctx context.Context, writer string, text []byte, ids []age.Identity) ([]byte, int, int, error) {
+func (c Crypt) Reveal(ctx context.Context, writer string, text []byte, ids []age.Identity) ([]byte, int, int, error) {
+	s := c.s
 	refs := secrets.Placeholders(text)
 	if len(refs) == 0 {
 		return text, 0, 0, nil
 	}
-	v, err := s.OpenVault(ctx, writer, ids)
+	v, err := s.Crypt().OpenVault(ctx, writer, ids)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -348,14 +336,14 @@ func (s *Store) RedactWriter(ctx context.Context, writer string, ids []age.Ident
 			replaced[seq] = true
 		}
 	}
-	encOn, _, encErr := s.Encryption()
+	encOn, _, encErr := s.Crypt().Encryption(ctx)
 	var recs []Record
 	orig := map[int64]bool{}
 	for _, e := range evs {
-		if e.Blob == "" || e.Excluded || e.Op == OpVault || e.Op == "prune" {
+		if e.Blob == "" || e.Excluded || e.Op == OpVault || e.Op == OpPrune {
 			continue
 		}
-		content, err := s.OpenContent(ctx, e, ids)
+		content, err := s.Crypt().OpenContent(ctx, e, ids)
 		if errors.Is(err, ErrContentLocked) {
 			res.Locked++
 			continue
@@ -364,7 +352,7 @@ func (s *Store) RedactWriter(ctx context.Context, writer string, ids []age.Ident
 			continue // pruned or missing content: nothing left to redact
 		}
 		fs := secrets.Scan(content)
-		if IsFileVersion(e.Op) {
+		if e.Op.IsFileVersion() {
 			if len(fs) > 0 {
 				res.FileVersions++
 			}
@@ -417,7 +405,7 @@ func (s *Store) RedactWriter(ctx context.Context, writer string, ids []age.Ident
 		}
 	}
 	reason := fmt.Sprintf("redact: %d conversation span(s) held secrets; redacted copies were appended (\"replaces\" names each original)", len(orig))
-	pr, err := s.Prune(ctx, writer, func(e *Event) bool { return orig[e.Seq] && !IsFileVersion(e.Op) }, reason, dry)
+	pr, err := s.Prune(ctx, writer, func(e *Event) bool { return orig[e.Seq] && !e.Op.IsFileVersion() }, reason, dry)
 	res.Prune = pr
 	if err != nil {
 		return res, fmt.Errorf("prune the originals: %w", err)

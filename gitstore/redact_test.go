@@ -70,7 +70,7 @@ func TestRedactSpanAtWrite(t *testing.T) {
 	if string(sp.Extra["redacted"]) != "2" || sp.vault != nil {
 		t.Fatalf("span event: redacted=%s, vault kept in the returned event: %v", sp.Extra["redacted"], sp.vault != nil)
 	}
-	stored, err := s.Blob(ctx, sp.Blob)
+	stored, err := s.Objects().Blob(ctx, sp.Blob)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestRedactSpanAtWrite(t *testing.T) {
 		t.Fatalf("redacted span is not valid JSON: %s", stored)
 	}
 	// The file version is the exact bytes, marked.
-	fb, _ := s.Blob(ctx, rd.Blob)
+	fb, _ := s.Objects().Blob(ctx, rd.Blob)
 	if !bytes.Equal(fb, file) || string(rd.Extra["secrets"]) != "1" {
 		t.Fatalf("file version rewritten or not marked: %q secrets=%s", fb, rd.Extra["secrets"])
 	}
@@ -111,18 +111,18 @@ func TestRedactSpanAtWrite(t *testing.T) {
 	}
 
 	// With the local identity the span comes back byte for byte.
-	got, n, left, err := s.Reveal(ctx, "cc-s1", stored, nil)
+	got, n, left, err := s.Crypt().Reveal(ctx, "cc-s1", stored, nil)
 	if err != nil || n != 2 || left != 0 || !bytes.Equal(got, span) {
 		t.Fatalf("reveal: %q n=%d left=%d %v", got, n, left, err)
 	}
 	// Without it (another user's identity only) the placeholders stay.
 	t.Setenv("LOSSLESS_IDENTITY_FILE", filepath.Join(t.TempDir(), "none.age"))
 	other, _ := age.GenerateX25519Identity()
-	got, n, left, err = s.Reveal(ctx, "cc-s1", stored, []age.Identity{other})
+	got, n, left, err = s.Crypt().Reveal(ctx, "cc-s1", stored, []age.Identity{other})
 	if err != nil || n != 0 || left != 2 || !bytes.Equal(got, stored) {
 		t.Fatalf("reveal with a foreign identity: n=%d left=%d %v", n, left, err)
 	}
-	v, err := s.OpenVault(ctx, "cc-s1", nil)
+	v, err := s.Crypt().OpenVault(ctx, "cc-s1", nil)
 	if err != nil || v.Entries != 1 || v.Locked != 1 || v.Len() != 0 {
 		t.Fatalf("locked vault: %+v %v", v, err)
 	}
@@ -168,7 +168,7 @@ func TestRedactOffAndEncrypted(t *testing.T) {
 	if err != nil || len(res.Events) != 1 {
 		t.Fatalf("%v %v", res.Events, err)
 	}
-	if b, _ := s.Blob(ctx, res.Events[0].Blob); string(b) != tok {
+	if b, _ := s.Objects().Blob(ctx, res.Events[0].Blob); string(b) != tok {
 		t.Fatalf("redact off changed the span: %q", b)
 	}
 	gitRun(t, dir, "config", "lossless.redact", "maybe")
@@ -185,15 +185,15 @@ func TestRedactOffAndEncrypted(t *testing.T) {
 	if err != nil || len(res.Events) != 2 {
 		t.Fatalf("%v %v", res.Events, err)
 	}
-	plain, err := s.OpenContent(ctx, res.Events[0], []age.Identity{team})
+	plain, err := s.Crypt().OpenContent(ctx, res.Events[0], []age.Identity{team})
 	if err != nil || bytes.Contains(plain, []byte(tok)) || len(secrets.Placeholders(plain)) != 1 {
 		t.Fatalf("decrypted span holds the secret or no placeholder: %q %v", plain, err)
 	}
 	// The team key opens the span but not the vault; the local identity does.
-	if v, _ := s.OpenVault(ctx, "w", []age.Identity{team}); v.Len() != 1 {
+	if v, _ := s.Crypt().OpenVault(ctx, "w", []age.Identity{team}); v.Len() != 1 {
 		t.Fatalf("vault with the local identity present: %d values", v.Len())
 	}
-	got, n, _, err := s.Reveal(ctx, "w", plain, nil)
+	got, n, _, err := s.Crypt().Reveal(ctx, "w", plain, nil)
 	if err != nil || n != 1 || !bytes.Equal(got, span) {
 		t.Fatalf("reveal: %q %d %v", got, n, err)
 	}
@@ -242,7 +242,7 @@ func TestRedactWithoutIdentityStillRedacts(t *testing.T) {
 	if err != nil || len(res.Events) != 1 {
 		t.Fatalf("%v %v", res.Events, err)
 	}
-	b, _ := s.Blob(context.Background(), res.Events[0].Blob)
+	b, _ := s.Objects().Blob(context.Background(), res.Events[0].Blob)
 	if bytes.Contains(b, []byte(tok)) || len(warned) != 1 || !strings.Contains(warned[0], "without a vault") {
 		t.Fatalf("stored %q, warnings %q", b, warned)
 	}
@@ -311,11 +311,11 @@ func TestRedactWriterRewritesOldArchive(t *testing.T) {
 			continue
 		}
 		copies++
-		c, err := s.OpenContent(ctx, e, ids)
+		c, err := s.Crypt().OpenContent(ctx, e, ids)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, n, _, err := s.Reveal(ctx, "w", c, nil)
+		got, n, _, err := s.Crypt().Reveal(ctx, "w", c, nil)
 		if err != nil || n != 1 || !(bytes.Contains(got, []byte(t1)) || bytes.Contains(got, []byte(t2))) {
 			t.Fatalf("reveal of %s: %q %v", e.Raw, got, err)
 		}
@@ -367,7 +367,7 @@ func TestRedactNearMissesUntouched(t *testing.T) {
 	if len(ev.Extra["redacted"]) != 0 {
 		t.Fatalf("near misses were redacted: %s", ev.Extra["redacted"])
 	}
-	got, err := s.Blob(ctx, ev.Blob)
+	got, err := s.Objects().Blob(ctx, ev.Blob)
 	if err != nil {
 		t.Fatal(err)
 	}

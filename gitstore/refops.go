@@ -37,11 +37,12 @@ const (
 )
 
 // Ref returns a ref's value, "" when it does not exist.
-func (s *Store) Ref(name string) (string, error) { return s.refs.Read(name) }
+func (o Objects) Ref(ctx context.Context, name string) (string, error) { return o.s.refs.Read(name) }
 
 // RefsUnder returns every ref under prefix (e.g. AnchorPrefix) with its
 // value, as git resolves them (loose over packed).
-func (s *Store) RefsUnder(prefix string) (map[string]string, error) {
+func (o Objects) RefsUnder(ctx context.Context, prefix string) (map[string]string, error) {
+	s := o.s
 	if !strings.HasPrefix(prefix, "refs/") || !strings.HasSuffix(prefix, "/") {
 		return nil, fmt.Errorf("ref prefix %q must start with refs/ and end with /", prefix)
 	}
@@ -80,7 +81,8 @@ func validRefName(name string) error {
 // new is refused: refs are never deleted here) under the ref lock, as a
 // compare-and-swap: ErrRefChanged when name is not at old. Only anchor,
 // anchor tag and tracking refs.
-func (s *Store) SetRef(ctx context.Context, name, old, new string) error {
+func (o Objects) SetRef(ctx context.Context, name, old, new string) error {
+	s := o.s
 	if err := ownRef(name); err != nil {
 		return err
 	}
@@ -101,7 +103,8 @@ func (s *Store) SetRef(ctx context.Context, name, old, new string) error {
 // lock, from packed-refs and as a loose file: what `git fetch --prune`
 // did to refs a remote lost, now that fetches go through a quarantine
 // (Quarantine.Gone lists them). SetRef never deletes.
-func (s *Store) DeleteTrackingRef(ctx context.Context, name, old string) error {
+func (o Objects) DeleteTrackingRef(ctx context.Context, name, old string) error {
+	s := o.s
 	if !strings.HasPrefix(name, TrackingPrefix) || len(name) == len(TrackingPrefix) {
 		return fmt.Errorf("delete %s: not under %s", name, TrackingPrefix)
 	}
@@ -132,7 +135,8 @@ type TreeFile struct {
 // from parent to it (compare-and-swap: ErrRefChanged when ref moved, so
 // the caller rebuilds on the new value). Objects are durable before the
 // ref moves. Only refs under AnchorPrefix.
-func (s *Store) CommitFiles(ctx context.Context, ref, parent string, files []TreeFile, msg, ident string, when time.Time) (string, error) {
+func (o Objects) CommitFiles(ctx context.Context, ref, parent string, files []TreeFile, msg, ident string, when time.Time) (string, error) {
+	s := o.s
 	if !strings.HasPrefix(ref, AnchorPrefix) {
 		return "", fmt.Errorf("commit files: ref %s is not under %s", ref, AnchorPrefix)
 	}
@@ -192,7 +196,8 @@ type CommitFilesRead struct {
 }
 
 // ReadCommitFiles reads commit id and the blobs of its tree's top level.
-func (s *Store) ReadCommitFiles(id string) (CommitFilesRead, error) {
+func (o Objects) ReadCommitFiles(ctx context.Context, id string) (CommitFilesRead, error) {
+	s := o.s
 	out := CommitFilesRead{ID: id, Files: map[string][]byte{}}
 	typ, body, err := s.odb.Read(id)
 	if err != nil {
@@ -251,7 +256,8 @@ type Tag struct {
 // which must be under AnchorTagPrefix and must not exist yet: tags are
 // never moved) pointing at commit target, with message msg, and creates
 // its ref.
-func (s *Store) WriteTag(ctx context.Context, name, target, msg, tagger string, when time.Time) (string, error) {
+func (o Objects) WriteTag(ctx context.Context, name, target, msg, tagger string, when time.Time) (string, error) {
+	s := o.s
 	ref := "refs/tags/" + name
 	if !strings.HasPrefix(ref, AnchorTagPrefix) {
 		return "", fmt.Errorf("tag %s is not under %s", name, strings.TrimPrefix(AnchorTagPrefix, "refs/tags/"))
@@ -288,7 +294,8 @@ func (s *Store) WriteTag(ctx context.Context, name, target, msg, tagger string, 
 }
 
 // ReadTag reads the annotated tag object id.
-func (s *Store) ReadTag(id string) (Tag, error) {
+func (o Objects) ReadTag(ctx context.Context, id string) (Tag, error) {
+	s := o.s
 	t := Tag{ID: id}
 	typ, body, err := s.odb.Read(id)
 	if err != nil {
@@ -312,7 +319,8 @@ func (s *Store) ReadTag(id string) (Tag, error) {
 // walking desc's parents (all of them) up to limit commits (0: no limit).
 // A commit that cannot be read ends that path: the answer is then what the
 // readable history shows.
-func (s *Store) IsAncestor(ctx context.Context, anc, desc string, limit int) (bool, error) {
+func (o Objects) IsAncestor(ctx context.Context, anc, desc string, limit int) (bool, error) {
+	s := o.s
 	if anc == desc {
 		return true, nil
 	}
@@ -354,7 +362,8 @@ func (s *Store) IsAncestor(ctx context.Context, anc, desc string, limit int) (bo
 // have old in its history: sync adopting what a remote holds. A writer's
 // new head must be a sealed batch commit; the head observer sees it. It
 // never rewrites: anything but a fast-forward is refused.
-func (s *Store) FastForward(ctx context.Context, ref, old, new string) error {
+func (o Objects) FastForward(ctx context.Context, ref, old, new string) error {
+	s := o.s
 	writer, isWriter := strings.CutPrefix(ref, RefPrefix)
 	notes, isNotes := strings.CutPrefix(ref, NotesPrefix)
 	switch {
@@ -373,7 +382,7 @@ func (s *Store) FastForward(ctx context.Context, ref, old, new string) error {
 		return fmt.Errorf("fast-forward %s: %q -> %q: not object ids", ref, old, new)
 	}
 	if old != "" {
-		ok, err := s.IsAncestor(ctx, old, new, 0)
+		ok, err := s.Objects().IsAncestor(ctx, old, new, 0)
 		if err != nil {
 			return fmt.Errorf("fast-forward %s: %w", ref, err)
 		}
@@ -409,7 +418,7 @@ func (s *Store) FastForward(ctx context.Context, ref, old, new string) error {
 
 // HeadOf returns the chain state (entries and head seal) at a writer's
 // batch commit id, from its trailers.
-func (s *Store) HeadOf(id string) (seq int64, seal string, err error) {
+func (s *Store) HeadOf(ctx context.Context, id string) (seq int64, seal string, err error) {
 	h, err := s.headAt(id)
 	return h.Seq, h.Seal, err
 }
@@ -426,7 +435,8 @@ func (s *Store) HeadOf(id string) (seq int64, seal string, err error) {
 // before anyone looked at it: FetchQuarantine (quarantine.go) is the
 // bounded way, and Quarantine.AcceptAll leaves the tracking refs as this
 // does.
-func (s *Store) Fetch(ctx context.Context, r Remote, refspecs []string, prune bool) error {
+func (t Transport) Fetch(ctx context.Context, r Remote, refspecs []string, prune bool) error {
+	s := t.s
 	if s.readOnly {
 		return fmt.Errorf("fetch: %w", ErrReadOnly)
 	}
@@ -475,7 +485,8 @@ type RefPush struct {
 // SRC:DST per update, never '+', with --atomic when asked (a remote that
 // takes any takes all). Outcomes per ref as git reports them; the error
 // says which remote and why.
-func (s *Store) PushRefs(ctx context.Context, r Remote, ups []RefPush, atomic bool) ([]PushedRef, error) {
+func (t Transport) PushRefs(ctx context.Context, r Remote, ups []RefPush, atomic bool) ([]PushedRef, error) {
+	s := t.s
 	if err := ValidRemote(r.URL); err != nil {
 		return nil, err
 	}
@@ -506,7 +517,8 @@ func (s *Store) PushRefs(ctx context.Context, r Remote, ups []RefPush, atomic bo
 // push URL (`git remote get-url --push`, insteadOf applied), else r.URL
 // itself, a local path made absolute against r.Dir. Anchors key what they
 // remember about a remote by it, so a remote renamed is still itself.
-func (s *Store) RemoteURL(ctx context.Context, r Remote) (string, error) {
+func (t Transport) RemoteURL(ctx context.Context, r Remote) (string, error) {
+	s := t.s
 	if err := ValidRemote(r.URL); err != nil {
 		return "", err
 	}
@@ -558,7 +570,8 @@ func isSCPLike(u string) bool {
 // LsRemoteRefs returns the remote's refs matching patterns (git ls-remote
 // patterns: a full ref name, or a glob such as refs/lossless-anchor/*),
 // tags' peeled "^{}" lines left out, from the user's own `git ls-remote`.
-func (s *Store) LsRemoteRefs(ctx context.Context, r Remote, patterns ...string) (map[string]string, error) {
+func (t Transport) LsRemoteRefs(ctx context.Context, r Remote, patterns ...string) (map[string]string, error) {
+	s := t.s
 	if err := ValidRemote(r.URL); err != nil {
 		return nil, err
 	}

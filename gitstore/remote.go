@@ -114,7 +114,8 @@ func (s *Store) gitAt(ctx context.Context, r Remote, gitDir string, args ...stri
 // LsRemote returns the remote's refs under the archive's prefixes, from
 // the user's own `git ls-remote` (their SSH config and credential helpers
 // apply), run in this archive's repository.
-func (s *Store) LsRemote(ctx context.Context, r Remote) (map[string]string, error) {
+func (t Transport) LsRemote(ctx context.Context, r Remote) (map[string]string, error) {
+	s := t.s
 	if err := ValidRemote(r.URL); err != nil {
 		return nil, err
 	}
@@ -188,7 +189,8 @@ type PushedRef struct {
 // Push runs `git push` with PushArgs and returns each ref's outcome. The
 // error is set when git failed, with its message; the outcomes it
 // reported are returned all the same.
-func (s *Store) Push(ctx context.Context, r Remote, o *Outgoing, force bool) ([]PushedRef, error) {
+func (t Transport) Push(ctx context.Context, r Remote, o *Outgoing, force bool) ([]PushedRef, error) {
+	s := t.s
 	args, err := o.PushArgs(r.URL, force)
 	if err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ import (
 // net, crypto/x509 and, in a default build, cgo and the dynamic loader.
 // git-lossless links it; git-lossless-hook, started afresh on every tool
 // call Claude Code hooks, does not, and hands an event to git-lossless
-// when the archive it records into needs SSH keys (Store.NeedsSSH).
+// when the archive it records into needs SSH keys (Crypt.NeedsSSH).
 type SSHKeys interface {
 	// ParseRecipient parses an authorized_keys line.
 	ParseRecipient(s string) (age.Recipient, error)
@@ -53,7 +53,8 @@ func registeredSSH() SSHKeys {
 // lossless.encrypt is on and some lossless.recipient is an SSH public key.
 // The hook program, which does not link them, asks before it records, so
 // that an event it could not encrypt is handed on instead of lost.
-func (s *Store) NeedsSSH() bool {
+func (c Crypt) NeedsSSH() bool {
+	s := c.s
 	on, err := parseBool(s.cfg.Get("lossless.encrypt"))
 	if err != nil || !on {
 		return false

@@ -11,6 +11,13 @@
 // standard library, with age (and x/crypto's ssh keys through agessh) for
 // encryption and doublestar for the deny list.
 //
+// The Store type is the log itself; the object database and the refs
+// beyond the writers' chains (Store.Objects), remotes (Store.Transport)
+// and encryption (Store.Crypt) are views of the same open archive with
+// method sets of their own (rooms.go), so a caller names the concern it
+// uses. Every method that touches the disk or a remote takes a
+// context.Context. Event ops are the typed constants of op.go.
+//
 // Archived file versions are real git blobs. Each writer (one Claude Code
 // session, one proxy instance, ...) appends batches of events as commits on
 // its own ref, refs/lossless/<writer>, so writers never contend; processes
@@ -248,7 +255,7 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 	if len(recs) == 0 {
 		return AppendResult{}, nil
 	}
-	if err := s.CheckWritable(writer); err != nil {
+	if err := s.CheckWritable(ctx, writer); err != nil {
 		return AppendResult{}, err
 	}
 	s.appendMu.Lock()
@@ -257,7 +264,7 @@ func (s *Store) Append(ctx context.Context, writer string, recs []Record) (Appen
 	// 1. Blobs: denied paths never reach an object.
 	var pending []string
 	sink := gitobj.LooseSink{DB: s.odb, Pending: &pending}
-	events, err := s.prepareRecords(recs, sink)
+	events, err := s.prepareRecords(ctx, recs, sink)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -329,7 +336,7 @@ func (s *Store) newEvents(ctx context.Context, writer, cur string, events []Even
 // them, fills defaults, applies the deny list (a denied path never reaches
 // an object: its event is stored with excluded:true and no content) and
 // stores each kept content as a blob through sink.
-func (s *Store) prepareRecords(recs []Record, sink gitobj.Sink) ([]Event, error) {
+func (s *Store) prepareRecords(ctx context.Context, recs []Record, sink gitobj.Sink) ([]Event, error) {
 	redactOn, err := s.redactMode()
 	if err != nil {
 		return nil, err
@@ -348,7 +355,7 @@ func (s *Store) prepareRecords(recs []Record, sink gitobj.Sink) ([]Event, error)
 				// Anything in a git directory (.git/config holds remote
 				// URLs with passwords) is denied on every route, not only
 				// the MCP server's read_file (gitpath.go).
-				_, d = s.GitInternal(p)
+				_, d = s.GitInternal(ctx, p)
 			}
 			denyMemo[p] = d
 		}
@@ -401,7 +408,7 @@ func (s *Store) prepareRecords(recs []Record, sink gitobj.Sink) ([]Event, error)
 		} else if r.HasContent {
 			// Secrets: spans are redacted, file versions marked (redact.go).
 			content := s.scanContent(&e, r.Content, redactOn)
-			content, err := s.storedContent(r, &e, content)
+			content, err := s.storedContent(ctx, r, &e, content)
 			if err != nil {
 				return nil, fmt.Errorf("record %d: %w", i, err)
 			}
@@ -471,11 +478,11 @@ func (s *Store) Writers(ctx context.Context) ([]WriterInfo, error) {
 }
 
 // Locks lists lock files under refs/lossless, stale or not.
-func (s *Store) Locks() ([]LockInfo, error) { return s.refs.Locks(RefPrefix) }
+func (s *Store) Locks(ctx context.Context) ([]LockInfo, error) { return s.refs.Locks(RefPrefix) }
 
 // CleanStaleLocks removes the stale ones and returns what it removed.
-func (s *Store) CleanStaleLocks() ([]LockInfo, error) {
-	ls, err := s.Locks()
+func (s *Store) CleanStaleLocks(ctx context.Context) ([]LockInfo, error) {
+	ls, err := s.Locks(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -489,7 +496,8 @@ func (s *Store) CleanStaleLocks() ([]LockInfo, error) {
 }
 
 // Blob returns the bytes of an archived blob.
-func (s *Store) Blob(ctx context.Context, id string) ([]byte, error) {
+func (o Objects) Blob(ctx context.Context, id string) ([]byte, error) {
+	s := o.s
 	id = strings.ToLower(id)
 	if !gitobj.IsID(id) {
 		return nil, fmt.Errorf("%q is not a full 40-hex blob id", id)
@@ -599,7 +607,7 @@ func (s *Store) Now() time.Time { return s.now() }
 // StateDir returns (creating it, 0700) a directory for an adapter's own
 // derived state, such as transcript cursors: <common dir>/lossless/<name>.
 // Such state must be rebuildable; the archive is the refs and objects.
-func (s *Store) StateDir(name string) (string, error) {
+func (s *Store) StateDir(ctx context.Context, name string) (string, error) {
 	if s.readOnly {
 		return "", fmt.Errorf("state dir %s: %w", name, ErrReadOnly)
 	}

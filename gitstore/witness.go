@@ -133,7 +133,7 @@ func isLowerHex(s string, n int) bool {
 // Witness returns the heads this clone witnessed for writer, oldest
 // first. A line that does not parse is ErrWitnessDamaged, naming the file
 // and the line; the lines before it are returned with the error.
-func (s *Store) Witness(writer string) ([]seal.Checkpoint, error) {
+func (s *Store) Witness(ctx context.Context, writer string) ([]seal.Checkpoint, error) {
 	if err := ValidWriter(writer); err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ const (
 // this clone's checkpoints, AnchoredSeen for others'; where says which
 // (remote, machine, clone, number). Heads already recorded are not
 // recorded again. Verify compares every chain with them.
-func (s *Store) RecordAnchored(writer string, seq int64, sealHex, kind, where string) error {
+func (s *Store) RecordAnchored(ctx context.Context, writer string, seq int64, sealHex, kind, where string) error {
 	if s.readOnly {
 		return fmt.Errorf("record anchored head of %s: %w", writer, ErrReadOnly)
 	}
@@ -203,7 +203,7 @@ const checkpointsFile = ".checkpoints"
 
 // CheckpointRecorded reports whether the heads of the checkpoint with
 // this digest (sha256 hex of its signed bytes) were recorded.
-func (s *Store) CheckpointRecorded(digest string) (bool, error) {
+func (s *Store) CheckpointRecorded(ctx context.Context, digest string) (bool, error) {
 	lines, _, err := readLines(s.stateDir(anchoredDir), checkpointsFile)
 	if err != nil {
 		return false, err
@@ -218,7 +218,7 @@ func (s *Store) CheckpointRecorded(digest string) (bool, error) {
 
 // RecordedCheckpoints returns the digests CheckpointRecorded reports, read
 // once, for a caller that looks at many checkpoints.
-func (s *Store) RecordedCheckpoints() (map[string]bool, error) {
+func (s *Store) RecordedCheckpoints(ctx context.Context) (map[string]bool, error) {
 	lines, _, err := readLines(s.stateDir(anchoredDir), checkpointsFile)
 	if err != nil {
 		return nil, err
@@ -242,18 +242,18 @@ type AnchoredHead struct {
 // itself; a checkpoint recorded before is skipped. The caller may leave
 // out heads an earlier recorded checkpoint of the same chain named
 // already.
-func (s *Store) RecordCheckpoint(digest string, heads []AnchoredHead, kind, where string) error {
+func (s *Store) RecordCheckpoint(ctx context.Context, digest string, heads []AnchoredHead, kind, where string) error {
 	if s.readOnly {
 		return ErrReadOnly
 	}
 	if !isLowerHex(digest, 64) {
 		return fmt.Errorf("record checkpoint: digest %q", digest)
 	}
-	if done, err := s.CheckpointRecorded(digest); err != nil || done {
+	if done, err := s.CheckpointRecorded(ctx, digest); err != nil || done {
 		return err
 	}
 	for _, h := range heads {
-		if err := s.RecordAnchored(h.Writer, h.Seq, h.Seal, kind, where); err != nil {
+		if err := s.RecordAnchored(ctx, h.Writer, h.Seq, h.Seal, kind, where); err != nil {
 			return fmt.Errorf("record anchored head of %s: %w", h.Writer, err)
 		}
 	}
@@ -291,7 +291,7 @@ func (s *Store) anchoredLines(writer string) ([]anchoredHead, error) {
 // It is what Verify compares the chain with. A damaged file is
 // ErrWitnessDamaged, returned with every head that could be read.
 func (s *Store) SeenHeads(ctx context.Context, writer string) ([]seal.Checkpoint, error) {
-	out, werr := s.Witness(writer)
+	out, werr := s.Witness(ctx, writer)
 	an, aerr := s.anchoredLines(writer)
 	for _, a := range an {
 		out = append(out, a.Checkpoint)
@@ -304,7 +304,7 @@ func (s *Store) SeenHeads(ctx context.Context, writer string) ([]seal.Checkpoint
 // itself. A writer anchored only in another machine's
 // checkpoint is checked where it exists, not required. Verify checks them
 // all, so a deleted writer is a break, not an absence.
-func (s *Store) KnownWriters() ([]string, error) {
+func (s *Store) KnownWriters(ctx context.Context) ([]string, error) {
 	set := map[string]bool{}
 	// (Ownership alone adds nothing: a writer is owned once claimed, and
 	// witnessed once written.)
@@ -358,7 +358,7 @@ func clip(s string, n int) string {
 // of every writer name a clone derives (OwnWriterName), so two clones
 // never produce the same name. (Versions before it kept the id in
 // <common>/lossless/anchor/clone; that file is read and moved.)
-func (s *Store) CloneID() (string, error) {
+func (s *Store) CloneID(ctx context.Context) (string, error) {
 	p := s.stateDir("clone")
 	if id, err := readCloneID(p); err != nil || id != "" {
 		return id, err
@@ -454,11 +454,11 @@ func FamilyClone(writer string) string {
 // OwnWriterName returns this clone's writer of family for label:
 // "<family>-<clone>" for an empty label, else "<family>-<clone>-<label>"
 // with the label mapped as WriterName maps it.
-func (s *Store) OwnWriterName(family, label string) (string, error) {
+func (s *Store) OwnWriterName(ctx context.Context, family, label string) (string, error) {
 	if family != FamilyCLI && family != FamilyProxy && family != FamilyMCP {
 		return "", fmt.Errorf("unknown writer family %q", family)
 	}
-	id, err := s.CloneID()
+	id, err := s.CloneID(ctx)
 	if err != nil {
 		return "", fmt.Errorf("clone id: %w", err)
 	}
@@ -471,7 +471,7 @@ func (s *Store) OwnWriterName(family, label string) (string, error) {
 // Owns reports whether this clone owns writer: it appended to it (or
 // imported into it). Archives made before ownership was recorded are
 // migrated on first use (migrateOwnership).
-func (s *Store) Owns(writer string) (bool, error) {
+func (s *Store) Owns(ctx context.Context, writer string) (bool, error) {
 	if err := ValidWriter(writer); err != nil {
 		return false, err
 	}
@@ -479,9 +479,9 @@ func (s *Store) Owns(writer string) (bool, error) {
 		// A view writes no state: an archive not migrated yet is judged
 		// as the migration would judge it.
 		if _, err := os.Stat(s.stateDir(ownDir)); errors.Is(err, fs.ErrNotExist) {
-			return s.madeHere(writer)
+			return s.madeHere(ctx, writer)
 		}
-	} else if err := s.migrateOwnership(); err != nil {
+	} else if err := s.migrateOwnership(ctx); err != nil {
 		return false, err
 	}
 	_, err := os.Lstat(filepath.Join(s.stateDir(ownDir), writer))
@@ -495,9 +495,9 @@ func (s *Store) Owns(writer string) (bool, error) {
 }
 
 // OwnedWriters lists the writers this clone owns.
-func (s *Store) OwnedWriters() (map[string]bool, error) {
+func (s *Store) OwnedWriters(ctx context.Context) (map[string]bool, error) {
 	if !s.readOnly {
-		if err := s.migrateOwnership(); err != nil {
+		if err := s.migrateOwnership(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -540,12 +540,12 @@ func (s *Store) markOwn(writer string) {
 // that exists here must be one this clone owns, and a name of a derived
 // family (cli-<clone>..., proxy-<clone>...) must carry this clone's id.
 // A new writer of any other name is this clone's once it is written.
-func (s *Store) CheckWritable(writer string) error {
+func (s *Store) CheckWritable(ctx context.Context, writer string) error {
 	if err := ValidWriter(writer); err != nil {
 		return err
 	}
 	if c := FamilyClone(writer); c != "" {
-		id, err := s.CloneID()
+		id, err := s.CloneID(ctx)
 		if err != nil {
 			return fmt.Errorf("clone id: %w", err)
 		}
@@ -564,7 +564,7 @@ func (s *Store) CheckWritable(writer string) error {
 		s.markOwn(writer)
 		return nil
 	}
-	own, err := s.Owns(writer)
+	own, err := s.Owns(ctx, writer)
 	if err != nil {
 		return err
 	}
@@ -581,7 +581,7 @@ func (s *Store) CheckWritable(writer string) error {
 // here came from a fast-forward to a remote's). Import witnesses only its
 // last batch, so writers imported by older versions count as adopted:
 // the safe side, as an adopted writer is compared, not trusted.
-func (s *Store) migrateOwnership() error {
+func (s *Store) migrateOwnership(ctx context.Context) error {
 	dir := s.stateDir(ownDir)
 	if _, err := os.Stat(dir); err == nil {
 		return nil
@@ -608,7 +608,7 @@ func (s *Store) migrateOwnership() error {
 		if e.IsDir() || ValidWriter(w) != nil {
 			continue
 		}
-		if own, err := s.madeHere(w); err != nil || !own {
+		if own, err := s.madeHere(ctx, w); err != nil || !own {
 			continue
 		}
 		if err := os.WriteFile(filepath.Join(tmp, w), nil, 0o600); err != nil {
@@ -626,8 +626,8 @@ func (s *Store) migrateOwnership() error {
 
 // madeHere: the first witnessed head of writer is its chain's first
 // batch (see migrateOwnership).
-func (s *Store) madeHere(writer string) (bool, error) {
-	ws, err := s.Witness(writer)
+func (s *Store) madeHere(ctx context.Context, writer string) (bool, error) {
+	ws, err := s.Witness(ctx, writer)
 	if err != nil || len(ws) == 0 {
 		return false, err
 	}

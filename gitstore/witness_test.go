@@ -56,7 +56,7 @@ func TestZeroOptionsIsTheSafeStore(t *testing.T) {
 	if err != nil || rep.OK() {
 		t.Fatalf("a deleted witnessed writer verified: %+v %v", rep, err)
 	}
-	if ws, err := fresh.KnownWriters(); err != nil || strings.Join(ws, ",") != "w" {
+	if ws, err := fresh.KnownWriters(t.Context()); err != nil || strings.Join(ws, ",") != "w" {
 		t.Fatalf("KnownWriters = %v, %v", ws, err)
 	}
 }
@@ -100,7 +100,7 @@ func TestWitnessDamaged(t *testing.T) {
 			if rep.OK() || rep.Break.Kind != seal.WitnessDamaged || !strings.Contains(rep.Break.Detail, wf) {
 				t.Fatalf("damaged witness: %+v", rep.Break)
 			}
-			if _, err := st.Witness("w"); !errors.Is(err, ErrWitnessDamaged) {
+			if _, err := st.Witness(ctx, "w"); !errors.Is(err, ErrWitnessDamaged) {
 				t.Fatalf("Witness: %v", err)
 			}
 		})
@@ -139,12 +139,12 @@ func TestRecordAnchored(t *testing.T) {
 	repo, st := witnessStore(t)
 	r1 := appendOne(t, st, "w", "1\n")
 	appendOne(t, st, "w", "2\n")
-	seq, sl, err := st.HeadOf(strings.TrimSpace(itGit(t, repo, "rev-parse", "refs/lossless/w")))
+	seq, sl, err := st.HeadOf(t.Context(), strings.TrimSpace(itGit(t, repo, "rev-parse", "refs/lossless/w")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := st.RecordAnchored("w", seq, sl, AnchoredSeen, "seen on origin, checkpoint m/c #1"); err != nil {
+		if err := st.RecordAnchored(t.Context(), "w", seq, sl, AnchoredSeen, "seen on origin, checkpoint m/c #1"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -156,7 +156,7 @@ func TestRecordAnchored(t *testing.T) {
 		seq        int64
 		seal, kind string
 	}{{0, sl, AnchoredOwn}, {1, "xyz", AnchoredOwn}, {1, sl, "mine"}} {
-		if err := st.RecordAnchored("w", bad.seq, bad.seal, bad.kind, "x"); err == nil {
+		if err := st.RecordAnchored(t.Context(), "w", bad.seq, bad.seal, bad.kind, "x"); err == nil {
 			t.Errorf("RecordAnchored(%v) accepted", bad)
 		}
 	}
@@ -177,7 +177,7 @@ func TestOwnership(t *testing.T) {
 	repo, st := witnessStore(t)
 	ctx := context.Background()
 	appendOne(t, st, "mine", "1\n")
-	if own, err := st.Owns("mine"); err != nil || !own {
+	if own, err := st.Owns(ctx, "mine"); err != nil || !own {
 		t.Fatalf("Owns(mine) = %v, %v", own, err)
 	}
 	// Another clone's writer, fetched with plain git.
@@ -200,31 +200,31 @@ func TestOwnership(t *testing.T) {
 		t.Fatalf("the fetched writer moved: %s -> %s", before, after)
 	}
 	// Derived names carry the clone id.
-	id, err := st.CloneID()
+	id, err := st.CloneID(ctx)
 	if err != nil || len(id) != 8 {
 		t.Fatalf("CloneID = %q, %v", id, err)
 	}
-	oid, _ := ost.CloneID()
+	oid, _ := ost.CloneID(ctx)
 	if oid == id {
 		t.Fatalf("two clones share id %s", id)
 	}
 	for family, label := range map[string]string{FamilyCLI: "sess/1", FamilyProxy: "127.0.0.1:11435"} {
-		w, err := st.OwnWriterName(family, label)
+		w, err := st.OwnWriterName(ctx, family, label)
 		if err != nil || !strings.HasPrefix(w, family+"-"+id+"-") || FamilyClone(w) != id {
 			t.Fatalf("OwnWriterName(%s, %s) = %q, %v", family, label, w, err)
 		}
-		ow, _ := ost.OwnWriterName(family, label)
+		ow, _ := ost.OwnWriterName(ctx, family, label)
 		if ow == w {
 			t.Fatalf("two clones derive the same writer %s", w)
 		}
-		if err := st.CheckWritable(ow); !errors.Is(err, ErrNotOwner) {
+		if err := st.CheckWritable(ctx, ow); !errors.Is(err, ErrNotOwner) {
 			t.Fatalf("CheckWritable(%s) of another clone's name: %v", ow, err)
 		}
-		if err := st.CheckWritable(w); err != nil {
+		if err := st.CheckWritable(ctx, w); err != nil {
 			t.Fatalf("CheckWritable(%s): %v", w, err)
 		}
 	}
-	if w, _ := st.OwnWriterName(FamilyCLI, ""); w != "cli-"+id {
+	if w, _ := st.OwnWriterName(ctx, FamilyCLI, ""); w != "cli-"+id {
 		t.Fatalf("bare cli writer %q", w)
 	}
 	// Names that only look like a family are free.
@@ -239,7 +239,7 @@ func TestOwnership(t *testing.T) {
 		t.Fatalf("clone file %q", b)
 	}
 	os.WriteFile(cf, []byte("not an id\n"), 0o600)
-	if _, err := st.CloneID(); err == nil {
+	if _, err := st.CloneID(ctx); err == nil {
 		t.Fatal("a damaged clone id was accepted")
 	}
 }
@@ -262,7 +262,7 @@ func TestOwnershipMigration(t *testing.T) {
 	appendOne(t, ost, "adopted", "b\n")
 	itGit(t, repo, "fetch", "-q", other, "refs/lossless/adopted:refs/lossless-tracking/x/lossless/adopted")
 	head := strings.TrimSpace(itGit(t, repo, "rev-parse", "refs/lossless-tracking/x/lossless/adopted"))
-	if err := st.FastForward(ctx, "refs/lossless/adopted", "", head); err != nil {
+	if err := st.Objects().FastForward(ctx, "refs/lossless/adopted", "", head); err != nil {
 		t.Fatal(err)
 	}
 	// Back to an old archive: no own/ directory.
@@ -273,7 +273,7 @@ func TestOwnershipMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owned, err := st2.OwnedWriters()
+	owned, err := st2.OwnedWriters(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

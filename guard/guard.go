@@ -67,6 +67,8 @@ package guard
 import (
 	"fmt"
 	"time"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // Evidence is one result that put (a version of) a file into a context.
@@ -79,7 +81,7 @@ type Evidence struct {
 	Transcript bool
 	Epoch      string
 	// Op is what produced it: read, write, edit, attach, restore.
-	Op string
+	Op gitstore.Op
 	// Blob is the git blob id of the content the model received; empty
 	// when it carried no content we can hash.
 	Blob string

@@ -3,6 +3,8 @@ package guard
 import (
 	"sort"
 	"time"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // Touch is one archived access of a file by a context, as the working set
@@ -10,7 +12,7 @@ import (
 type Touch struct {
 	Path     string
 	TS       time.Time
-	Op       string // read, write, edit, attach, restore
+	Op       gitstore.Op // read, write, edit, attach, restore
 	Blob     string
 	DiskBlob string
 	Partial  bool
@@ -73,7 +75,7 @@ func WorkingSet(touches []Touch) []FileState {
 			by[t.Path] = f
 		}
 		f.Touches++
-		if t.Op == "edit" || t.Op == "write" {
+		if t.Op == gitstore.OpEdit || t.Op == gitstore.OpWrite {
 			f.Edited = true
 		}
 		if t.Excluded {

@@ -100,7 +100,7 @@ func ReadSessionFacts(ctx context.Context, st *gitstore.Store, opt FactsOptions)
 	editedBy := map[string]map[bool]bool{} // path -> by main context / by a subagent
 	for _, e := range evs {
 		switch e.Op {
-		case "edit", "write":
+		case gitstore.OpEdit, gitstore.OpWrite:
 			p := e.RawPath()
 			if p == "" {
 				continue
@@ -111,7 +111,7 @@ func ReadSessionFacts(ctx context.Context, st *gitstore.Store, opt FactsOptions)
 			}
 			editedBy[p][e.Agent != ""] = true
 			continue
-		case "span":
+		case gitstore.OpSpan:
 		default:
 			continue
 		}
@@ -140,7 +140,7 @@ func ReadSessionFacts(ctx context.Context, st *gitstore.Store, opt FactsOptions)
 
 	// Requests: the first real one, and the last few after it.
 	read := func(e gitstore.Event) []byte {
-		b, err := st.OpenContent(ctx, e, nil)
+		b, err := st.Crypt().OpenContent(ctx, e, nil)
 		if err != nil {
 			return nil // locked, withheld or gone: not a fact we have
 		}

@@ -47,7 +47,7 @@ func (h *handler) handBack(ctx context.Context, session bool) error {
 	if session {
 		tp = h.c.ContextTranscript
 	}
-	cur := ReadCursor(h.st, h.h, tp)
+	cur := ReadCursor(ctx, h.st, h.h, tp)
 	if cur == nil {
 		return nil
 	}
@@ -56,11 +56,11 @@ func (h *handler) handBack(ctx context.Context, session bool) error {
 		return nil
 	}
 	key := "handback:" + ep.Key
-	mark := handBackMark(h.st, h.writer(), h.c.Agent)
+	mark := handBackMark(ctx, h.st, h.writer(), h.c.Agent)
 	if b, err := os.ReadFile(mark); err == nil && string(b) == key {
 		return nil // handed back already (the store's dedupe below is the authority; this spares it)
 	}
-	rec := gitstore.Record{Event: h.baseEvent("handback")}
+	rec := gitstore.Record{Event: h.baseEvent(gitstore.OpHandBack)}
 	rec.Tool, rec.View = "", ""
 	rec.Key = key
 	setExtra(&rec, "boundary", jsonStr(ep.Key))
@@ -97,8 +97,8 @@ func (h *handler) handBack(ctx context.Context, session bool) error {
 // to a context (writer and agent), so that the hooks after it do not ask
 // the store again: <state dir>/handback/<sha256 of writer NUL agent, 16
 // bytes hex>. "" when the state directory cannot be had.
-func handBackMark(st *gitstore.Store, writer, agent string) string {
-	dir, err := st.StateDir("handback")
+func handBackMark(ctx context.Context, st *gitstore.Store, writer, agent string) string {
+	dir, err := st.StateDir(ctx, "handback")
 	if err != nil {
 		return ""
 	}

@@ -81,7 +81,7 @@ type Harness interface {
 	// wt: the main transcript of session, or of the latest session when
 	// session is "", for the MCP server's tools that default to the
 	// caller's session.
-	Sessions(wt, session string, getenv func(string) string) (SessionFound, error)
+	Sessions(ctx context.Context, wt, session string, getenv func(string) string) (SessionFound, error)
 	// ContextUsage reads how full a context is from its transcript.
 	ContextUsage(transcript string) (ContextUsage, error)
 
@@ -219,7 +219,7 @@ type Call struct {
 type FileOp struct {
 	// Op is read, write, edit or delete (the call removed the file: no
 	// content, and no evidence of anything).
-	Op string
+	Op gitstore.Op
 	// Path is the file, absolute and clean.
 	Path string
 	// Content is what the model was shown (read) or wrote (write), when

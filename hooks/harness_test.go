@@ -51,7 +51,7 @@ func (f fakeHarness) Decode(ev HookEvent, r io.Reader) (Call, error) {
 		c.Shell = &Shell{Command: p.Sh.Cmd, Output: p.Sh.Out, HasOutput: true}
 	}
 	for _, f := range p.Files {
-		op := FileOp{Op: f.Op, Path: f.Path}
+		op := FileOp{Op: gitstore.Op(f.Op), Path: f.Path}
 		if f.Text != "" {
 			op.Content, op.HasContent = []byte(f.Text), true
 		}
@@ -78,7 +78,7 @@ func (fakeHarness) SessionOf(p string) string                                { r
 func (fakeHarness) SessionFile(p string) (string, bool)                      { return p, strings.HasSuffix(p, ".fake") }
 func (fakeHarness) TranscriptCwd(string, int64) (string, error)              { return "", nil }
 func (fakeHarness) ImportDirs(string, func(string) string) ([]string, error) { return nil, nil }
-func (fakeHarness) Sessions(string, string, func(string) string) (SessionFound, error) {
+func (fakeHarness) Sessions(context.Context, string, string, func(string) string) (SessionFound, error) {
 	return SessionFound{}, errors.New("none")
 }
 func (fakeHarness) ContextUsage(string) (ContextUsage, error) { return ContextUsage{}, nil }

@@ -247,7 +247,7 @@ func (h *handler) harnessOf() func(string) string {
 	}
 }
 
-func (h *handler) baseEvent(op string) gitstore.Event {
+func (h *handler) baseEvent(op gitstore.Op) gitstore.Event {
 	return gitstore.Event{
 		TS:        h.e.Now(),
 		Session:   h.c.Session,
@@ -296,7 +296,7 @@ func (h *handler) postToolUse(ctx context.Context) error {
 // is false for results that are not evidence.
 func (h *handler) resultRecord(f FileOp) (rec gitstore.Record, ok bool, err error) {
 	switch f.Op {
-	case "read", "write", "edit", "delete":
+	case gitstore.OpRead, gitstore.OpWrite, gitstore.OpEdit, gitstore.OpDelete:
 	default:
 		return rec, false, nil
 	}
@@ -305,7 +305,7 @@ func (h *handler) resultRecord(f FileOp) (rec gitstore.Record, ok bool, err erro
 	if f.Key != "" {
 		rec.Key = f.Key
 	}
-	if f.Op == "delete" {
+	if f.Op == gitstore.OpDelete {
 		// The file is gone: recorded as removed, no content, no real path
 		// (nothing to resolve), and no evidence (not a seen op).
 		rec.View = ""
@@ -313,7 +313,7 @@ func (h *handler) resultRecord(f FileOp) (rec gitstore.Record, ok bool, err erro
 		return rec, true, nil
 	}
 	rec.SetPath(h.st.RelPath(abs))
-	if h.c.Model != "" && (f.Op == "write" || f.Op == "edit") {
+	if h.c.Model != "" && (f.Op == gitstore.OpWrite || f.Op == gitstore.OpEdit) {
 		setExtra(&rec, "model", jsonStr(h.c.Model))
 	}
 	// After the tool ran the file exists (for a write through a dangling
@@ -324,21 +324,21 @@ func (h *handler) resultRecord(f FileOp) (rec gitstore.Record, ok bool, err erro
 		return rec, true, nil
 	}
 	switch {
-	case f.Op == "read" && f.Unchanged:
+	case f.Op == gitstore.OpRead && f.Unchanged:
 		// The harness answered a repeated read of an unchanged file with
 		// no content: the earlier read stands, and so does its hash,
 		// against which drift is still checked. A record without a hash
 		// would become the latest evidence and turn that check off (the
 		// sweep skips these results too).
 		return rec, false, nil
-	case f.Op == "read" && !f.HasContent:
+	case f.Op == gitstore.OpRead && !f.HasContent:
 		// image, pdf, notebook: in the context, but not as text we can
 		// hash; recorded without content.
 		rec.View = "unknown"
 		if f.ResultType != "" {
 			setExtra(&rec, "result_type", jsonStr(f.ResultType))
 		}
-	case f.Op == "read":
+	case f.Op == gitstore.OpRead:
 		rec.Content, rec.HasContent = f.Content, true
 		if f.Partial {
 			start := max(f.FirstLine, 1)
@@ -487,7 +487,7 @@ func (h *handler) guardFile(ctx context.Context, abs string) (denied bool, err e
 	// change the decision already printed. No dedupe key: one hook run is
 	// one denial, no sweep re-creates it, and a key would make the store
 	// check it against every key the writer holds.
-	rec := gitstore.Record{Event: h.baseEvent("deny"), File: abs}
+	rec := gitstore.Record{Event: h.baseEvent(gitstore.OpDeny), File: abs}
 	rec.Key = ""
 	rec.SetPath(key.rel)
 	setRealPath(&rec, key.real)
@@ -512,9 +512,6 @@ func restoreHint(session, agent, path string) string {
 	}
 	return s + " --files " + guard.ShellQuote(path)
 }
-
-// seenOps are the ops that put content into a context.
-var seenOps = map[string]bool{"read": true, "write": true, "edit": true, "attach": true, "restore": true}
 
 // pathNeedle is the member a canonical event line holds for path rel
 // (nil if it cannot be built).
@@ -553,7 +550,7 @@ func pathNeedle(rel string) []byte {
 func (h *handler) contextEvidence(ctx context.Context, abs string, key fileKey) ([]guard.Evidence, *guard.Boundary, error) {
 	var tr *transcriptAt
 	if tp := h.c.ContextTranscript; tp != "" {
-		t, err := openTranscript(h.st, h.h, tp)
+		t, err := openTranscript(ctx, h.st, h.h, tp)
 		switch {
 		case err == nil:
 			tr = t
@@ -622,7 +619,7 @@ func archivedEvidence(ctx context.Context, st *gitstore.Store, writer, session, 
 		wantAgent = append(agentMember, jsonStr(agent)...)
 	}
 	keep := func(_ string, line []byte) bool {
-		if !seenOps[lineOp(line)] {
+		if !lineOp(line).IsFileVersion() {
 			return false
 		}
 		if wantAgent != nil {
@@ -639,7 +636,7 @@ func archivedEvidence(ctx context.Context, st *gitstore.Store, writer, session, 
 	}
 	var out []guard.Evidence
 	for _, e := range evs {
-		if e.Session == session && e.Agent == agent && seenOps[e.Op] && key.matches(e) {
+		if e.Session == session && e.Agent == agent && e.Op.IsFileVersion() && key.matches(e) {
 			out = append(out, evidenceOf(e))
 		}
 	}
@@ -648,7 +645,7 @@ func archivedEvidence(ctx context.Context, st *gitstore.Store, writer, session, 
 
 // lineOp returns the op of a stored event line without parsing it ("" if
 // it cannot tell): ops are plain words, never escaped.
-func lineOp(line []byte) string {
+func lineOp(line []byte) gitstore.Op {
 	const m = `"op":"`
 	i := bytes.Index(line, []byte(m))
 	if i < 0 {
@@ -659,14 +656,14 @@ func lineOp(line []byte) string {
 	if j < 0 {
 		return ""
 	}
-	return string(rest[:j])
+	return gitstore.Op(rest[:j])
 }
 
 // archivedBoundary is the context's last archived compaction boundary,
 // for when its transcript (and so its cursor) is gone. Only the
 // transcript's compact_boundary lines are boundaries: see package guard.
 func archivedBoundary(ctx context.Context, st *gitstore.Store, writer, session, agent string) (*guard.Boundary, error) {
-	evs, err := st.Events(ctx, gitstore.Query{Writers: []string{writer}, Op: "compact"})
+	evs, err := st.Events(ctx, gitstore.Query{Writers: []string{writer}, Op: gitstore.OpCompact})
 	if err != nil {
 		return nil, err
 	}
@@ -710,7 +707,7 @@ func seenEvidence(x *transcript.FileSeen, epoch string) guard.Evidence {
 // compaction may still fail or be cancelled, so the guard's boundary is
 // the transcript's compact_boundary line alone (see package guard).
 func (h *handler) preCompact(ctx context.Context) error {
-	rec := gitstore.Record{Event: h.baseEvent("precompact")}
+	rec := gitstore.Record{Event: h.baseEvent(gitstore.OpPreCompact)}
 	rec.Tool, rec.View = "", ""
 	rec.Key = "precompact:" + strconv.FormatInt(rec.TS.UnixNano(), 10)
 	if h.c.Trigger != "" {

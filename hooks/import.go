@@ -520,7 +520,7 @@ func sweepImportSession(ctx context.Context, st *gitstore.Store, h Harness, s *i
 			if d.ss.Lines == 0 && d.ss.Resets == 0 {
 				stats.UpToDate++
 			}
-			if unsweptTail(st, h, d.f.path) {
+			if unsweptTail(ctx, st, h, d.f.path) {
 				stats.Skipped = append(stats.Skipped, ImportSkip{Path: d.f.path, Reason: SkipBeingWritten})
 			}
 			stats.Sweep.add(d.ss)
@@ -543,8 +543,8 @@ func sweepImportSession(ctx context.Context, st *gitstore.Store, h Harness, s *i
 
 // unsweptTail reports whether the transcript at path holds bytes past its
 // cursor after a sweep: a last line without its newline, being written.
-func unsweptTail(st *gitstore.Store, h Harness, path string) bool {
-	cfile, err := CursorFile(st, h, path)
+func unsweptTail(ctx context.Context, st *gitstore.Store, h Harness, path string) bool {
+	cfile, err := CursorFile(ctx, st, h, path)
 	if err != nil {
 		return false
 	}

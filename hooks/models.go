@@ -119,14 +119,14 @@ func (m *ModelIndex) addPlain(writer string, line []byte) bool {
 			return false
 		}
 	}
-	m.add(writer, op, key, session, agent, t, model, call)
+	m.add(writer, gitstore.Op(op), key, session, agent, t, model, call)
 	return true
 }
 
 // add indexes one event of writer, in archive order: its model (""
 // when it names none, or not as a string), and call, the tool_use_id
 // of a span.
-func (m *ModelIndex) add(writer, op, key, session, agent string, ts time.Time, model, call string) {
+func (m *ModelIndex) add(writer string, op gitstore.Op, key, session, agent string, ts time.Time, model, call string) {
 	if model == "" {
 		return // a nested "model" member, or not a string
 	}
@@ -136,7 +136,7 @@ func (m *ModelIndex) add(writer, op, key, session, agent string, ts time.Time, m
 		m.names[model] = model
 	}
 	var calls []string
-	if op == "span" {
+	if op == gitstore.OpSpan {
 		if call != "" {
 			calls = append(calls, call)
 		}

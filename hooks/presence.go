@@ -28,25 +28,25 @@ const (
 
 // Holder is one context's hold on a file.
 type Holder struct {
-	Harness string    `json:"harness,omitempty"`
-	Writer  string    `json:"writer"`
-	Session string    `json:"session,omitempty"`
-	Agent   string    `json:"agent,omitempty"`
-	State   string    `json:"state"`
-	Op      string    `json:"op"` // what put its latest version into the context
-	TS      time.Time `json:"ts"` // when
-	Blob    string    `json:"blob,omitempty"`
+	Harness string      `json:"harness,omitempty"`
+	Writer  string      `json:"writer"`
+	Session string      `json:"session,omitempty"`
+	Agent   string      `json:"agent,omitempty"`
+	State   string      `json:"state"`
+	Op      gitstore.Op `json:"op"` // what put its latest version into the context
+	TS      time.Time   `json:"ts"` // when
+	Blob    string      `json:"blob,omitempty"`
 }
 
 // Change is an edit or write of a file by some context.
 type Change struct {
-	Harness string    `json:"harness,omitempty"`
-	Writer  string    `json:"writer"`
-	Session string    `json:"session,omitempty"`
-	Agent   string    `json:"agent,omitempty"`
-	Op      string    `json:"op"`
-	TS      time.Time `json:"ts"`
-	Blob    string    `json:"blob,omitempty"`
+	Harness string      `json:"harness,omitempty"`
+	Writer  string      `json:"writer"`
+	Session string      `json:"session,omitempty"`
+	Agent   string      `json:"agent,omitempty"`
+	Op      gitstore.Op `json:"op"`
+	TS      time.Time   `json:"ts"`
+	Blob    string      `json:"blob,omitempty"`
 	// Current is true when the change produced the version on disk now.
 	Current bool `json:"current"`
 }
@@ -117,7 +117,7 @@ func Presence(ctx context.Context, st *gitstore.Store, opt PresenceOptions) ([]F
 			needles = append(needles, n...)
 		}
 	}
-	keep := func(_ string, line []byte) bool { return seenOps[lineOp(line)] }
+	keep := func(_ string, line []byte) bool { return lineOp(line).IsFileVersion() }
 	evs, err := st.Select(ctx, gitstore.Selection{Any: needles, Keep: keep})
 	if err != nil {
 		return nil, fmt.Errorf("presence: %w", err)
@@ -190,9 +190,9 @@ func mergeIdx(a, b []int) []int {
 // (the rule of archivedBoundary, for all contexts at once).
 func allBoundaries(ctx context.Context, st *gitstore.Store) (map[ctxKey]*guard.Boundary, error) {
 	keep := func(_ string, line []byte) bool {
-		return lineOp(line) == "compact" && bytes.Contains(line, []byte(`"key":"compact:`))
+		return lineOp(line) == gitstore.OpCompact && bytes.Contains(line, []byte(`"key":"compact:`))
 	}
-	evs, err := st.Select(ctx, gitstore.Selection{Any: [][]byte{[]byte(`"op":"compact"`)}, Keep: keep})
+	evs, err := st.Select(ctx, gitstore.Selection{Any: [][]byte{gitstore.OpCompact.Needle()}, Keep: keep})
 	if err != nil {
 		return nil, fmt.Errorf("presence: compaction boundaries: %w", err)
 	}
@@ -248,7 +248,7 @@ func presenceOf(st *gitstore.Store, k fileKey, evs []gitstore.Event, bounds map[
 		}
 		c.evs = append(c.evs, evidenceOf(e))
 		c.srcs = append(c.srcs, e)
-		if e.Op == "edit" || e.Op == "write" {
+		if e.Op == gitstore.OpEdit || e.Op == gitstore.OpWrite {
 			if lw := fp.LastWriter; lw == nil || !e.TS.Before(lw.TS) {
 				fp.LastWriter = &Change{Harness: gitstore.HarnessOf(e.Harness, e.Writer, harnessOf), Writer: e.Writer, Session: e.Session, Agent: e.Agent, Op: e.Op, TS: e.TS, Blob: e.Blob}
 			}
@@ -327,7 +327,10 @@ func changedBy(ctx context.Context, st *gitstore.Store, key fileKey, self ctxKey
 	if len(needles) == 0 {
 		return nil, nil
 	}
-	keep := func(_ string, line []byte) bool { op := lineOp(line); return op == "edit" || op == "write" }
+	keep := func(_ string, line []byte) bool {
+		op := lineOp(line)
+		return op == gitstore.OpEdit || op == gitstore.OpWrite
+	}
 	evs, err := st.Select(ctx, gitstore.Selection{Any: needles, Keep: keep})
 	if err != nil {
 		return nil, err
@@ -335,7 +338,7 @@ func changedBy(ctx context.Context, st *gitstore.Store, key fileKey, self ctxKey
 	var match, last *gitstore.Event
 	for i := range evs {
 		e := &evs[i]
-		if (e.Op != "edit" && e.Op != "write") || !key.matches(*e) || !e.TS.After(seen.TS) {
+		if (e.Op != gitstore.OpEdit && e.Op != gitstore.OpWrite) || !key.matches(*e) || !e.TS.After(seen.TS) {
 			continue
 		}
 		if (ctxKey{e.Writer, e.Session, e.Agent}) == self {
@@ -360,12 +363,13 @@ func changedBy(ctx context.Context, st *gitstore.Store, key fileKey, self ctxKey
 
 // FileEvents returns the archived events about the files at the given
 // repository-relative paths (the path the model named, or the file it
-// resolved to) whose op is in ops: one selection over every writer, sifted
+// resolved to) that are file versions (gitstore.Op.IsFileVersion): one
+// selection over every writer, sifted
 // on the stored bytes before parsing, writer by writer in seq order. Line
 // provenance (package blame) reads the versions agents saw and wrote
 // through it, so blame, who and the guard agree on which events are about
-// a file. No paths: every event whose op is in ops.
-func FileEvents(ctx context.Context, st *gitstore.Store, rels []string, ops map[string]bool) ([]gitstore.Event, error) {
+// a file. No paths: every file version.
+func FileEvents(ctx context.Context, st *gitstore.Store, rels []string) ([]gitstore.Event, error) {
 	var keys []fileKey
 	var needles [][]byte
 	for _, rel := range rels {
@@ -377,7 +381,7 @@ func FileEvents(ctx context.Context, st *gitstore.Store, rels []string, ops map[
 		keys = append(keys, k)
 		needles = append(needles, n...)
 	}
-	keep := func(_ string, line []byte) bool { return ops[lineOp(line)] }
+	keep := func(_ string, line []byte) bool { return lineOp(line).IsFileVersion() }
 	evs, err := st.Select(ctx, gitstore.Selection{Any: needles, Keep: keep})
 	if err != nil {
 		return nil, fmt.Errorf("events of %d files: %w", len(keys), err)

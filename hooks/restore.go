@@ -46,7 +46,7 @@ func contextTouches(ctx context.Context, st *gitstore.Store, writer, session, ag
 	}
 	var out []guard.Touch
 	for _, e := range evs {
-		if !seenOps[e.Op] || e.Path == "" {
+		if !e.Op.IsFileVersion() || e.Path == "" {
 			continue
 		}
 		ev := evidenceOf(e)
@@ -273,7 +273,7 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 		}
 		// A git directory's files (config with remote credentials) are
 		// no version of the project: never shown, never recorded.
-		if why, internal := st.GitInternal(abs); internal {
+		if why, internal := st.GitInternal(ctx, abs); internal {
 			fmt.Fprintf(&b, "=== %s: refused, %s; content not shown\n\n", name, guard.Printable(why))
 			continue
 		}
@@ -304,7 +304,7 @@ func Restore(ctx context.Context, st *gitstore.Store, opt RestoreOptions) (strin
 		b.WriteString("=== end of " + name + " ===\n\n")
 		left -= len(text)
 		rec := gitstore.Record{Event: gitstore.Event{TS: opt.Now, Session: opt.Session, Agent: opt.Agent, Sidechain: opt.Agent != "",
-			Source: restoreSource(opt.Source), Tool: opt.Tool, Op: "restore", View: view, Key: "restore:" + nonce + ":" + strconv.Itoa(i),
+			Source: restoreSource(opt.Source), Tool: opt.Tool, Op: gitstore.OpRestore, View: view, Key: "restore:" + nonce + ":" + strconv.Itoa(i),
 			Harness: opt.Harness.Name()}, File: abs,
 			Content: []byte(text), HasContent: true}
 		rec.SetPath(f.Path)

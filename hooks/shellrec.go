@@ -36,7 +36,7 @@ func (h *handler) shellRecord(ctx context.Context) (rec gitstore.Record, ok bool
 		return rec, false
 	}
 	abs := filepath.Clean(name)
-	rec = gitstore.Record{Event: h.baseEvent("read"), File: abs}
+	rec = gitstore.Record{Event: h.baseEvent(gitstore.OpRead), File: abs}
 	rec.SetPath(h.st.RelPath(abs))
 	setRealPath(&rec, h.st.RelPath(realFile(abs)))
 	setExtra(&rec, "via", jsonStr("shell"))

@@ -166,12 +166,12 @@ type CursorEpoch struct {
 const cursorVersion = 2
 
 // CursorFile returns the cursor file of harness h's transcript at path.
-func CursorFile(st *gitstore.Store, h Harness, path string) (string, error) {
+func CursorFile(ctx context.Context, st *gitstore.Store, h Harness, path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
 	}
-	dir, err := st.StateDir(CursorDir(h))
+	dir, err := st.StateDir(ctx, CursorDir(h))
 	if err != nil {
 		return "", err
 	}
@@ -182,8 +182,8 @@ func CursorFile(st *gitstore.Store, h Harness, path string) (string, error) {
 // ReadCursor returns the cursor of harness h's transcript at path: nil
 // when there is none yet or it cannot be read (the next sweep starts
 // from the beginning).
-func ReadCursor(st *gitstore.Store, h Harness, path string) *Cursor {
-	file, err := CursorFile(st, h, path)
+func ReadCursor(ctx context.Context, st *gitstore.Store, h Harness, path string) *Cursor {
+	file, err := CursorFile(ctx, st, h, path)
 	if err != nil {
 		return nil
 	}
@@ -302,12 +302,12 @@ type transcriptAt struct {
 // below the offset, was replaced (new inode) or rewritten (prefix hash
 // differs) is read again from 0. A missing transcript is an error that
 // wraps fs.ErrNotExist.
-func openTranscript(st *gitstore.Store, h Harness, path string) (*transcriptAt, error) {
+func openTranscript(ctx context.Context, st *gitstore.Store, h Harness, path string) (*transcriptAt, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", path, err)
 	}
-	cfile, err := CursorFile(st, h, abs)
+	cfile, err := CursorFile(ctx, st, h, abs)
 	if err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", abs, err)
 	}
@@ -427,7 +427,7 @@ func sweepFile(ctx context.Context, st *gitstore.Store, h Harness, path string, 
 func sweepFileTo(ctx context.Context, st *gitstore.Store, h Harness, path string, opt SweepOptions, total *SweepStats, hr *hookRecords, g *sweepGroup) error {
 	var stats SweepStats
 	defer func() { total.add(stats) }()
-	t, err := openTranscript(st, h, path)
+	t, err := openTranscript(ctx, st, h, path)
 	if err != nil {
 		return err
 	}
@@ -696,7 +696,7 @@ func (b *sweepBatch) addLine(tl *transcript.Line) {
 				extra["epoch"] = jsonscan.Quote(ep.Key)
 			}
 		case *transcript.CompactBoundary:
-			r.Op, r.Key = "compact", x.Key
+			r.Op, r.Key = gitstore.OpCompact, x.Key
 			if x.Trigger != "" {
 				extra["trigger"] = jsonscan.Quote(x.Trigger)
 			}
@@ -708,7 +708,7 @@ func (b *sweepBatch) addLine(tl *transcript.Line) {
 			if content == nil {
 				continue
 			}
-			r.Op = "span"
+			r.Op = gitstore.OpSpan
 			// Conversation text is encrypted like the proxy's spans when
 			// lossless.encrypt is on; the store redacts secrets first.
 			r.Content, r.HasContent, r.Encrypt = content, true, true
@@ -742,9 +742,9 @@ func (b *sweepBatch) addLine(tl *transcript.Line) {
 			continue // no key (a line without uuid): it could not be deduped
 		}
 		switch r.Op {
-		case "span":
+		case gitstore.OpSpan:
 			b.stats.Spans++
-		case "compact":
+		case gitstore.OpCompact:
 			b.stats.Compactions++
 		default:
 			b.stats.Evidence++

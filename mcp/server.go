@@ -255,7 +255,7 @@ func recording(title string) *sdk.ToolAnnotations {
 // spelling git refuses, the git and common directories wherever they are,
 // links and hard links into them), whose config holds remote URLs with
 // their passwords. Resolved here, once, for every tool that takes a path.
-func (s *Server) absInRepo(p string) (abs, rel string, err error) {
+func (s *Server) absInRepo(ctx context.Context, p string) (abs, rel string, err error) {
 	wt := s.cfg.Store.Location().WorkTree
 	if wt == "" {
 		return "", "", errors.New("this archive has no work tree")
@@ -284,7 +284,7 @@ func (s *Server) absInRepo(p string) (abs, rel string, err error) {
 			return "", "", fmt.Errorf("%s resolves outside the repository %s (a symlink)", p, wt)
 		}
 	}
-	if why, internal := s.cfg.Store.GitInternal(abs); internal {
+	if why, internal := s.cfg.Store.GitInternal(ctx, abs); internal {
 		return "", "", fmt.Errorf("%s is refused: %s. git never commits a git directory's files (its config holds remote URLs with their credentials), so this tool neither shows nor records them", p, why)
 	}
 	return abs, rel, nil
@@ -304,7 +304,7 @@ const MaxReadFileBytes = 4 << 20
 // before the open is caught. (A process that races links in the work tree
 // can as well copy the bytes into a file git would commit: the checks
 // keep the server from being the one that reads them, not more.)
-func (s *Server) readWorkFile(abs, rel string) ([]byte, error) {
+func (s *Server) readWorkFile(ctx context.Context, abs, rel string) ([]byte, error) {
 	f, err := os.OpenFile(abs, os.O_RDONLY|openNonBlock, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
@@ -327,7 +327,7 @@ func (s *Server) readWorkFile(abs, rel string) ([]byte, error) {
 	if len(data) > MaxReadFileBytes {
 		return nil, fmt.Errorf("%s grew over read_file's cap of %d bytes while being read", rel, MaxReadFileBytes)
 	}
-	if _, _, err := s.absInRepo(abs); err != nil {
+	if _, _, err := s.absInRepo(ctx, abs); err != nil {
 		return nil, err
 	}
 	if now, err := os.Stat(abs); err != nil || !os.SameFile(fi, now) {

@@ -17,8 +17,8 @@ import (
 // of the server's harness for this repository ("" when there is none):
 // the caller's, in the usual case of one session per repository at a
 // time.
-func (s *Server) latestSession() string {
-	f, err := s.session("")
+func (s *Server) latestSession(ctx context.Context) string {
+	f, err := s.session(ctx, "")
 	if err != nil {
 		return ""
 	}
@@ -27,7 +27,7 @@ func (s *Server) latestSession() string {
 
 // session finds the server's harness's session (the latest when session
 // is "") of this repository's work tree, with its main transcript.
-func (s *Server) session(session string) (hooks.SessionFound, error) {
+func (s *Server) session(ctx context.Context, session string) (hooks.SessionFound, error) {
 	if s.cfg.Harness == nil {
 		return hooks.SessionFound{}, errors.New("this server serves no harness's sessions")
 	}
@@ -35,7 +35,7 @@ func (s *Server) session(session string) (hooks.SessionFound, error) {
 	if wt == "" {
 		return hooks.SessionFound{}, errors.New("no work tree: cannot find the sessions' transcripts")
 	}
-	f, err := s.cfg.Harness.Sessions(wt, session, s.cfg.Getenv)
+	f, err := s.cfg.Harness.Sessions(ctx, wt, session, s.cfg.Getenv)
 	if err == nil && f.Session == "" {
 		err = fmt.Errorf("no %s session found for this repository", s.cfg.Harness.Name())
 	}
@@ -43,7 +43,7 @@ func (s *Server) session(session string) (hooks.SessionFound, error) {
 }
 
 func (s *Server) contextStatus(ctx context.Context, _ *sdk.CallToolRequest, in contextIn) (*sdk.CallToolResult, any, error) {
-	f, err := s.session(in.Session)
+	f, err := s.session(ctx, in.Session)
 	if err != nil {
 		return toolError("%v", err), nil, nil
 	}

@@ -149,7 +149,7 @@ func (s *Server) handoff(ctx context.Context, _ *sdk.CallToolRequest, in handoff
 // the moment that line was written (--why); else the origin of each line
 // of a range of the working tree's file.
 func (s *Server) blame(ctx context.Context, _ *sdk.CallToolRequest, in blameIn) (*sdk.CallToolResult, any, error) {
-	abs, rel, err := s.absInRepo(in.Path)
+	abs, rel, err := s.absInRepo(ctx, in.Path)
 	if err != nil {
 		return toolError("%v", err), nil, nil
 	}
@@ -240,7 +240,7 @@ func writeWhy(b *strings.Builder, rel string, w *blame.Why) {
 func (s *Server) who(ctx context.Context, _ *sdk.CallToolRequest, in whoIn) (*sdk.CallToolResult, any, error) {
 	opt := hooks.PresenceOptions{HarnessOf: s.cfg.HarnessOf}
 	for _, p := range in.Paths {
-		abs, _, err := s.absInRepo(p)
+		abs, _, err := s.absInRepo(ctx, p)
 		if err != nil {
 			return toolError("%v", err), nil, nil
 		}
@@ -390,14 +390,14 @@ func (s *Server) digests(ctx context.Context, _ *sdk.CallToolRequest, in digests
 }
 
 func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFileIn) (*sdk.CallToolResult, any, error) {
-	abs, rel, err := s.absInRepo(in.Path)
+	abs, rel, err := s.absInRepo(ctx, in.Path)
 	if err != nil {
 		return toolError("%v", err), nil, nil
 	}
 	if glob, _, denied := s.cfg.Store.Deny().Check(abs); denied {
 		return toolError("%s is on the deny list (%s): its content is kept out of the archive and out of this tool", rel, glob), nil, nil
 	}
-	data, err := s.readWorkFile(abs, rel)
+	data, err := s.readWorkFile(ctx, abs, rel)
 	if err != nil {
 		return toolError("%v", err), nil, nil
 	}
@@ -414,7 +414,7 @@ func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFi
 	}
 	session := in.Session
 	if session == "" {
-		session = s.latestSession()
+		session = s.latestSession(ctx)
 	}
 	if session != "" {
 		if err := s.validSession(session); err != nil {
@@ -425,7 +425,7 @@ func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFi
 	if in.Lines != "" && (from != 1 || to != len(lines)) {
 		view = fmt.Sprintf("lines:%d-%d", from, to)
 	}
-	rec := gitstore.Record{Event: gitstore.Event{TS: s.cfg.Now(), Op: "read", Source: "mcp", Session: session, Agent: in.Agent, View: view, Tool: "mcp:read_file"},
+	rec := gitstore.Record{Event: gitstore.Event{TS: s.cfg.Now(), Op: gitstore.OpRead, Source: "mcp", Session: session, Agent: in.Agent, View: view, Tool: "mcp:read_file"},
 		Content: data, HasContent: true}
 	rec.SetPath(rel)
 	var writer string
@@ -436,7 +436,7 @@ func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFi
 	} else {
 		// Per clone by construction, as every derived name (gitstore
 		// FORMAT.md section 2).
-		w, err := s.cfg.Store.OwnWriterName(gitstore.FamilyMCP, "")
+		w, err := s.cfg.Store.OwnWriterName(ctx, gitstore.FamilyMCP, "")
 		if err != nil {
 			return toolError("record the read: %v", err), nil, nil
 		}
@@ -453,7 +453,7 @@ func (s *Server) readFile(ctx context.Context, _ *sdk.CallToolRequest, in readFi
 func (s *Server) restoreContext(ctx context.Context, _ *sdk.CallToolRequest, in restoreIn) (*sdk.CallToolResult, any, error) {
 	session := in.Session
 	if session == "" {
-		session = s.latestSession()
+		session = s.latestSession(ctx)
 	}
 	if session == "" {
 		return toolError("no session found for this repository: pass session"), nil, nil
@@ -463,7 +463,7 @@ func (s *Server) restoreContext(ctx context.Context, _ *sdk.CallToolRequest, in 
 	}
 	var files []string
 	for _, f := range in.Files {
-		abs, rel, err := s.absInRepo(f)
+		abs, rel, err := s.absInRepo(ctx, f)
 		if err != nil {
 			return toolError("%v", err), nil, nil
 		}

@@ -62,7 +62,7 @@ func BenchmarkMeter(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cache := tokens.NewCounter(st).Dir
+			cache := tokens.NewCounter(ctx, st).Dir
 			var last *meter.Report
 			b.ResetTimer()
 			for range b.N {

@@ -11,15 +11,14 @@ import (
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
 )
 
-// ReadOps are the ops by which a model is shown a file's content (see the
-// package doc for why restore is one of them).
-var ReadOps = []string{"read", "attach", "restore"}
-
-// opCompact is a context's compaction boundary (recorded by the sweep).
-const opCompact = "compact"
-
-func isReadOp(op string) bool {
-	return op == "read" || op == "attach" || op == "restore"
+// isReadOp reports whether op is one by which a model is shown a file's
+// content (see the package doc for why restore is one of them).
+func isReadOp(op gitstore.Op) bool {
+	switch op {
+	case gitstore.OpRead, gitstore.OpAttach, gitstore.OpRestore:
+		return true
+	}
+	return false
 }
 
 // eachEvent calls fn with every read event of the archive (of one
@@ -65,7 +64,7 @@ func eachEvent(ctx context.Context, st *gitstore.Store, f filter, withCompact bo
 			v := line[i+len(opKey):]
 			if j := bytes.IndexByte(v, '"'); j >= 0 {
 				op := v[:j]
-				if !(isReadOp(string(op)) || (withCompact && string(op) == opCompact)) {
+				if !(isReadOp(gitstore.Op(op)) || (withCompact && gitstore.Op(op) == gitstore.OpCompact)) {
 					return false
 				}
 			}
@@ -84,7 +83,7 @@ func eachEvent(ctx context.Context, st *gitstore.Store, f filter, withCompact bo
 		}
 		// The needles preselect; the parse decides (a needle's bytes
 		// could sit, escaped differently, in another field).
-		if (isReadOp(e.Op) || (withCompact && e.Op == opCompact)) && (session == "" || e.Session == session) &&
+		if (isReadOp(e.Op) || (withCompact && e.Op == gitstore.OpCompact)) && (session == "" || e.Session == session) &&
 			(f.harness == "" || gitstore.HarnessOf(e.Harness, writer, f.harnessOf) == f.harness) {
 			e.Writer = writer
 			fn(e)
@@ -143,7 +142,7 @@ func (d *decoder) decode(line []byte) (*gitstore.Event, bool) {
 		case "harness":
 			e.Harness = reuse(&d.harness, val)
 		case "op":
-			e.Op = constant(val, "read", "attach", "restore", "compact")
+			e.Op = gitstore.Op(constant(val, string(gitstore.OpRead), string(gitstore.OpAttach), string(gitstore.OpRestore), string(gitstore.OpCompact)))
 		case "path":
 			e.Path = d.intern(val)
 		case "path64":

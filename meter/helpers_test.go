@@ -104,7 +104,7 @@ func (r *repo) append(e ev) {
 	}
 	rec := gitstore.Record{Event: gitstore.Event{
 		TS: e.at, Session: e.session, Agent: e.agent, Sidechain: e.agent != "",
-		Source: "hook", Op: e.op, View: view, Key: fmt.Sprintf("k-%s-%d", writer, r.seq[writer]),
+		Source: "hook", Op: gitstore.Op(e.op), View: view, Key: fmt.Sprintf("k-%s-%d", writer, r.seq[writer]),
 	}}
 	if e.op == "compact" {
 		rec.Source = "sweep"

@@ -139,7 +139,7 @@ func Meter(ctx context.Context, st *gitstore.Store, opt Options) (*Report, error
 	}
 	tc := opt.Counter
 	if tc == nil {
-		tc = tokens.NewCounter(st)
+		tc = tokens.NewCounter(ctx, st)
 	}
 	before := tc.Stats()
 	counts := tc.CountAll(ctx, p.versions)
@@ -275,7 +275,7 @@ func (p *pass) visit(e *gitstore.Event) {
 		p.lastKey, p.lastID = k, id
 	}
 	c := &p.contexts[id]
-	if e.Op == opCompact {
+	if e.Op == gitstore.OpCompact {
 		c.epoch++
 		return
 	}

@@ -236,7 +236,7 @@ func TestMeterTokenCache(t *testing.T) {
 	if cold.Counts.Counted == 0 || cold.Counts.Cached != 0 {
 		t.Fatalf("cold run: %+v, want everything counted", cold.Counts)
 	}
-	warm, err := meter.Meter(ctx, r.st, meter.Options{Counter: tokens.NewCounter(r.st)})
+	warm, err := meter.Meter(ctx, r.st, meter.Options{Counter: tokens.NewCounter(ctx, r.st)})
 	if err != nil {
 		t.Fatal(err)
 	}

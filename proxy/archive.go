@@ -129,7 +129,7 @@ func (a *StoreArchive) WriteSpans(ctx context.Context, spans []*Span) error {
 	}
 	stored := 0
 	for _, e := range res.Events {
-		if e.Op == "span" { // not the vault event of redacted secrets
+		if e.Op == gitstore.OpSpan { // not the vault event of redacted secrets
 			stored++
 		}
 	}
@@ -208,7 +208,7 @@ func spanRecord(sp *Span) (gitstore.Record, error) {
 	}
 	return gitstore.Record{
 		Event: gitstore.Event{
-			TS: sp.TS, Session: sp.Session, Source: "proxy", Op: "span",
+			TS: sp.TS, Session: sp.Session, Source: "proxy", Op: gitstore.OpSpan,
 			Tokens: int64(float64(chars)/charsPerToken + 0.5), Extra: extra,
 		},
 		Content: doc, HasContent: true, Encrypt: true,
@@ -255,7 +255,7 @@ var ErrNoSpan = errors.New("no such span")
 // document. Encrypted spans need ids (else the error wraps
 // gitstore.ErrContentLocked).
 func ReadSpan(ctx context.Context, st *gitstore.Store, id string, ids []age.Identity) (gitstore.Event, *Span, error) {
-	evs, err := st.Events(ctx, gitstore.Query{Op: "span", Source: "proxy"})
+	evs, err := st.Events(ctx, gitstore.Query{Op: gitstore.OpSpan, Source: "proxy"})
 	if err != nil {
 		return gitstore.Event{}, nil, err
 	}
@@ -270,7 +270,7 @@ func ReadSpan(ctx context.Context, st *gitstore.Store, id string, ids []age.Iden
 	if !found {
 		return gitstore.Event{}, nil, fmt.Errorf("%w %s in %s", ErrNoSpan, id, st.Location().CommonDir)
 	}
-	data, err := st.OpenContent(ctx, ev, ids)
+	data, err := st.Crypt().OpenContent(ctx, ev, ids)
 	if err != nil {
 		return ev, nil, err
 	}

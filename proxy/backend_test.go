@@ -246,7 +246,7 @@ func TestStreamFlushesPerChunk(t *testing.T) {
 	defer up.Close()
 	cfg := DefaultConfig()
 	cfg.Upstream, cfg.Archive, cfg.Backend, cfg.Window = up.URL, &MemoryArchive{}, "openai", 8192
-	p, err := New(cfg)
+	p, err := New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestPassthrough(t *testing.T) {
 	defer up.Close()
 	cfg := DefaultConfig()
 	cfg.Upstream, cfg.Archive = up.URL, &MemoryArchive{}
-	p, _ := New(cfg)
+	p, _ := New(t.Context(), cfg)
 	srv := httptest.NewServer(p)
 	defer srv.Close()
 	req, _ := http.NewRequest("POST", srv.URL+"/api/chat?x=1&y=%20", strings.NewReader(`{"model":"llama3","messages":[]}`))

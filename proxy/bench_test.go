@@ -25,7 +25,7 @@ func BenchmarkForwardInProcess(b *testing.B) {
 	defer up.Close()
 	cfg := DefaultConfig()
 	cfg.Upstream, cfg.Archive, cfg.Backend, cfg.Window, cfg.LogPath = up.URL, &MemoryArchive{}, "openai", 1<<20, "-"
-	p, err := New(cfg)
+	p, err := New(b.Context(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func BenchmarkCompactReuse(b *testing.B) {
 	defer st.Close()
 	cfg := DefaultConfig()
 	cfg.Upstream, cfg.Archive, cfg.Backend, cfg.Window, cfg.LogPath = up, &MemoryArchive{}, "openai", 8192, "-"
-	p, err := New(cfg)
+	p, err := New(b.Context(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func BenchmarkForwardJournal(b *testing.B) {
 			if mode != "off" {
 				cfg.Capture = CaptureJournal
 			}
-			p, err := New(cfg)
+			p, err := New(b.Context(), cfg)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -177,7 +177,7 @@ func BenchmarkStaleRecall(b *testing.B) {
 			cfg := DefaultConfig()
 			cfg.Upstream, cfg.Archive, cfg.Backend, cfg.Window, cfg.LogPath = up, &MemoryArchive{}, "openai", 8192, "-"
 			cfg.Recall = on
-			p, err := New(cfg)
+			p, err := New(b.Context(), cfg)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -365,7 +365,7 @@ func TestLargeErrorBodyRelayedWhole(t *testing.T) {
 			defer up.Close()
 			cfg := DefaultConfig()
 			cfg.Upstream, cfg.Archive, cfg.Backend, cfg.Window, cfg.LogPath = up.URL, &MemoryArchive{}, "openai", 8192, "-"
-			p, err := New(cfg)
+			p, err := New(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -165,8 +165,8 @@ func newJournal(sink JournalArchive, ids func() hash.Hash, sessions int, logf fu
 // lossless.encrypt is on (the ids are in the clear: a plain hash of a
 // short message could be confirmed by guessing it), plain SHA-256
 // otherwise.
-func journalIDHash(st *gitstore.Store) (func() hash.Hash, error) {
-	on, _, err := st.Encryption()
+func journalIDHash(ctx context.Context, st *gitstore.Store) (func() hash.Hash, error) {
+	on, _, err := st.Crypt().Encryption(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -530,7 +530,7 @@ func (a *StoreArchive) WriteJournal(ctx context.Context, spans []*Span) (int, er
 	}
 	stored := 0
 	for _, e := range res.Events {
-		if e.Op == "span" {
+		if e.Op == gitstore.OpSpan {
 			stored++
 		}
 	}

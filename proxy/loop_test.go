@@ -55,7 +55,7 @@ func TestUpstreamIsSelfRefusedAtStart(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Listen, cfg.Upstream, cfg.Archive, cfg.LogPath = ln.Addr().String(), strings.ReplaceAll(tc.upstream, "PORT", port), &MemoryArchive{}, "-"
 			cfg.AllowRemote = true
-			p, err := New(cfg)
+			p, err := New(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +148,7 @@ func TestTwoProxiesPointingAtEachOther(t *testing.T) {
 	a, _ := cutProxy(t, "http://"+lnB.Addr().String(), func(c *Config) { c.Backend, c.Window = "auto", 0 })
 	cfg := DefaultConfig()
 	cfg.Listen, cfg.Upstream, cfg.Archive, cfg.LogPath = lnB.Addr().String(), "http://"+a.Addr, &MemoryArchive{}, "-"
-	b, err := New(cfg)
+	b, err := New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestSelfLoopPerRequest(t *testing.T) {
 	defer srv.Close()
 	cfg := DefaultConfig()
 	cfg.Upstream, cfg.Archive, cfg.LogPath, cfg.Backend, cfg.Window = srv.URL, &MemoryArchive{}, "-", "openai", 8192
-	p, err := New(cfg)
+	p, err := New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestHopHeaderNotRelayed(t *testing.T) {
 	defer up.Close()
 	cfg := DefaultConfig()
 	cfg.Upstream, cfg.Archive, cfg.LogPath, cfg.Backend = up.URL, &MemoryArchive{}, "-", "openai"
-	p, err := New(cfg)
+	p, err := New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -691,7 +691,7 @@ func TestConfigAccessSettings(t *testing.T) {
 	// An embedder's Config is checked by New too.
 	cfg := DefaultConfig()
 	cfg.Archive, cfg.AllowOrigins = &MemoryArchive{}, []string{"*"}
-	if _, err := New(cfg); err == nil {
+	if _, err := New(t.Context(), cfg); err == nil {
 		t.Error("New accepted allow-origin *")
 	}
 }

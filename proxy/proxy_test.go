@@ -40,7 +40,7 @@ func newStack(t *testing.T, st *stubbackend.Server, mut func(*Config)) *stack {
 	if mut != nil {
 		mut(&cfg)
 	}
-	p, err := New(cfg)
+	p, err := New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

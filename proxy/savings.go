@@ -239,7 +239,7 @@ func Savings(ctx context.Context, st *gitstore.Store, logPath string, since, unt
 	r.TokensKeptOut = r.TokensBefore - r.TokensAfter
 	r.Sessions = len(sessions)
 	if st != nil {
-		evs, err := st.Events(ctx, gitstore.Query{Source: "proxy", Op: "span", Since: since, Until: until})
+		evs, err := st.Events(ctx, gitstore.Query{Source: "proxy", Op: gitstore.OpSpan, Since: since, Until: until})
 		if err != nil {
 			return r, err
 		}

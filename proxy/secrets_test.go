@@ -56,7 +56,7 @@ func TestProxySpansRedacted(t *testing.T) {
 		switch e.Op {
 		case "span":
 			spans++
-			b, err := store.OpenContent(ctx, e, nil)
+			b, err := store.Crypt().OpenContent(ctx, e, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestProxySpansRedacted(t *testing.T) {
 	// The vault gives every value back.
 	var revealed []byte
 	for _, d := range docs {
-		got, _, left, err := store.Reveal(ctx, "proxy-secrets", d, nil)
+		got, _, left, err := store.Crypt().Reveal(ctx, "proxy-secrets", d, nil)
 		if err != nil || left != 0 {
 			t.Fatalf("reveal: %d left, %v", left, err)
 		}

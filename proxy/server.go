@@ -139,7 +139,7 @@ func (p *Proxy) Idle(ctx context.Context) error {
 
 // New returns a proxy for cfg (start from DefaultConfig or Load). It needs
 // an Archive or a Store.
-func New(cfg Config) (*Proxy, error) {
+func New(ctx context.Context, cfg Config) (*Proxy, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func New(cfg Config) (*Proxy, error) {
 		if cfg.Store != nil {
 			// Per clone by construction: two machines proxying on the
 			// same address never write to one writer.
-			w, err := cfg.Store.OwnWriterName(gitstore.FamilyProxy, cfg.Listen)
+			w, err := cfg.Store.OwnWriterName(ctx, gitstore.FamilyProxy, cfg.Listen)
 			if err != nil {
 				return nil, err
 			}
@@ -204,7 +204,7 @@ func New(cfg Config) (*Proxy, error) {
 	case cfg.Archive != nil:
 		p.archive = cfg.Archive
 	case cfg.Store != nil:
-		if err := cfg.Store.CheckWritable(p.writer); err != nil {
+		if err := cfg.Store.CheckWritable(ctx, p.writer); err != nil {
 			return nil, fmt.Errorf("proxy writer: %w", err)
 		}
 		p.archive = &StoreArchive{Store: cfg.Store, Writer: p.writer}
@@ -218,7 +218,7 @@ func New(cfg Config) (*Proxy, error) {
 		}
 		var ids func() hash.Hash
 		if sa, ok := p.archive.(*StoreArchive); ok {
-			if ids, err = journalIDHash(sa.Store); err != nil {
+			if ids, err = journalIDHash(ctx, sa.Store); err != nil {
 				return nil, fmt.Errorf("proxy: capture %s: %w", CaptureJournal, err)
 			}
 		}
@@ -226,7 +226,7 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	logPath := cfg.LogPath
 	if logPath == "" && cfg.Store != nil {
-		dir, err := cfg.Store.StateDir("proxy")
+		dir, err := cfg.Store.StateDir(ctx, "proxy")
 		if err != nil {
 			return nil, err
 		}
@@ -286,7 +286,7 @@ func (s *Server) Wait() error {
 // accepts connections. The archive writer defaults to one named after the
 // bound address.
 func Run(ctx context.Context, cfg Config) (*Server, error) {
-	ln, p, err := listen(cfg)
+	ln, p, err := listen(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -313,9 +313,9 @@ func Start(ctx context.Context, cfg Config) (string, error) {
 
 // Listen binds cfg.Listen and creates the proxy, for callers that want
 // to Serve themselves.
-func Listen(cfg Config) (net.Listener, *Proxy, error) { return listen(cfg) }
+func Listen(ctx context.Context, cfg Config) (net.Listener, *Proxy, error) { return listen(ctx, cfg) }
 
-func listen(cfg Config) (net.Listener, *Proxy, error) {
+func listen(ctx context.Context, cfg Config) (net.Listener, *Proxy, error) {
 	if err := checkListen(cfg.Listen, cfg.AllowRemote); err != nil {
 		return nil, nil, err
 	}
@@ -324,7 +324,7 @@ func listen(cfg Config) (net.Listener, *Proxy, error) {
 		return nil, nil, err
 	}
 	if cfg.Writer == "" && cfg.Store != nil {
-		w, err := cfg.Store.OwnWriterName(gitstore.FamilyProxy, ln.Addr().String())
+		w, err := cfg.Store.OwnWriterName(ctx, gitstore.FamilyProxy, ln.Addr().String())
 		if err != nil {
 			ln.Close()
 			return nil, nil, err
@@ -333,12 +333,12 @@ func listen(cfg Config) (net.Listener, *Proxy, error) {
 	} else if cfg.Writer == "" {
 		cfg.Writer = gitstore.WriterName("proxy-", ln.Addr().String())
 	}
-	p, err := New(cfg)
+	p, err := New(ctx, cfg)
 	if err != nil {
 		ln.Close()
 		return nil, nil, err
 	}
-	if err := p.checkSelf(ln); err != nil {
+	if err := p.checkSelf(ctx, ln); err != nil {
 		p.Close()
 		ln.Close()
 		return nil, nil, err
@@ -348,12 +348,12 @@ func listen(cfg Config) (net.Listener, *Proxy, error) {
 
 // checkSelf refuses to serve on ln when the upstream is ln itself
 // (checkUpstreamNotSelf), once per listen address.
-func (p *Proxy) checkSelf(ln net.Listener) error {
+func (p *Proxy) checkSelf(ctx context.Context, ln net.Listener) error {
 	addr := ln.Addr().String()
 	if p.selfChecked == addr {
 		return nil
 	}
-	if err := checkUpstreamNotSelf(context.Background(), p.cfg.Upstream, ln.Addr()); err != nil {
+	if err := checkUpstreamNotSelf(ctx, p.cfg.Upstream, ln.Addr()); err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	p.selfChecked = addr
@@ -370,7 +370,7 @@ func (p *Proxy) checkSelf(ln net.Listener) error {
 // http.Server.Shutdown would wait 5 s for. Once no handler is running,
 // such connections are closed.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
-	if err := p.checkSelf(ln); err != nil {
+	if err := p.checkSelf(ctx, ln); err != nil {
 		ln.Close()
 		return err
 	}

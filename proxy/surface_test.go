@@ -351,12 +351,12 @@ func TestLogTrimByAge(t *testing.T) {
 func TestConfig(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Upstream, cfg.Archive = "http://127.0.0.1:1/v1/", &MemoryArchive{}
-	p, err := New(cfg)
+	p, err := New(t.Context(), cfg)
 	if err != nil || p.up.base.String() != "http://127.0.0.1:1" {
 		t.Fatalf("%v %v", p, err)
 	}
 	cfg.Archive = nil
-	if _, err := New(cfg); err == nil {
+	if _, err := New(t.Context(), cfg); err == nil {
 		t.Fatal("no archive accepted")
 	}
 	for addr, ok := range map[string]bool{"127.0.0.1:0": true, "localhost:8786": true, "[::1]:0": true, "0.0.0.0:8786": false, "192.168.1.2:80": false, ":8786": false} {

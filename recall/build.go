@@ -50,6 +50,7 @@ type builder struct {
 	dict  tokTable // term -> local id
 	terms []string
 	df    []uint32 // per term: documents holding it
+	form  []bool   // per term: an exact form (not counted in a document's length)
 	toks  tokTable
 	arena []uint32 // term ids of the cached tokens
 	an    analyzer
@@ -91,12 +92,14 @@ func newBuilder(docs int) *builder {
 	b := &builder{
 		terms: make([]string, 0, size/2),
 		df:    make([]uint32, 0, size/2),
+		form:  make([]bool, 0, size/2),
 		last:  make([]int32, 0, size/2),
 		pos:   make([]int32, 0, size/2),
 		docs:  make([]docMeta, 0, docs+docs/8+1),
 	}
 	b.toks.init(size)
 	b.dict.init(size)
+	b.an.forms = true
 	return b
 }
 
@@ -109,6 +112,7 @@ func (b *builder) intern(term []byte) uint32 {
 	b.dict.put(h, term, uint64(id))
 	b.terms = append(b.terms, string(term))
 	b.df = append(b.df, 0)
+	b.form = append(b.form, isForm(term))
 	b.last = append(b.last, -1)
 	b.pos = append(b.pos, 0)
 	return id
@@ -333,7 +337,11 @@ func (b *builder) endDoc(m docMeta) {
 	b.stamp++
 	doc := uint32(len(b.docs))
 	b.pairs = b.pairs[:0]
+	forms := 0
 	for _, id := range b.ids {
+		if b.form[id] {
+			forms++
+		}
 		if b.last[id] != b.stamp {
 			b.last[id] = b.stamp
 			b.pos[id] = int32(len(b.pairs))
@@ -355,7 +363,7 @@ func (b *builder) endDoc(m docMeta) {
 		b.nPt++
 		b.df[id]++
 	}
-	m.Len = uint32(len(b.ids))
+	m.Len = uint32(len(b.ids) - forms) // a word's exact form is the same occurrence as its stem
 	b.docs = append(b.docs, m)
 }
 

@@ -29,7 +29,7 @@ func TestEncryptedSpans(t *testing.T) {
 		t.Fatalf("the span was not stored encrypted: %s", res.Events[0].Raw)
 	}
 	// Stored encrypted: the archive does not hold the words in the clear.
-	blob, _ := a.st.Blob(context.Background(), res.Events[0].Blob)
+	blob, _ := a.st.Objects().Blob(context.Background(), res.Events[0].Blob)
 	if bytes.Contains(blob, []byte("zanzibarian")) {
 		t.Fatal("the archive holds the plaintext")
 	}
@@ -84,7 +84,7 @@ func TestEncryptedSpans(t *testing.T) {
 	if r := search(t, open, Query{Text: "kings"}); r.Total != 1 {
 		t.Errorf("new encrypted span: %+v", r)
 	}
-	disk := bytes.ToLower(readAll(t, a.indexDir()))
+	disk := bytes.ToLower(readAll(t, a.indexDir(t.Context())))
 	if len(disk) == 0 {
 		t.Fatal("no index on disk")
 	}

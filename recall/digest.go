@@ -115,7 +115,7 @@ func humanBytes(n int64) string {
 // Digests returns one digest per span group (see Digest), oldest first.
 func (ix *Index) Digests(ctx context.Context, q DigestQuery) ([]Digest, error) {
 	defer runtime.KeepAlive(ix)
-	defer ix.damaged()
+	defer ix.damaged(ctx)
 	var docs []docMeta
 	for _, s := range ix.segs {
 		if err := ctx.Err(); err != nil {

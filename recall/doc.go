@@ -46,7 +46,9 @@
 // into its components). A token's terms are its lower-cased form, stemmed
 // by Porter's algorithm when it is a plain word ("compacting",
 // "compaction" -> "compact"), and, for a compound (joiners or camelCase),
-// the whole compound unstemmed plus each part as a plain word.
+// the whole compound unstemmed plus each part as a plain word. A stemmed
+// word that its stem changes is also indexed as itself (FORMAT.md, Terms),
+// so that the word asked for can outrank the other forms of its stem.
 //
 // Secrets never reach the index: every span is scanned (package secrets)
 // and the tokens of a finding are not indexed, whatever the archive holds
@@ -55,21 +57,27 @@
 // are masked before they are cut, because a window could cut a secret in
 // two and half a key is still a leak; Span returns the text as archived
 // (placeholders included: revealing them is the caller's business, with
-// gitstore.Store.Reveal), and Mask is for its callers.
+// gitstore.Crypt.Reveal), and Mask is for its callers.
 //
 // # Ranking
 //
 // BM25 (k1 1.2, b 0.75) over the terms, summed over the query's tokens
 // (any token may match; documents matching more, and rarer, tokens rank
-// higher). A token that is not a term is looked up as a fragment: the
-// terms that contain it (three bytes or more: "transcr" in "transcript",
-// "eep.g" in "sweep.go"), found through a trigram index of the term
-// dictionary, score half an exact match; one that matches nothing is
-// looked up as a typo, the terms one edit away (substitution, insertion,
-// deletion, transposition; tokens of four bytes or more), at 0.3. A
-// compound that matches nothing in any of these ways is searched by its
-// parts. Ties go to the newer document. Pages are cut by an opaque cursor
-// bound to the query.
+// higher). A word is matched by its stem, and a document that holds only
+// other forms of that stem ("compaction" for "compacting") scores 0.8 of
+// what it would with the word itself: at equal occurrences and length
+// the exact word outranks its stem (more occurrences of another form can
+// still outweigh it, as BM25 weighs them). A token that is not a term is
+// looked up as a fragment: the terms that contain it (three bytes or
+// more: "transcr" in "transcript", "eep.g" in "sweep.go"), found through
+// a trigram index of the term dictionary, score half an exact match; one
+// that matches nothing is looked up as a typo, the terms one edit away
+// (substitution, insertion, deletion, transposition; tokens of four bytes
+// or more), at 0.3. So an exact match outranks a stem, a stem a
+// fragment, a fragment a typo (the looser kinds are looked for only when
+// the tighter find nothing). A compound that matches nothing in any of
+// these ways is searched by its parts. Ties go to the newer document.
+// Pages are cut by an opaque cursor bound to the query.
 //
 // # Encrypted spans
 //

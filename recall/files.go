@@ -25,12 +25,12 @@ type FileVersion struct {
 	Agent   string    `json:"agent,omitempty"`
 	// Harness is the agent harness of the context (gitstore.HarnessOf);
 	// "" for none.
-	Harness string `json:"harness,omitempty"`
-	Op      string `json:"op"`
-	Tool    string `json:"tool,omitempty"`
-	View    string `json:"view,omitempty"`
-	Blob    string `json:"blob,omitempty"`
-	Bytes   int64  `json:"bytes"`
+	Harness string      `json:"harness,omitempty"`
+	Op      gitstore.Op `json:"op"`
+	Tool    string      `json:"tool,omitempty"`
+	View    string      `json:"view,omitempty"`
+	Blob    string      `json:"blob,omitempty"`
+	Bytes   int64       `json:"bytes"`
 	// State compares the version with the file on disk now: "current"
 	// (the same bytes), "changed", "gone" (no such file), "excluded" (the
 	// path is on the deny list: no content was archived), or "unknown"
@@ -78,7 +78,7 @@ func (v FileVersion) String() string {
 // keeps one session's versions.
 func (ix *Index) FileHistory(ctx context.Context, p string, session string) ([]FileVersion, error) {
 	defer runtime.KeepAlive(ix)
-	defer ix.damaged()
+	defer ix.damaged(ctx)
 	if p == "" {
 		return nil, errors.New("recall: file history: empty path")
 	}

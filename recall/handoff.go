@@ -123,14 +123,14 @@ type FileTouched struct {
 	Path string `json:"path"`
 	// Op is the last version's op: edit or write for an edited file;
 	// read, attach or restore for a read one.
-	Op      string    `json:"op"`
-	ID      string    `json:"id"`
-	TS      time.Time `json:"ts"`
-	Agent   string    `json:"agent,omitempty"`
-	Blob    string    `json:"blob,omitempty"`
-	View    string    `json:"view,omitempty"`
-	State   string    `json:"state"`
-	Current bool      `json:"current"`
+	Op      gitstore.Op `json:"op"`
+	ID      string      `json:"id"`
+	TS      time.Time   `json:"ts"`
+	Agent   string      `json:"agent,omitempty"`
+	Blob    string      `json:"blob,omitempty"`
+	View    string      `json:"view,omitempty"`
+	State   string      `json:"state"`
+	Current bool        `json:"current"`
 	// Versions counts the session's versions of the file of this kind
 	// (edits and writes, or reads).
 	Versions int `json:"versions"`
@@ -170,7 +170,7 @@ const maxPins = 20
 // Handoff makes the hand-off of a session (see HandoffQuery).
 func (ix *Index) Handoff(ctx context.Context, q HandoffQuery) (*Handoff, error) {
 	defer runtime.KeepAlive(ix)
-	defer ix.damaged()
+	defer ix.damaged(ctx)
 	if q.Decisions <= 0 {
 		q.Decisions = 3
 	}
@@ -552,7 +552,7 @@ func (h *Handoff) files(ix *Index, files []docMeta) {
 	for i := range files {
 		m := &files[i]
 		into := reads
-		if m.Op == "edit" || m.Op == "write" {
+		if m.Op == gitstore.OpEdit || m.Op == gitstore.OpWrite {
 			into = edits
 		}
 		a := into[m.Path]

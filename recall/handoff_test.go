@@ -157,7 +157,7 @@ func TestHandoffHarnessAndProxy(t *testing.T) {
 	}
 	var files []string
 	for _, f := range append(slices.Clone(h.Edited), h.Read...) {
-		files = append(files, f.Path+":"+f.Op+":"+f.State)
+		files = append(files, f.Path+":"+string(f.Op)+":"+f.State)
 	}
 	if want := []string{"pkg/a/a.go:edit:current", "README.md:read:changed"}; !slices.Equal(files, want) {
 		t.Errorf("files %q, want %q", files, want)

@@ -107,7 +107,7 @@ func (a *archive) toolUse(session, tool string, input map[string]any) gitstore.R
 // file is a file version event of path with content.
 func (a *archive) file(session, op, path string, content []byte) gitstore.Record {
 	ts := a.next()
-	r := gitstore.Record{Event: gitstore.Event{TS: ts, Session: session, Source: "hook", Op: op, View: "full", Tool: "Read",
+	r := gitstore.Record{Event: gitstore.Event{TS: ts, Session: session, Source: "hook", Op: gitstore.Op(op), View: "full", Tool: "Read",
 		Key: fmt.Sprintf("file:%d", ts.UnixNano())}, Content: content, HasContent: true}
 	r.SetPath(path)
 	return r
@@ -162,8 +162,8 @@ func (a *archive) open(opt ...Options) *Index {
 }
 
 // indexDir is the recall index's directory.
-func (a *archive) indexDir() string {
-	d, err := a.st.StateDir("recall")
+func (a *archive) indexDir(ctx context.Context) string {
+	d, err := a.st.StateDir(ctx, "recall")
 	if err != nil {
 		a.t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func open(ctx context.Context, st *gitstore.Store, opt Options, rebuild bool) (*
 	if err != nil {
 		return nil, fmt.Errorf("recall: list writers: %w", err)
 	}
-	dir, err := st.StateDir("recall")
+	dir, err := st.StateDir(ctx, "recall")
 	if err != nil {
 		ix.warnf("index directory: %v; searching with an index in memory", err)
 		err = ix.updateInMemory(ctx, heads, nil)

@@ -3,7 +3,9 @@ package recall
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -103,7 +105,7 @@ func TestSegmentsStayFew(t *testing.T) {
 	if res := search(t, ix, Query{Text: "okapi", Limit: 1000}); res.Total != n {
 		t.Fatalf("okapi: %d hits, want %d", res.Total, n)
 	}
-	files := segmentFiles(t, a.indexDir())
+	files := segmentFiles(t, a.indexDir(t.Context()))
 	if len(files) != ix.Stats().Segments {
 		t.Errorf("%d segment files on disk, the manifest lists %d: merged-away files were not removed", len(files), ix.Stats().Segments)
 	}
@@ -112,18 +114,18 @@ func TestSegmentsStayFew(t *testing.T) {
 func TestDeletedIndexIsRebuilt(t *testing.T) {
 	a := smallArchive(t)
 	a.open()
-	if err := os.RemoveAll(a.indexDir()); err != nil {
+	if err := os.RemoveAll(a.indexDir(t.Context())); err != nil {
 		t.Fatal(err)
 	}
 	ix := a.open()
 	if st := ix.Stats(); !st.Rebuilt || st.Docs != 120 {
 		t.Fatalf("%+v", st)
 	}
-	if len(segmentFiles(t, a.indexDir())) == 0 {
+	if len(segmentFiles(t, a.indexDir(t.Context()))) == 0 {
 		t.Fatal("no segment written")
 	}
 	// Delete just the manifest: also rebuilt.
-	os.Remove(filepath.Join(a.indexDir(), manifestName))
+	os.Remove(filepath.Join(a.indexDir(t.Context()), manifestName))
 	if st := a.open().Stats(); !st.Rebuilt || st.Docs != 120 {
 		t.Fatalf("%+v", st)
 	}
@@ -159,7 +161,7 @@ func TestCorruptIndexIsRebuilt(t *testing.T) {
 			a := smallArchive(t)
 			a.add("cc-s0", a.span("s0", "user", "the pangolin"))
 			a.open()
-			c.spoil(t, a.indexDir())
+			c.spoil(t, a.indexDir(t.Context()))
 			ix := a.open()
 			st := ix.Stats()
 			if !st.Rebuilt || st.Docs != 121 {
@@ -183,7 +185,7 @@ func TestDamagedPage(t *testing.T) {
 	a := smallArchive(t)
 	a.add("cc-s0", a.span("s0", "user", "the pangolin"))
 	a.open()
-	flipAt(t, segmentFiles(t, a.indexDir())[0], func(s *segment) uint64 {
+	flipAt(t, segmentFiles(t, a.indexDir(t.Context()))[0], func(s *segment) uint64 {
 		i, ok := s.findTerm([]byte("pangolin"))
 		if !ok {
 			t.Fatal("pangolin not in the segment")
@@ -236,7 +238,7 @@ func TestNoUpdate(t *testing.T) {
 	if st := ix.Stats(); !st.Stale || st.Docs != 0 {
 		t.Fatalf("NoUpdate without an index: %+v", st)
 	}
-	if _, err := os.Stat(filepath.Join(a.indexDir(), manifestName)); err == nil {
+	if _, err := os.Stat(filepath.Join(a.indexDir(t.Context()), manifestName)); err == nil {
 		t.Fatal("NoUpdate wrote an index")
 	}
 	a.open()
@@ -417,11 +419,11 @@ func TestHelperOpen(t *testing.T) {
 func TestReindex(t *testing.T) {
 	a := smallArchive(t)
 	a.open()
-	before := segmentFiles(t, a.indexDir())
+	before := segmentFiles(t, a.indexDir(t.Context()))
 	if err := Reindex(context.Background(), a.st); err != nil {
 		t.Fatal(err)
 	}
-	after := segmentFiles(t, a.indexDir())
+	after := segmentFiles(t, a.indexDir(t.Context()))
 	if len(after) != 1 || slices.Equal(before, after) {
 		t.Fatalf("segments before %v, after %v", before, after)
 	}
@@ -433,7 +435,7 @@ func TestReindex(t *testing.T) {
 func TestIndexFileModes(t *testing.T) {
 	a := smallArchive(t)
 	a.open()
-	dir := a.indexDir()
+	dir := a.indexDir(t.Context())
 	fi, err := os.Stat(dir)
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("index dir: %v %v", fi.Mode(), err)
@@ -444,5 +446,100 @@ func TestIndexFileModes(t *testing.T) {
 		if fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: mode %v, want 0600", e.Name(), fi.Mode().Perm())
 		}
+	}
+}
+
+// TestOldFormatIsRebuilt: an index of format 2 (no exact-form terms: see
+// tokenize.go) would rank every form of a stem alike if it were read; it
+// is rebuilt instead, whether its manifest says so or only a segment's
+// footer does.
+func TestOldFormatIsRebuilt(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		header  string
+		version uint32
+	}{
+		{"format 2 manifest and segments", "lossless recall manifest 2 tokenizer 1", 2},
+		// Each check alone: the manifest's first line, a segment's footer.
+		{"a format 2 manifest", "lossless recall manifest 2 tokenizer 1", segVersion},
+		{"a format 2 segment under a current manifest", manifestHeader, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newArchive(t)
+			a.add("cc-old", a.span("s-old", "assistant", "we will migrate the ledger tables tonight"))
+			a.add("cc-old", a.span("s-old", "assistant", "we will migrating the ledger tables tonight"))
+			a.open()
+			downgrade(t, a.indexDir(t.Context()), c.header, c.version)
+			ix := a.open()
+			if st := ix.Stats(); !st.Rebuilt || st.Docs != 2 {
+				t.Fatalf("an index of format 2 was not rebuilt: %+v", st)
+			}
+			res := search(t, ix, Query{Text: "migrate"})
+			if len(res.Hits) != 2 || !(res.Hits[0].Score > res.Hits[1].Score) || !strings.Contains(res.Hits[0].Snippet, "migrate the") {
+				t.Fatalf("migrate after the rebuild: the exact word does not outrank its stem: %+v", res.Hits)
+			}
+		})
+	}
+}
+
+// downgrade rewrites the index in dir as format 2 wrote it: its segments
+// without exact-form terms, their footers saying version, the manifest's
+// first line header (and its segment lines matching the new files).
+func downgrade(t *testing.T, dir, header string, version uint32) {
+	t.Helper()
+	man, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(man), "\n"), "\n")
+	lines[0] = header
+	for i, l := range lines {
+		f := strings.Fields(l)
+		if len(f) != 4 || f[0] != "seg" {
+			continue
+		}
+		file := filepath.Join(dir, f[1])
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := openSegment(file, b, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := s.decode(func(int) bool { return true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		forms := 0
+		var old segData
+		old.docs = d.docs
+		for k, term := range d.terms {
+			if isForm([]byte(term)) {
+				forms++
+				continue
+			}
+			old.terms = append(old.terms, term)
+			old.post = append(old.post, d.post[k])
+		}
+		if forms == 0 {
+			t.Fatalf("%s holds no exact-form term: downgrading it would test nothing", f[1])
+		}
+		b, err = encodeSegment(&old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		foot := len(b) - footerSize
+		binary.LittleEndian.PutUint32(b[foot:], version)
+		at := len(b) - len(segEndMagic) - 4
+		crcStart := binary.LittleEndian.Uint32(b[foot+32+8*secPageCRCs:])
+		binary.LittleEndian.PutUint32(b[at:], crc32.Checksum(b[crcStart:at], castagnoli()))
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		lines[i] = fmt.Sprintf("seg %s %d %08x", f[1], len(b), segCRC(b))
+	}
+	if err := os.WriteFile(filepath.Join(dir, manifestName), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

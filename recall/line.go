@@ -14,12 +14,13 @@ import (
 // index needs a dozen, so parseLine reads just those, and falls back to
 // ParseEvent for a line it cannot read.
 type eventFields struct {
-	seq                                                int64
-	ts                                                 time.Time
-	session, agent, source, op, tool, path, view, blob string
-	kind, span, enc, harness                           string
-	bytes                                              int64
-	sidechain                                          bool
+	seq                                            int64
+	ts                                             time.Time
+	session, agent, source, tool, path, view, blob string
+	op                                             gitstore.Op
+	kind, span, enc, harness                       string
+	bytes                                          int64
+	sidechain                                      bool
 }
 
 // fieldsOf takes the fields of a parsed event.
@@ -123,7 +124,9 @@ func parseLine(b []byte) (f eventFields, ok bool) {
 		case "source":
 			f.source, good = str()
 		case "op":
-			f.op, good = str()
+			var op string
+			op, good = str()
+			f.op = gitstore.Op(op)
 		case "tool":
 			f.tool, good = str()
 		case "path":

@@ -18,7 +18,7 @@ import (
 // head the index covers. It is a small text file, replaced whole by
 // rename, so a reader sees the old one or the new one, never a mix:
 //
-//	lossless recall manifest 2 tokenizer 1
+//	lossless recall manifest 3 tokenizer 2
 //	gen 42
 //	seg seg-00000041.rcl 81234 5f0c33aa
 //	seg seg-00000042.rcl 1840 09be41f2
@@ -33,10 +33,10 @@ import (
 
 const (
 	manifestName   = "manifest"
-	manifestHeader = "lossless recall manifest 2 tokenizer " + tokenizerVersion
+	manifestHeader = "lossless recall manifest 3 tokenizer " + tokenizerVersion
 	// tokenizerVersion changes when the terms a text yields change: an
 	// index written by another version is rebuilt.
-	tokenizerVersion = "1"
+	tokenizerVersion = "2"
 	lockName         = "lock"
 	segPrefix        = "seg-"
 	segSuffix        = ".rcl"

@@ -23,7 +23,7 @@ func TestSecretsMasked(t *testing.T) {
 		a.span("sec", "tool_result", env),
 		a.span("sec", "user", "use the slack token "+p["slack"]+" for the heron channel"),
 	)
-	blob, err := a.st.Blob(context.Background(), res.Events[0].Blob)
+	blob, err := a.st.Objects().Blob(context.Background(), res.Events[0].Blob)
 	if err != nil || !bytes.Contains(blob, []byte(p["github"])) {
 		t.Fatalf("redaction off: the archive should hold the token verbatim (%v)", err)
 	}
@@ -72,7 +72,7 @@ func TestSecretsMasked(t *testing.T) {
 			}
 		}
 	}
-	disk := readAll(t, a.indexDir())
+	disk := readAll(t, a.indexDir(t.Context()))
 	for _, v := range values {
 		if bytes.Contains(bytes.ToLower(disk), bytes.ToLower([]byte(v))) {
 			t.Errorf("the index files hold a planted secret")

@@ -61,12 +61,12 @@ func (ix *Index) plan(ctx context.Context, base manifest, heads []gitstore.Write
 		// writer is read whole and its records come with the lines.
 		var pruned map[string]bool
 		for _, l := range lines {
-			if opOf(l) == "prune" {
+			if gitstore.Op(opOf(l)) == gitstore.OpPrune {
 				pruned = prunedBlobs(l, pruned)
 			}
 		}
 		for _, l := range lines {
-			if opOf(l) != "prune" {
+			if gitstore.Op(opOf(l)) != gitstore.OpPrune {
 				inputs = append(inputs, docInput{line: l, writer: h.Name, epoch: ep, pruned: pruned})
 			}
 		}
@@ -93,7 +93,7 @@ func (ix *Index) newLines(ctx context.Context, h gitstore.WriterInfo, have write
 				found, gaveUp = true, false
 				break
 			}
-			c, err := ix.st.ReadCommitFiles(id)
+			c, err := ix.st.Objects().ReadCommitFiles(ctx, id)
 			if err != nil {
 				gaveUp = false
 				break
@@ -118,7 +118,7 @@ func (ix *Index) newLines(ctx context.Context, h gitstore.WriterInfo, have write
 			return lines, false, nil
 		}
 		if gaveUp {
-			ok, err := ix.st.IsAncestor(ctx, have.commit, h.Commit, 0)
+			ok, err := ix.st.Objects().IsAncestor(ctx, have.commit, h.Commit, 0)
 			if err != nil {
 				return nil, false, err
 			}
@@ -148,8 +148,8 @@ func (ix *Index) selectLines(ctx context.Context, writer string, after int64) ([
 // file version) or is a prune record. A line whose op cannot be found
 // cheaply (not canonical) is kept, and decided after parsing.
 func wantLine(l []byte) bool {
-	op := opOf(l)
-	return op == "" || op == "span" || op == "prune" || gitstore.IsFileVersion(op)
+	op := gitstore.Op(opOf(l))
+	return op == "" || op == gitstore.OpSpan || op == gitstore.OpPrune || op.IsFileVersion()
 }
 
 // opOf returns a canonical line's op ("" when it cannot be found
@@ -418,7 +418,7 @@ func (ix *Index) decryptPass(ctx context.Context) error {
 // lists it, so that the next Open rebuilds the index (under the lock, and
 // only if the manifest still lists the segment: an update may have
 // replaced it meanwhile).
-func (ix *Index) damaged() bool {
+func (ix *Index) damaged(ctx context.Context) bool {
 	found := false
 	for _, s := range ix.segs {
 		if !s.bad.Load() {
@@ -429,14 +429,14 @@ func (ix *Index) damaged() bool {
 			continue
 		}
 		ix.warnf("segment %s is damaged (a page failed its checksum): its hits are left out, and the index will be rebuilt", s.name)
-		ix.invalidate(s.name)
+		ix.invalidate(ctx, s.name)
 	}
 	return found
 }
 
 // invalidate removes the manifest if it lists segment name.
-func (ix *Index) invalidate(name string) {
-	unlock, err := lockDir(context.Background(), ix.dir, time.Second)
+func (ix *Index) invalidate(ctx context.Context, name string) {
+	unlock, err := lockDir(ctx, ix.dir, time.Second)
 	if err != nil {
 		return // the next reader that meets the damage tries again
 	}

@@ -140,9 +140,9 @@ func (p *processor) process(ctx context.Context, in *docInput) {
 	var data []byte
 	var err error
 	if enc {
-		data, err = p.ix.st.OpenContent(ctx, eventOf(&m), p.ix.opt.Identities)
+		data, err = p.ix.st.Crypt().OpenContent(ctx, eventOf(&m), p.ix.opt.Identities)
 	} else {
-		data, err = p.ix.st.Blob(ctx, blobHex(&m))
+		data, err = p.ix.st.Objects().Blob(ctx, blobHex(&m))
 	}
 	if err != nil {
 		if !errors.Is(err, gitstore.ErrContentLocked) {
@@ -185,7 +185,7 @@ func docMetaOf(f *eventFields, writer string) (docMeta, bool) {
 		}
 	}
 	switch {
-	case f.op == "span":
+	case f.op == gitstore.OpSpan:
 		if m.Flags&flagBlob == 0 {
 			return m, false // withheld or without content: nothing to search or read
 		}
@@ -198,7 +198,7 @@ func docMetaOf(f *eventFields, writer string) (docMeta, bool) {
 		} else {
 			m.Kind = canonicalKind(f.kind)
 		}
-	case gitstore.IsFileVersion(f.op):
+	case f.op.IsFileVersion():
 		m.Kind = KindFile
 	default:
 		return m, false

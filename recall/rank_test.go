@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -14,11 +15,12 @@ import (
 //     nothing as a word one edit away (weight typoWeight). So an exact or
 //     stem match always outranks a fragment, and a fragment a typo: the
 //     looser kinds are not even candidates while a tighter one matches;
-//   - the exact word and another word of the same stem score alike: the
-//     index holds stems, not surface forms (recall/FORMAT.md), so
-//     "migrate" and "migrating" are one term; the newer span comes first.
-//     (Issue 23 asks for the exact form to outrank the stem; that needs
-//     surface forms in the segments, a format change not made yet.)
+//   - among the spans holding the stem, those holding the query word
+//     itself come first: a span with only other forms of its stem scores
+//     stemWeight of what it would with the word ("migrate" before
+//     "migrating" for the query "migrate", the other way round for
+//     "migrating"), also for a word that is its own stem ("compact"
+//     before "compacted": the stem occurs there beyond its other forms);
 //   - equal scores are ordered newest first.
 func TestRankingOrder(t *testing.T) {
 	a := newArchive(t)
@@ -33,6 +35,13 @@ func TestRankingOrder(t *testing.T) {
 		{"frag-only", "the kubernetesoperator restarted the pods" + pad},
 		{"typo-only", "the kubrnetes node restarted the pods" + pad},
 		{"typo-alone", "the zeppelin landed on the roof" + pad},
+		// A word that is its own stem ("compact"), archived before the
+		// spans holding only its other forms, so that time alone would
+		// put them first.
+		{"self-and-other", "compact the ledger, then compacted again" + pad},
+		{"self", "we compact the ledger tables nightly now" + pad},
+		{"other", "we compacted the ledger tables nightly now" + pad},
+		{"others-twice", "compacting the ledger, then compacted again" + pad},
 	}
 	ids := map[string]string{}
 	for _, d := range docs {
@@ -56,14 +65,40 @@ func TestRankingOrder(t *testing.T) {
 
 	got, res := rank("migrate")
 	if want := []string{"exact-new", "exact-old", "stem"}; !slices.Equal(got, want) {
-		// exact-new was archived last, stem first: newest first.
+		// exact-new was archived last: newest first among equals. stem
+		// is older than both, so this order alone does not show that the
+		// exact word outranks it: the scores below do.
 		t.Fatalf("migrate: ranking %v, want %v (scores %v)", got, want, scores(res))
 	}
 	if res.Hits[0].Score != res.Hits[1].Score {
 		t.Errorf("the two exact matches score %g and %g: time is not what ordered them", res.Hits[0].Score, res.Hits[1].Score)
 	}
-	if res.Hits[1].Score != res.Hits[2].Score {
-		t.Errorf("the exact word scores %g, another word of its stem %g: the index holds stems, so they should tie", res.Hits[1].Score, res.Hits[2].Score)
+	if !(res.Hits[1].Score > res.Hits[2].Score) {
+		t.Errorf("the exact word scores %g, another word of its stem %g: want exact > stem", res.Hits[1].Score, res.Hits[2].Score)
+	}
+	if r := float64(res.Hits[2].Score / res.Hits[1].Score); math.Abs(r-stemWeight) > 1e-6 {
+		t.Errorf("stem / exact = %g, want stemWeight %g (equal length, equal tf)", r, stemWeight)
+	}
+	// The other way round: the span saying "migrating" first, though
+	// older than both.
+	if got, res := rank("migrating"); !slices.Equal(got, []string{"stem", "exact-new", "exact-old"}) {
+		t.Errorf("migrating: ranking %v, want the span saying migrating first (scores %v)", got, scores(res))
+	}
+	// A word that is its own stem: the spans holding it, by itself or
+	// beside another form, before those with other forms only (at equal
+	// occurrences of the stem).
+	got, res = rank("compact")
+	if want := []string{"self", "other", "self-and-other", "others-twice"}; !(slices.Index(got, "self") < slices.Index(got, "other") &&
+		slices.Index(got, "self-and-other") < slices.Index(got, "others-twice") && len(got) == len(want)) {
+		t.Errorf("compact: ranking %v, want self before other and self-and-other before others-twice (scores %v)", got, scores(res))
+	}
+
+	// Every span with the stem "tabl" says "tables": asked for "tables"
+	// they score in full, asked for "table" (which none says) stemWeight
+	// of that.
+	full, part := search(t, ix, Query{Text: "tables"}).Hits[0].Score, search(t, ix, Query{Text: "table"}).Hits[0].Score
+	if r := part / full; math.Abs(r-stemWeight) > 1e-6 {
+		t.Errorf("table / tables = %g / %g = %g, want stemWeight %g", part, full, r, stemWeight)
 	}
 
 	// No span holds the term "kubern": fragments are the candidates, and

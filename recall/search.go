@@ -80,12 +80,15 @@ type Results struct {
 // ErrEmptyQuery is returned for a query without a searchable word.
 var ErrEmptyQuery = errors.New("recall: the query has no word to search for")
 
-// BM25 parameters, and the weight of the looser matches: a fragment (a
-// query token inside a longer term) counts half an exact match, a typo
-// (edit distance 1) less still.
+// BM25 parameters, and the weight of the looser matches: a document that
+// holds a query word only in other forms of its stem ("compaction" for
+// "compacting") scores stemWeight of what it would with the word itself,
+// a fragment (a query token inside a longer term) half an exact match, a
+// typo (edit distance 1) less still.
 const (
 	bm25K1     = 1.2
 	bm25B      = 0.75
+	stemWeight = 0.8
 	fragWeight = 0.5
 	typoWeight = 0.3
 	// maxExpand bounds the terms one fragment or typo expands to (the
@@ -105,6 +108,23 @@ type expansion struct {
 	weight float64
 	ords   []int32 // term ordinal per segment, -1 where absent
 	df     int
+	// form, for a stem the query names by a word, tells the documents
+	// holding that word itself from those holding only its other forms
+	// (which score stemWeight); nil for a term that is not a stem.
+	form *formMatch
+}
+
+// formMatch locates a query word's exact form (appendForm) in each
+// segment: the exact-form terms at ordinals [lo, hi). For a word that is
+// not its own stem that is its one term ("=compact=compacting"), or none
+// where no document holds it; for a word that is its own stem (self:
+// "compact"), every indexed form of the stem ("=compact=" is their
+// prefix), and a document holds the word itself when the stem occurs
+// there more often than those forms do.
+type formMatch struct {
+	self   bool
+	lo, hi []int32
+	all    []bool // per segment: every document holding the stem holds the word
 }
 
 // tokenPlan is how one query token is scored: each document scores the
@@ -116,7 +136,7 @@ type tokenPlan struct {
 // Search runs a ranked search (see Query).
 func (ix *Index) Search(ctx context.Context, q Query) (Results, error) {
 	defer runtime.KeepAlive(ix)
-	defer ix.damaged() // pages read for the hits count too
+	defer ix.damaged(ctx) // pages read for the hits count too
 	toks, dropped := parseQuery(q.Text)
 	if len(toks) == 0 {
 		if dropped {
@@ -138,7 +158,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Results, error) {
 	if err := ctx.Err(); err != nil {
 		return Results{}, err
 	}
-	if ix.damaged() {
+	if ix.damaged(ctx) {
 		// What a damaged segment yielded is not to be trusted: its hits
 		// are dropped (the index is rebuilt by the next Open).
 		cands = slices.DeleteFunc(cands, func(c cand) bool { return ix.segs[c.seg].bad.Load() })
@@ -213,6 +233,8 @@ func (ix *Index) score(ctx context.Context, plans []tokenPlan, session, kind, ha
 		acc := make([]float32, s.nDocs)
 		tok := make([]float32, s.nDocs)
 		var touched, tt []int32
+		var formTF []uint32 // per document: occurrences of the exact forms (made when needed)
+		var formDocs []int32
 		for _, p := range plans {
 			tt = tt[:0]
 			for _, e := range p.exps {
@@ -225,10 +247,39 @@ func (ix *Index) score(ctx context.Context, plans []tokenPlan, session, kind, ha
 					idf = 0.01
 				}
 				w := float32(e.weight * idf)
+				f := e.form
+				if f != nil && f.all[si] {
+					f = nil // the word itself wherever its stem is
+				}
+				if f != nil && f.lo[si] < f.hi[si] {
+					if formTF == nil {
+						formTF = make([]uint32, s.nDocs)
+					}
+					for t := f.lo[si]; t < f.hi[si]; t++ {
+						s.postings(int(t), func(doc int, tf uint32) {
+							if formTF[doc] == 0 {
+								formDocs = append(formDocs, int32(doc))
+							}
+							formTF[doc] += tf
+						})
+					}
+				}
 				s.postings(int(ord), func(doc int, tf uint32) {
 					dl := float64(s.docLen(doc))
-					f := float64(tf)
-					sc := w * float32(f*(bm25K1+1)/(f+bm25K1*(1-bm25B+bm25B*dl/avg)))
+					x := float64(tf)
+					sc := w * float32(x*(bm25K1+1)/(x+bm25K1*(1-bm25B+bm25B*dl/avg)))
+					if f != nil {
+						n := uint32(0)
+						if formTF != nil {
+							n = formTF[doc]
+						}
+						// The word itself: its own form's occurrences, or,
+						// for a word that is its own stem, the stem's
+						// beyond its other forms'.
+						if f.self && tf <= n || !f.self && n == 0 {
+							sc *= stemWeight
+						}
+					}
 					if tok[doc] == 0 {
 						tt = append(tt, int32(doc))
 					}
@@ -236,6 +287,10 @@ func (ix *Index) score(ctx context.Context, plans []tokenPlan, session, kind, ha
 						tok[doc] = sc
 					}
 				})
+				for _, d := range formDocs {
+					formTF[d] = 0
+				}
+				formDocs = formDocs[:0]
 			}
 			for _, d := range tt {
 				if acc[d] == 0 {
@@ -288,6 +343,7 @@ func (ix *Index) resolve(toks []queryToken) ([]tokenPlan, map[string]bool) {
 		var exps []expansion
 		if e, ok := ix.lookup(qt.term); ok {
 			e.weight = 1
+			e.form = ix.lookupForm(qt.form, e.ords)
 			exps = append(exps, e)
 		} else if exps = ix.fragments(qt.frag); len(exps) == 0 {
 			exps = ix.typos(qt)
@@ -295,9 +351,10 @@ func (ix *Index) resolve(toks []queryToken) ([]tokenPlan, map[string]bool) {
 		if len(exps) == 0 && len(qt.parts) > 0 {
 			// The parts of a compound that matched nothing, exactly
 			// only: a fragment or typo of a short part matches noise.
-			for _, p := range qt.parts {
+			for i, p := range qt.parts {
 				if e, ok := ix.lookup(p); ok {
 					e.weight = 1
+					e.form = ix.lookupForm(qt.partForms[i], e.ords)
 					matched[e.term] = true
 					plans = append(plans, tokenPlan{exps: []expansion{e}})
 				}
@@ -330,6 +387,38 @@ func (ix *Index) lookup(term string) (expansion, bool) {
 		}
 	}
 	return e, e.df > 0
+}
+
+// lookupForm locates an exact-form key (appendForm) in every segment,
+// beside the stem's ordinals there; nil for "" (a term that is not a
+// stem).
+func (ix *Index) lookupForm(key string, stem []int32) *formMatch {
+	if key == "" {
+		return nil
+	}
+	n := len(ix.segs)
+	f := &formMatch{self: key[len(key)-1] == formMark, lo: make([]int32, n), hi: make([]int32, n), all: make([]bool, n)}
+	kb := []byte(key)
+	// The end of a stem's forms: the first term past their prefix
+	// ("=compact>": '>' follows the mark).
+	end := append(kb[:len(kb)-1:len(kb)-1], formMark+1)
+	for si, s := range ix.segs {
+		var lo, hi int
+		if f.self {
+			a, ok1 := s.lowerBound(kb)
+			b, ok2 := s.lowerBound(end)
+			if ok1 && ok2 {
+				lo, hi = a, b
+			}
+		} else if t, ok := s.findTerm(kb); ok {
+			lo, hi = t, t+1
+			// Every document of the stem holds the word: nothing to tell
+			// apart (and no postings to read for it).
+			f.all[si] = stem[si] >= 0 && s.df(t) == s.df(int(stem[si]))
+		}
+		f.lo[si], f.hi[si] = int32(lo), int32(hi)
+	}
+	return f
 }
 
 // fragments returns the terms that contain frag (of three bytes or more),
@@ -472,7 +561,7 @@ func (ix *Index) hit(ctx context.Context, s *segment, d int, score float64, matc
 	}
 	switch {
 	case m.Kind == KindFile:
-		h.Snippet = m.Op + " " + m.Path
+		h.Snippet = string(m.Op) + " " + m.Path
 		if m.View != "" && m.View != "full" {
 			h.Snippet += " (" + m.View + ")"
 		}

@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"sync"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // A segment is one immutable file of the index (FORMAT.md describes its
@@ -23,7 +25,7 @@ import (
 const (
 	segMagic    = "RCLSEG01"
 	segEndMagic = "RCLEND01"
-	segVersion  = 2
+	segVersion  = 3
 	docRecSize  = 104
 	dictEntSize = 12
 	triEntSize  = 12
@@ -68,7 +70,8 @@ const (
 // docMeta is what the index keeps of one document: a span or a file
 // version event.
 type docMeta struct {
-	Writer, Session, Agent, Source, Kind, Tool, Path, SpanID, Op, View string
+	Writer, Session, Agent, Source, Kind, Tool, Path, SpanID, View string
+	Op                                                             gitstore.Op
 	// Harness is the event's own "harness" field ("" when it has none:
 	// the harness of such an event is told by its writer at search time,
 	// gitstore.HarnessOf, so the index never depends on the list of
@@ -152,7 +155,7 @@ func encodeSegmentParts(d *segData) ([][]byte, error) {
 	seen := map[string]uint32{"": 0}
 	for i := range d.docs {
 		m := &d.docs[i]
-		for _, s := range [...]string{m.Writer, m.Session, m.Agent, m.Source, m.Kind, m.Tool, m.Path, m.SpanID, m.Op, m.View, m.Head, m.Harness} {
+		for _, s := range [...]string{m.Writer, m.Session, m.Agent, m.Source, m.Kind, m.Tool, m.Path, m.SpanID, string(m.Op), m.View, m.Head, m.Harness} {
 			if _, ok := seen[s]; !ok {
 				seen[s] = 0
 				strs = append(strs, s)
@@ -182,7 +185,7 @@ func encodeSegmentParts(d *segData) ([][]byte, error) {
 		docs = le.AppendUint64(docs, uint64(m.Bytes))
 		docs = append(docs, m.Blob[:]...)
 		for _, v := range [...]uint32{seen[m.Writer], m.Epoch, seen[m.Session], seen[m.Agent], seen[m.Source], seen[m.Kind],
-			seen[m.Tool], seen[m.Path], seen[m.SpanID], seen[m.Op], seen[m.View], seen[m.Head], m.Len, m.Flags, seen[m.Harness]} {
+			seen[m.Tool], seen[m.Path], seen[m.SpanID], seen[string(m.Op)], seen[m.View], seen[m.Head], m.Len, m.Flags, seen[m.Harness]} {
 			docs = le.AppendUint32(docs, v)
 		}
 		totalLen += uint64(m.Len)
@@ -363,16 +366,23 @@ func writerTable(docs []docMeta, str map[string]uint32) []byte {
 
 // trigramIndex returns the trigram entries and lists of a sorted
 // dictionary: for each distinct byte trigram, the ordinals of the terms
-// holding it.
+// holding it. Exact-form terms are left out: a fragment is looked for in
+// stems and whole tokens, as before they were indexed, and the trigram
+// index stays the size it was.
 func trigramIndex(terms []string) (ents, lists []byte) {
 	// (trigram << 32 | term) pairs, made in term order and sorted by
 	// trigram: one stable radix sort, no map.
 	n := 0
 	for _, s := range terms {
-		n += max(0, len(s)-2)
+		if len(s) == 0 || s[0] != formMark {
+			n += max(0, len(s)-2)
+		}
 	}
 	pairs := make([]uint64, 0, n)
 	for t, s := range terms {
+		if len(s) > 0 && s[0] == formMark {
+			continue
+		}
 		first := len(pairs)
 	tri:
 		for i := 0; i+3 <= len(s); i++ {

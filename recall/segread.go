@@ -11,6 +11,8 @@ import (
 	"hash/crc32"
 	"math"
 	"sync/atomic"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // segment is an opened segment: its bytes (mapped or in memory) and the
@@ -284,7 +286,7 @@ func (s *segment) meta(d int) docMeta {
 	return docMeta{
 		Writer: s.str(r.Writer), Session: s.str(r.Session), Agent: s.str(r.Agent), Source: s.str(r.Source),
 		Kind: s.str(r.Kind), Tool: s.str(r.Tool), Path: s.str(r.Path), SpanID: s.str(r.SpanID),
-		Op: s.str(r.Op), View: s.str(r.View), Head: s.str(r.Head), Harness: s.str(r.Harness),
+		Op: gitstore.Op(s.str(r.Op)), View: s.str(r.View), Head: s.str(r.Head), Harness: s.str(r.Harness),
 		Seq: r.Seq, TS: r.TS, Bytes: r.Bytes, Blob: r.Blob, Epoch: r.Epoch, Len: r.Len, Flags: r.Flags,
 	}
 }
@@ -336,6 +338,19 @@ func (s *segment) termAt(t int) ([]byte, bool) {
 
 // findTerm binary-searches the dictionary for term.
 func (s *segment) findTerm(term []byte) (int, bool) {
+	lo, ok := s.lowerBound(term)
+	if !ok {
+		return 0, false
+	}
+	if b, ok := s.termAt(lo); ok && bytes.Equal(b, term) {
+		return lo, true
+	}
+	return 0, false
+}
+
+// lowerBound returns the ordinal of the first term not below term
+// (nTerms when there is none); false when a dictionary page is damaged.
+func (s *segment) lowerBound(term []byte) (int, bool) {
 	lo, hi := 0, s.nTerms
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -349,10 +364,7 @@ func (s *segment) findTerm(term []byte) (int, bool) {
 			hi = m
 		}
 	}
-	if b, ok := s.termAt(lo); ok && bytes.Equal(b, term) {
-		return lo, true
-	}
-	return 0, false
+	return lo, true
 }
 
 // df returns term t's document frequency.

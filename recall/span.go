@@ -38,7 +38,7 @@ type Span struct {
 	// tool and input (pretty-printed JSON); a tool result's content; a
 	// proxy span's header, messages, summary and pinned facts as `git
 	// lossless span` prints them; a file version's content. Secret
-	// placeholders stay as stored (gitstore.Store.Reveal puts values
+	// placeholders stay as stored (gitstore.Crypt.Reveal puts values
 	// back); secrets stored in the clear are not masked here (Mask).
 	Lines []string `json:"lines"`
 }
@@ -51,7 +51,7 @@ var ErrNoSpan = errors.New("recall: no such span")
 // does not hold (an event newer than the index, or one without content).
 func (ix *Index) Span(ctx context.Context, id string) (*Span, error) {
 	defer runtime.KeepAlive(ix)
-	defer ix.damaged()
+	defer ix.damaged(ctx)
 	m, err := ix.find(ctx, id)
 	if err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ func (ix *Index) find(ctx context.Context, id string) (*docMeta, error) {
 			continue
 		}
 		f := fieldsOf(&evs[i])
-		if m, ok := docMetaOf(&f, writer); ok || f.op == "span" {
+		if m, ok := docMetaOf(&f, writer); ok || f.op == gitstore.OpSpan {
 			if m.Kind == "" {
 				m.Kind = canonicalKind(f.kind)
 			}
@@ -155,7 +155,7 @@ func (ix *Index) findDoc(matcher func(s *segment) (func(r *docRec) bool, bool)) 
 // content reads a document's content, decrypting it with the index's
 // identities when it is encrypted.
 func (ix *Index) content(ctx context.Context, m *docMeta) ([]byte, error) {
-	return ix.st.OpenContent(ctx, eventOf(m), ix.opt.Identities)
+	return ix.st.Crypt().OpenContent(ctx, eventOf(m), ix.opt.Identities)
 }
 
 // renderLines renders a document's content as lines of text.

@@ -23,10 +23,28 @@ import (
 //     unstemmed ("sweep.go", "sweepsession"), then each part as a simple
 //     token ("sweep", "go"; "sweep", "session").
 //
+// When the index is built (analyzer.forms), a stemmed word whose stem is
+// not its lower-cased self also yields its exact form, as the term
+// formMark STEM formMark WORD ("=compact=compacting"): the word's own
+// postings, so that a search for "compacting" can rank the spans that say
+// "compacting" above those that only say "compaction". The mark is a
+// byte no token holds, so these terms never meet a word's; keyed by the
+// stem first, all the forms of one stem are neighbours in the sorted
+// dictionary ("=compact=" is the prefix of them all), which is how a
+// search for a word that is its own stem ("compact") tells the spans
+// that hold the word itself: the stem occurs there more often than its
+// other forms do (search.go, formMatch). Exact forms do not count in a
+// document's length and are not in the trigram index (a fragment is
+// looked for in the stems and whole tokens, as before).
+//
 // Terms longer than maxTerm bytes are dropped (a base64 run or a long
 // hash would only bloat the dictionary); the parts of a long compound
 // are still kept. Queries go through the same code, so a query token
 // meets the terms its text was indexed under.
+
+// formMark begins and splits an exact-form term (see above): a byte that
+// is neither a word byte nor a joiner, so no token yields it.
+const formMark = '='
 
 // maxTerm is the longest term indexed, in bytes.
 const maxTerm = 64
@@ -95,7 +113,12 @@ func eachToken(text []byte, fn func(start, end int)) {
 type analyzer struct {
 	low  []byte
 	term []byte
+	form []byte
 	st   stemmer
+	// forms: also emit the exact form of each stemmed word that its stem
+	// changes (the index's builder sets it; queries, snippets and the
+	// line index look words up by stem and leave it unset).
+	forms bool
 }
 
 // terms calls emit with every term of tok (see the comment at the top of
@@ -154,7 +177,8 @@ func isCompound(tok []byte) bool {
 }
 
 // simple emits the one term of a simple token: lower-cased, stemmed when
-// it is ASCII letters.
+// it is ASCII letters; with a.forms, then its exact form when the stem
+// differs from it.
 func (a *analyzer) simple(tok []byte, off int, emit func(term []byte, from, to int)) {
 	if len(tok) == 0 || len(tok) > maxTerm {
 		return
@@ -163,10 +187,31 @@ func (a *analyzer) simple(tok []byte, off int, emit func(term []byte, from, to i
 	if stemmable(a.low) {
 		a.term = stem(a.term[:0], a.low, &a.st)
 		emit(a.term, off, off+len(tok))
+		if a.forms && string(a.term) != string(a.low) {
+			a.form = appendForm(a.form[:0], a.term, a.low)
+			emit(a.form, off, off+len(tok))
+		}
 		return
 	}
 	emit(a.low, off, off+len(tok))
 }
+
+// appendForm appends the exact-form term of word (lower-cased) under its
+// stem: formMark stem formMark word. With word equal to stem it is the
+// prefix "=stem=" that every indexed form of the stem starts with (an
+// index holds no such term: a word that is its own stem is its stem).
+func appendForm(dst, stem, word []byte) []byte {
+	dst = append(dst, formMark)
+	dst = append(dst, stem...)
+	dst = append(dst, formMark)
+	if string(word) != string(stem) {
+		dst = append(dst, word...)
+	}
+	return dst
+}
+
+// isForm reports whether term is an exact-form term.
+func isForm(term []byte) bool { return len(term) > 0 && term[0] == formMark }
 
 // lower appends s lower-cased to dst (ASCII fast; other characters by
 // unicode.ToLower).
@@ -205,6 +250,12 @@ type queryToken struct {
 	term  string   // its term as a whole: a simple token's only term, a compound's whole
 	frag  string   // lower-cased whole, for fragment and typo lookup
 	parts []string // the part terms of a compound (nil for a simple token)
+	// form is the exact-form key of a stemmed simple token (appendForm:
+	// "=compact=compacting", or "=compact=" for a word that is its own
+	// stem), "" for a token that is not stemmed; partForms the same for
+	// each of parts.
+	form      string
+	partForms []string
 }
 
 // parseQuery splits a query into tokens. Duplicate tokens count once. A
@@ -229,10 +280,14 @@ func parseQuery(q string) (_ []queryToken, dropped bool) {
 		tok := b[s:e]
 		if len(tok) > maxTerm {
 			// Too long to be a term: its parts are, as when indexing.
-			a.terms(tok, func(t []byte, _, _ int) {
+			a.terms(tok, func(t []byte, from, to int) {
 				if p := string(t); !seen[p] {
 					seen[p] = true
-					out = append(out, queryToken{term: p, frag: p})
+					qt := queryToken{term: p, frag: p}
+					if low := lower(nil, tok[from:to]); stemmable(low) {
+						qt.form = string(appendForm(nil, t, low))
+					}
+					out = append(out, qt)
 				}
 			})
 			return
@@ -242,14 +297,26 @@ func parseQuery(q string) (_ []queryToken, dropped bool) {
 			return
 		}
 		seen[qt.frag] = true
-		var terms []string
-		a.terms(tok, func(t []byte, _, _ int) { terms = append(terms, string(t)) })
+		var terms, forms []string
+		compound := isCompound(tok)
+		a.terms(tok, func(t []byte, from, to int) {
+			form := ""
+			// The exact form of a stemmed word: not of a compound's
+			// whole (its first term), which is not stemmed.
+			if !compound || len(terms) > 0 {
+				if low := lower(nil, tok[from:to]); stemmable(low) {
+					form = string(appendForm(nil, t, low))
+				}
+			}
+			terms = append(terms, string(t))
+			forms = append(forms, form)
+		})
 		if len(terms) == 0 {
 			return
 		}
-		qt.term = terms[0]
-		if isCompound(tok) {
-			qt.parts = terms[1:]
+		qt.term, qt.form = terms[0], forms[0]
+		if compound {
+			qt.parts, qt.partForms = terms[1:], forms[1:]
 		}
 		out = append(out, qt)
 	})

@@ -80,7 +80,7 @@ func BenchmarkReceiptBuild(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cache := tokens.NewCounter(st).Dir
+			cache := tokens.NewCounter(ctx, st).Dir
 			var last tokens.Stats
 			b.ResetTimer()
 			for range b.N {
@@ -92,7 +92,7 @@ func BenchmarkReceiptBuild(b *testing.B) {
 					b.StartTimer()
 				}
 				if !opt.NoTokens {
-					opt.Counter = tokens.NewCounter(st)
+					opt.Counter = tokens.NewCounter(ctx, st)
 				}
 				if _, err := receipt.Build(ctx, st, f.Commit, opt); err != nil {
 					b.Fatal(err)

@@ -55,21 +55,21 @@ func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) 
 		// core while this one reads the archive.
 		tokens.Preload()
 	}
-	c, err := ReadCommit(st, commit)
+	c, err := ReadCommit(ctx, st.Objects(), commit)
 	if err != nil {
 		return nil, fmt.Errorf("read commit %s: %w", commit, err)
 	}
 	in := note.Input{Commit: c.ID, Tree: c.Tree, Parents: c.Parents, Committed: c.Committed, Issued: now(), HarnessOf: opt.HarnessOf, Carried: opt.Carried}
-	tc := newTreeCache(st)
+	tc := newTreeCache(st.Objects())
 	var oldTree string
 	if len(c.Parents) > 0 {
-		p, err := ReadCommit(st, c.Parents[0])
+		p, err := ReadCommit(ctx, st.Objects(), c.Parents[0])
 		if err != nil {
 			return nil, fmt.Errorf("read parent %s: %w", c.Parents[0], err)
 		}
 		oldTree, in.From, in.HasFrom = p.Tree, p.Committed, true
 	}
-	if in.Changes, err = diffTrees(tc, oldTree, c.Tree); err != nil {
+	if in.Changes, err = diffTrees(ctx, tc, oldTree, c.Tree); err != nil {
 		return nil, fmt.Errorf("diff %s against its parent: %w", short(c.ID), err)
 	}
 	paths := make(map[string]bool, len(in.Changes))
@@ -141,7 +141,7 @@ func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) 
 		in.Heads[w] = h
 	}
 	in.TreeBlob = func(p string) (string, bool) {
-		e, ok, err := tc.lookup(c.Tree, p)
+		e, ok, err := tc.lookup(ctx, c.Tree, p)
 		if err != nil || !ok {
 			return "", false
 		}
@@ -155,7 +155,7 @@ func Build(ctx context.Context, st *gitstore.Store, commit string, opt Options) 
 	if !opt.NoTokens {
 		counter := opt.Counter
 		if counter == nil {
-			counter = tokens.NewCounter(st)
+			counter = tokens.NewCounter(ctx, st)
 		}
 		in.Tokens = func(evs []*gitstore.Event) []int64 { return counter.CountAll(ctx, evs) }
 	}
@@ -398,7 +398,7 @@ func All(ctx context.Context, st *gitstore.Store) ([]Stored, error) {
 			return nil, err
 		}
 		for _, n := range notes {
-			typ, text, err := st.ReadObject(n.Blob)
+			typ, text, err := st.Objects().ReadObject(ctx, n.Blob)
 			if err != nil {
 				return nil, fmt.Errorf("note %s on %s: %w", n.Path, w, err)
 			}

@@ -40,7 +40,7 @@ func exampleInput() note.Input {
 	ev := func(sec int, op, path, b, view, agent string) gitstore.Event {
 		seq++
 		e := gitstore.Event{Seq: seq, TS: t0.Add(time.Duration(sec) * time.Second), Session: sess, Agent: agent,
-			Sidechain: agent != "", Path: path, Blob: b, Source: "hook", Op: op, View: view, Writer: w}
+			Sidechain: agent != "", Path: path, Blob: b, Source: "hook", Op: gitstore.Op(op), View: view, Writer: w}
 		if b != "" {
 			e.Bytes = int64(len(content[b]))
 		}

@@ -10,9 +10,9 @@ import (
 	"github.com/git-lossless/git-lossless/internal/gitobj"
 )
 
-// ObjectReader reads git objects by id (gitstore.Store does).
+// ObjectReader reads git objects by id (gitstore.Objects does).
 type ObjectReader interface {
-	ReadObject(id string) (typ string, body []byte, err error)
+	ReadObject(ctx context.Context, id string) (typ string, body []byte, err error)
 }
 
 // CommitInfo is the part of a commit a receipt names.
@@ -24,8 +24,8 @@ type CommitInfo struct {
 }
 
 // ReadCommit reads and parses a commit.
-func ReadCommit(or ObjectReader, id string) (CommitInfo, error) {
-	typ, body, err := or.ReadObject(id)
+func ReadCommit(ctx context.Context, or ObjectReader, id string) (CommitInfo, error) {
+	typ, body, err := or.ReadObject(ctx, id)
 	if err != nil {
 		return CommitInfo{}, err
 	}
@@ -63,14 +63,14 @@ type treeCache struct {
 
 func newTreeCache(or ObjectReader) *treeCache { return &treeCache{or: or, m: map[string][]treeEnt{}} }
 
-func (tc *treeCache) read(id string) ([]treeEnt, error) {
+func (tc *treeCache) read(ctx context.Context, id string) ([]treeEnt, error) {
 	tc.mu.Lock()
 	ents, ok := tc.m[id]
 	tc.mu.Unlock()
 	if ok {
 		return ents, nil
 	}
-	typ, body, err := tc.or.ReadObject(id)
+	typ, body, err := tc.or.ReadObject(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -92,11 +92,11 @@ func (tc *treeCache) read(id string) ([]treeEnt, error) {
 }
 
 // lookup returns the entry at a slash-separated path in tree.
-func (tc *treeCache) lookup(tree, p string) (treeEnt, bool, error) {
+func (tc *treeCache) lookup(ctx context.Context, tree, p string) (treeEnt, bool, error) {
 	cur := tree
 	parts := strings.Split(p, "/")
 	for i, name := range parts {
-		ents, err := tc.read(cur)
+		ents, err := tc.read(ctx, cur)
 		if err != nil {
 			return treeEnt{}, false, err
 		}
@@ -137,11 +137,11 @@ func normMode(m string) string {
 // empty tree), recursing only into subtrees whose ids differ. Mode changes
 // count as modifications; a path that turns from a file into a directory
 // (or back) appears as deleted and added.
-func DiffTrees(or ObjectReader, oldTree, newTree string) ([]Change, error) {
-	return diffTrees(newTreeCache(or), oldTree, newTree)
+func DiffTrees(ctx context.Context, or ObjectReader, oldTree, newTree string) ([]Change, error) {
+	return diffTrees(ctx, newTreeCache(or), oldTree, newTree)
 }
 
-func diffTrees(tc *treeCache, oldTree, newTree string) ([]Change, error) {
+func diffTrees(ctx context.Context, tc *treeCache, oldTree, newTree string) ([]Change, error) {
 	var out []Change
 	var walk func(a, b, prefix string) error
 	walk = func(a, b, prefix string) error {
@@ -151,12 +151,12 @@ func diffTrees(tc *treeCache, oldTree, newTree string) ([]Change, error) {
 		var ea, eb []treeEnt
 		var err error
 		if a != "" {
-			if ea, err = tc.read(a); err != nil {
+			if ea, err = tc.read(ctx, a); err != nil {
 				return err
 			}
 		}
 		if b != "" {
-			if eb, err = tc.read(b); err != nil {
+			if eb, err = tc.read(ctx, b); err != nil {
 				return err
 			}
 		}

@@ -128,9 +128,9 @@ func MatchRange(ctx context.Context, st *gitstore.Store, dir, oldRev, newRev str
 		rest = append(rest, c)
 	}
 	// Squash: runs of consecutive old commits (oldest first).
-	tc := newTreeCache(st)
+	tc := newTreeCache(st.Objects())
 	for _, c := range rest {
-		want, err := commitChange(tc, c)
+		want, err := commitChange(ctx, tc, c)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -140,23 +140,23 @@ func MatchRange(ctx context.Context, st *gitstore.Store, dir, oldRev, newRev str
 		var found []string
 	search:
 		for i := range oldSide {
-			ci, err := ReadCommit(st, oldSide[i])
+			ci, err := ReadCommit(ctx, st.Objects(), oldSide[i])
 			if err != nil || len(ci.Parents) == 0 {
 				continue
 			}
-			base, err := ReadCommit(st, ci.Parents[0])
+			base, err := ReadCommit(ctx, st.Objects(), ci.Parents[0])
 			if err != nil {
 				continue
 			}
 			for j := i; j < len(oldSide); j++ {
-				cj, err := ReadCommit(st, oldSide[j])
+				cj, err := ReadCommit(ctx, st.Objects(), oldSide[j])
 				if err != nil {
 					break
 				}
 				if j > i && (len(cj.Parents) == 0 || cj.Parents[0] != oldSide[j-1]) {
 					break // not a run
 				}
-				got, err := changeKey(tc, base.Tree, cj.Tree)
+				got, err := changeKey(ctx, tc, base.Tree, cj.Tree)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -187,26 +187,26 @@ func MatchRange(ctx context.Context, st *gitstore.Store, dir, oldRev, newRev str
 }
 
 // commitChange is the change key of a commit against its first parent.
-func commitChange(tc *treeCache, id string) (string, error) {
-	c, err := ReadCommit(tc.or, id)
+func commitChange(ctx context.Context, tc *treeCache, id string) (string, error) {
+	c, err := ReadCommit(ctx, tc.or, id)
 	if err != nil {
 		return "", err
 	}
 	var base string
 	if len(c.Parents) > 0 {
-		p, err := ReadCommit(tc.or, c.Parents[0])
+		p, err := ReadCommit(ctx, tc.or, c.Parents[0])
 		if err != nil {
 			return "", err
 		}
 		base = p.Tree
 	}
-	return changeKey(tc, base, c.Tree)
+	return changeKey(ctx, tc, base, c.Tree)
 }
 
 // changeKey writes a tree diff as one comparable string: each changed
 // path with its resulting mode and blob, or "D".
-func changeKey(tc *treeCache, a, b string) (string, error) {
-	ch, err := diffTrees(tc, a, b)
+func changeKey(ctx context.Context, tc *treeCache, a, b string) (string, error) {
+	ch, err := diffTrees(ctx, tc, a, b)
 	if err != nil {
 		return "", err
 	}

@@ -151,7 +151,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 		res.add(ProblemCommit, "the receipt names commit %s but is attached to %s", r.Commit, s.Note.Target)
 		return res
 	}
-	c, err := ReadCommit(st, r.Commit)
+	c, err := ReadCommit(ctx, st.Objects(), r.Commit)
 	if err != nil {
 		res.add(ProblemCommit, "read the annotated commit: %v", err)
 		return res
@@ -165,10 +165,10 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 	if c.Committed != r.Committed {
 		res.add(ProblemCommit, "the receipt names committer time %d, the commit has %d", r.Committed, c.Committed)
 	}
-	tc := newTreeCache(st)
+	tc := newTreeCache(st.Objects())
 	var oldTree string
 	if len(c.Parents) > 0 {
-		p, err := ReadCommit(st, c.Parents[0])
+		p, err := ReadCommit(ctx, st.Objects(), c.Parents[0])
 		if err != nil {
 			res.add(ProblemCommit, "read the first parent: %v", err)
 			return res
@@ -181,7 +181,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 	for _, cs := range r.Carried {
 		res.Carried = append(res.Carried, checkCarried(ctx, st, s.Writer, cs, res))
 	}
-	changes, err := diffTrees(tc, oldTree, c.Tree)
+	changes, err := diffTrees(ctx, tc, oldTree, c.Tree)
 	if err != nil {
 		res.add(ProblemCommit, "diff the commit against its parent: %v", err)
 		return res
@@ -319,7 +319,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 			continue
 		}
 		res.Checked.Events++
-		if msg := checkReadEvidence(rd, e, r, tc); msg != "" {
+		if msg := checkReadEvidence(ctx, rd, e, r, tc); msg != "" {
 			res.add(ProblemMismatch, "%s: %s#%d %s", what, e.Writer, e.Seq, msg)
 		}
 		if ctxOf(e) != rd.Context {
@@ -338,7 +338,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 				continue
 			}
 			res.Checked.Events++
-			if e.Op != "span" || ctxOf(e) != ci+1 {
+			if e.Op != gitstore.OpSpan || ctxOf(e) != ci+1 {
 				res.add(ProblemMismatch, "span of %s: %s#%d is not a span of that context", note.ContextID(ci), e.Writer, e.Seq)
 			} else if msg := harnessMismatch(c, e); msg != "" {
 				res.add(ProblemMismatch, "span of %s: %s#%d %s", note.ContextID(ci), e.Writer, e.Seq, msg)
@@ -354,7 +354,7 @@ func Verify(ctx context.Context, st *gitstore.Store, s Stored, kr *Keyring) *Res
 	sort.Strings(ids)
 	for _, id := range ids {
 		uses := blobs[id]
-		typ, body, err := st.ReadObject(id)
+		typ, body, err := st.Objects().ReadObject(ctx, id)
 		switch {
 		case errors.Is(err, gitstore.ErrObjectMissing) && pruned[id]:
 			res.Pruned = append(res.Pruned, id)
@@ -411,7 +411,7 @@ func checkWriter(ctx context.Context, st *gitstore.Store, w note.Writer, rep *se
 	broken := false
 	var atHead string
 	prevNeedle := []byte(`"prev":"`)
-	pruneNeedle := []byte(`"op":"prune"`)
+	pruneNeedle := gitstore.OpPrune.Needle()
 	evs, err := st.SelectEvents(ctx, []string{w.Name}, func(_ string, line []byte) bool {
 		n++
 		if p, ok := fieldValue(line, prevNeedle, nil); !ok || p != prev {
@@ -469,9 +469,9 @@ func harnessMismatch(c note.Context, e *gitstore.Event) string {
 
 // checkReadEvidence checks a read-set row against its event and the
 // commit's tree (note.ReadEvidence, with the tree read through tc).
-func checkReadEvidence(rd note.ReadEntry, e *gitstore.Event, r *note.Receipt, tc *treeCache) string {
+func checkReadEvidence(ctx context.Context, rd note.ReadEntry, e *gitstore.Event, r *note.Receipt, tc *treeCache) string {
 	return note.ReadEvidence(rd, e, func(p string) (string, bool, error) {
-		ent, ok, err := tc.lookup(r.Tree, p)
+		ent, ok, err := tc.lookup(ctx, r.Tree, p)
 		return ent.id, ok, err
 	})
 }
@@ -488,7 +488,7 @@ func orDash(s string) string {
 // receipt is on the same notes ref, the carried window must be its window.
 func checkCarried(ctx context.Context, st *gitstore.Store, writer string, c note.Carried, res *Result) CarriedSource {
 	out := CarriedSource{Commit: c.Commit}
-	if typ, _, err := st.ReadObject(c.Commit); err == nil && typ == "commit" {
+	if typ, _, err := st.Objects().ReadObject(ctx, c.Commit); err == nil && typ == "commit" {
 		out.CommitExists = true
 	}
 	src, err := Load(ctx, st, writer, c.Commit)

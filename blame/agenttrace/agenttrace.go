@@ -319,7 +319,7 @@ func buildFile(fc *blame.FileChange, unrecorded string) (File, FileMeta) {
 			fm.Writes = append(fm.Writes, WriteMeta{
 				StartLine: r.start, EndLine: r.end,
 				Harness: o.Harness, Writer: o.Writer, Seq: o.Seq, Session: o.Session, Agent: o.Agent,
-				Model: o.Model, Op: o.Op, Tool: o.Tool, Call: o.Call, TS: o.TS.UTC().Format(time.RFC3339Nano),
+				Model: o.Model, Op: string(o.Op), Tool: o.Tool, Call: o.Call, TS: o.TS.UTC().Format(time.RFC3339Nano),
 				Path: o.Path, Blob: o.Blob, Line: o.Line, Request: o.Request,
 			})
 		}

@@ -72,7 +72,8 @@ directories, and so repositories, live; the system temp dir can be a
 different file system, or a slower one) and removed afterwards, unless
 --keep names a directory to build them in and leave them.
 bench anchor: anchor push, verify --anchor and sync vs git push, fsck, fetch+push.
-bench recall: recall index reindex, warm and fresh-process search, incremental update vs sqlite3 FTS5.
+bench recall: recall index reindex, warm and fresh-process search, incremental update vs sqlite3 FTS5;
+  FTS5 in process (modernc.org/sqlite, pure Go): build, warm search, and its bm25() top 10 beside ours.
 bench replay [DIR...]: replays Claude Code sessions against the archive:
   losslessness (every file operation given back byte for byte; one
   divergence fails the run, exit 1, naming session, line and path) and

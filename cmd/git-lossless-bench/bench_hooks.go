@@ -358,7 +358,7 @@ func (b *hooksBench) fillEvents(ctx context.Context) error {
 		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		for i := range recs {
 			recs[i] = gitstore.Record{Event: gitstore.Event{TS: base.Add(time.Duration(i) * time.Millisecond),
-				Session: b.session, Source: "hook", Op: "read", Tool: "Read", View: "full",
+				Session: b.session, Source: "hook", Op: gitstore.OpRead, Tool: "Read", View: "full",
 				Key: "bench-fill-" + strconv.Itoa(i)}, Content: benchdata.Source(41, i), HasContent: true}
 			recs[i].SetPath(fmt.Sprintf("filler/file_%05d.go", i))
 		}
@@ -434,7 +434,7 @@ func (b *hooksBench) benchPost(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	got, err := st.Events(ctx, gitstore.Query{Session: b.session, Op: "read", Path: "bench/read_*.go"})
+	got, err := st.Events(ctx, gitstore.Query{Session: b.session, Op: gitstore.OpRead, Path: "bench/read_*.go"})
 	if err != nil {
 		return err
 	}

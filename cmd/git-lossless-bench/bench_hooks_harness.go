@@ -218,7 +218,7 @@ func (b *hooksBench) checkHarnessReads(ctx context.Context, repo string, runs []
 		if r.sampler == nil {
 			continue
 		}
-		evs, err := st.Events(ctx, gitstore.Query{Op: "read", Session: r.session, Harness: r.h.Name(), HarnessOf: harnesses.WriterHarness()})
+		evs, err := st.Events(ctx, gitstore.Query{Op: gitstore.OpRead, Session: r.session, Harness: r.h.Name(), HarnessOf: harnesses.WriterHarness()})
 		if err != nil {
 			return err
 		}

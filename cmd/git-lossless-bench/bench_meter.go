@@ -113,7 +113,7 @@ func runBenchMeter(ctx context.Context, e *env, events, rounds int, keep string)
 	if err != nil {
 		return err
 	}
-	cache := tokens.NewCounter(st).Dir
+	cache := tokens.NewCounter(ctx, st).Dir
 	run := func() (*meter.Report, time.Duration, error) {
 		t0 := time.Now()
 		s, err := gitstore.OpenDir(built.Dir, gitstore.Options{})
@@ -148,7 +148,7 @@ func runBenchMeter(ctx context.Context, e *env, events, rounds int, keep string)
 		}
 		warm = append(warm, d)
 		t0 := time.Now()
-		evs, err := st.Events(ctx, gitstore.Query{Op: "read"})
+		evs, err := st.Events(ctx, gitstore.Query{Op: gitstore.OpRead})
 		if err != nil {
 			return err
 		}

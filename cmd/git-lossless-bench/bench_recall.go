@@ -35,7 +35,9 @@ import (
 // `bench recall --recall-probe Q`), and the incremental update after one
 // new batch. The peer is the sqlite3 command-line shell (FTS5, porter
 // tokenizer), timed as processes; without sqlite3 on PATH (or with
-// --sqlite3 -) its rows say so.
+// --sqlite3 -) its rows say so. FTS5 is also run in this process through
+// modernc.org/sqlite (bench_recall_fts.go): its build and warm searches
+// beside ours, and its bm25() top 10 beside ours on the same queries.
 
 // recallBenchOpts configures `git lossless bench recall`.
 type recallBenchOpts struct {
@@ -154,6 +156,13 @@ type recallBench struct {
 	start  time.Time
 	sqlite string
 	db     string
+	// for the pure-Go peer (bench_recall_fts.go)
+	reindex     time.Duration // our full reindex, median
+	disk        int64         // our index's bytes
+	warm        samples       // our warm searches
+	textTime    time.Duration // taking the peer's texts out of the archive
+	rankTop     int           // ranking queries whose first hits agree
+	rankTopTies int           // the same, counting ties
 }
 
 func (b *recallBench) logf(format string, a ...any) {
@@ -199,6 +208,7 @@ func runBenchRecall(ctx context.Context, e *env, o recallBenchOpts) error {
 	steps := []benchStep{
 		{"reindex", b.benchReindex},
 		{"warm search", b.benchWarm},
+		{"pure-Go FTS5", b.benchGoPeer},
 		{"fresh-process search", b.benchFresh},
 		{"incremental update", b.benchIncremental},
 		{"mcp round trip", b.benchMCP},
@@ -211,7 +221,7 @@ func runBenchRecall(ctx context.Context, e *env, o recallBenchOpts) error {
 		skipped = "the SQLite FTS5 peer was not measured: no sqlite3 (apt-get install sqlite3, or --sqlite3 PATH)\n"
 	}
 	printBenchTable(e.Stdout, "PEER (sqlite3 FTS5, this run)", b.rows, skipped, append(b.notes,
-		"span content: the archived span documents' bytes; the peer gets the same spans' text (their JSON string values) in one FTS5 table (tokenize 'porter unicode61')",
+		"span content: the archived span documents' bytes; the peers get the same spans' text as our index reads it (JSON string values but ids, kinds and base64 payloads, then tool name and path) in one FTS5 table (tokenize 'porter unicode61')",
 		"queries: words, stems, paths, fragments (ile_12.g, ndex), a prefix (stor) and typos (sesion, archve); FTS5 answers words, stems and prefixes, not fragments inside words nor typos",
 	), b.start)
 	return nil
@@ -301,7 +311,7 @@ func (b *recallBench) corpus(ctx context.Context) error {
 }
 
 func (b *recallBench) count(ctx context.Context) error {
-	evs, err := b.st.Events(ctx, gitstore.Query{Op: "span"})
+	evs, err := b.st.Events(ctx, gitstore.Query{Op: gitstore.OpSpan})
 	if err != nil {
 		return err
 	}
@@ -336,9 +346,10 @@ func (b *recallBench) benchReindex(ctx context.Context) error {
 	}
 	rate := mb(int(b.bytes)) / wall.pct(50).Seconds()
 	var disk int64
-	if dir, err := b.st.StateDir("recall"); err == nil {
+	if dir, err := b.st.StateDir(ctx, "recall"); err == nil {
 		disk = dirSize(dir)
 	}
+	b.reindex, b.disk = wall.pct(50), disk
 	peer := "-"
 	if b.sqlite != "" {
 		d, size, err := b.loadPeer(ctx)
@@ -372,9 +383,11 @@ func dirSize(dir string) int64 {
 // into an FTS5 table.
 func (b *recallBench) loadPeer(ctx context.Context) (time.Duration, int64, error) {
 	if b.texts == nil {
+		t0 := time.Now()
 		if err := b.peerTexts(ctx); err != nil {
 			return 0, 0, err
 		}
+		b.textTime = time.Since(t0)
 	}
 	var sql bytes.Buffer
 	sql.WriteString("CREATE VIRTUAL TABLE spans USING fts5(id UNINDEXED, body, tokenize='porter unicode61');\nBEGIN;\n")
@@ -399,15 +412,17 @@ func sqlQuote(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\x00", ""), "'", "''")
 }
 
-// peerTexts collects each span's text (its JSON string values) for the
-// peer.
+// peerTexts collects each span's text for the peers: what our index
+// reads of it (its JSON string values but those of the members it skips,
+// then its tool name and path), so that a difference in ranking is the
+// engines', not their inputs'.
 func (b *recallBench) peerTexts(ctx context.Context) error {
-	evs, err := b.st.Events(ctx, gitstore.Query{Op: "span"})
+	evs, err := b.st.Events(ctx, gitstore.Query{Op: gitstore.OpSpan})
 	if err != nil {
 		return err
 	}
 	for _, ev := range evs {
-		data, err := b.st.Blob(ctx, ev.Blob)
+		data, err := b.st.Objects().Blob(ctx, ev.Blob)
 		if err != nil {
 			continue
 		}
@@ -417,6 +432,12 @@ func (b *recallBench) peerTexts(ctx context.Context) error {
 			jsonStrings(v, &text)
 		} else {
 			text.Write(data)
+		}
+		for _, x := range []string{ev.Tool, ev.Path} {
+			if x != "" {
+				text.WriteString(x)
+				text.WriteByte('\n')
+			}
 		}
 		b.texts = append(b.texts, [2]string{fmt.Sprintf("%s#%d", ev.Writer, ev.Seq), text.String()})
 	}
@@ -434,13 +455,22 @@ func jsonStrings(v any, out *strings.Builder) {
 		}
 	case map[string]any:
 		for k, e := range x {
-			switch k {
-			case "kind", "role", "id", "tool_use_id", "type":
-				continue
+			if !peerSkipKeys[k] {
+				jsonStrings(e, out)
 			}
-			jsonStrings(e, out)
 		}
 	}
+}
+
+// peerSkipKeys are the members whose string values our index does not
+// read (recall's skipKeys, text.go): kinds, roles, ids, bookkeeping,
+// base64 payloads.
+var peerSkipKeys = map[string]bool{
+	"kind": true, "role": true, "id": true, "tool_use_id": true, "type": true,
+	"format": true, "session": true, "model": true, "route": true, "ts": true,
+	"count_source": true, "extends": true, "archived_in": true, "span": true,
+	"uuid": true, "signature": true, "data": true, "media_type": true,
+	"cache_control": true,
 }
 
 // benchWarm: the query set in this process on an open index, beside one
@@ -467,6 +497,7 @@ func (b *recallBench) benchWarm(ctx context.Context) error {
 			}
 		}
 	}
+	b.warm = lat
 	peer := "-"
 	if b.sqlite != "" {
 		var script bytes.Buffer
@@ -595,7 +626,7 @@ func (b *recallBench) benchIncremental(ctx context.Context) error {
 func benchSpan(ts time.Time, kind, text string) gitstore.Record {
 	doc, _ := json.Marshal(map[string]string{"kind": kind, "role": kind, "text": text})
 	k, _ := json.Marshal(kind)
-	return gitstore.Record{Event: gitstore.Event{TS: ts, Session: "recall-bench-incremental", Source: "sweep", Op: "span",
+	return gitstore.Record{Event: gitstore.Event{TS: ts, Session: "recall-bench-incremental", Source: "sweep", Op: gitstore.OpSpan,
 		Extra: map[string]json.RawMessage{"kind": k}}, Content: doc, HasContent: true}
 }
 

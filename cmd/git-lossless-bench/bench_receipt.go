@@ -251,10 +251,12 @@ func (b *receiptBench) proc(ctx context.Context, stdin []byte, name string, args
 
 // tokenCache is the directory of the repository's token count cache:
 // removed, every count is new.
-func (b *receiptBench) tokenCache() string { return tokens.NewCounter(b.st).Dir }
+func (b *receiptBench) tokenCache(ctx context.Context) string {
+	return tokens.NewCounter(ctx, b.st).Dir
+}
 
-func (b *receiptBench) dropTokenCache() error {
-	if err := os.RemoveAll(b.tokenCache()); err != nil {
+func (b *receiptBench) dropTokenCache(ctx context.Context) error {
+	if err := os.RemoveAll(b.tokenCache(ctx)); err != nil {
 		return fmt.Errorf("remove the token cache: %w", err)
 	}
 	return nil
@@ -267,10 +269,10 @@ func (b *receiptBench) benchBuild(ctx context.Context) error {
 	var stats tokens.Stats
 	var r *note.Receipt
 	for i := range b.o.rounds {
-		if err := b.dropTokenCache(); err != nil {
+		if err := b.dropTokenCache(ctx); err != nil {
 			return err
 		}
-		tc := tokens.NewCounter(b.st)
+		tc := tokens.NewCounter(ctx, b.st)
 		t0 := time.Now()
 		got, err := receipt.Build(ctx, b.st, b.fx.Commit, receipt.Options{Counter: tc})
 		if err != nil {
@@ -305,7 +307,7 @@ func (b *receiptBench) benchBuild(ctx context.Context) error {
 	// and prints.
 	var pcold, pwarm, diff samples
 	for range b.o.rounds {
-		if err := b.dropTokenCache(); err != nil {
+		if err := b.dropTokenCache(ctx); err != nil {
 			return err
 		}
 		d, out, err := b.proc(ctx, nil, b.exe, "receipt", b.fx.Commit, "--refresh")

@@ -154,7 +154,7 @@ func (b *replayBench) input(ctx context.Context) (st *gitstore.Store, sessions [
 	emb, eerr := gitstore.EmbeddedDir()
 	if _, serr := os.Stat(emb); rerr == nil || (eerr == nil && serr == nil) {
 		if here, err := cli.OpenStore(b.e); err == nil {
-			if sessions, err = replay.ArchivedSessions(here); err == nil && len(sessions) > 0 {
+			if sessions, err = replay.ArchivedSessions(ctx, here); err == nil && len(sessions) > 0 {
 				return here, sessions, "archived in this directory's archive (the transcripts its sweep cursors name), replayed in place", nil
 			}
 		}

@@ -88,7 +88,7 @@ func main() {
 // demoStep is one tool call of the scripted session.
 type demoStep struct {
 	say    string // what the agent does, as printed
-	op     string
+	op     gitstore.Op
 	path   string
 	view   string
 	agent  string
@@ -101,20 +101,20 @@ type demoStep struct {
 
 func demoScript() []demoStep {
 	return []demoStep{
-		{say: "reads README.md", op: "read", path: "README.md", view: "full", key: "toolu_demo_01"},
-		{say: "reads lines 5-9 of src/app.go", op: "read", path: "src/app.go", view: "lines:5-9", key: "toolu_demo_02"},
-		{say: "reads src/util.go", op: "read", path: "src/util.go", view: "full", key: "toolu_demo_03"},
-		{say: "edits src/app.go (flags low stock)", op: "edit", path: "src/app.go", view: "full", key: "toolu_demo_04",
+		{say: "reads README.md", op: gitstore.OpRead, path: "README.md", view: "full", key: "toolu_demo_01"},
+		{say: "reads lines 5-9 of src/app.go", op: gitstore.OpRead, path: "src/app.go", view: "lines:5-9", key: "toolu_demo_02"},
+		{say: "reads src/util.go", op: gitstore.OpRead, path: "src/util.go", view: "full", key: "toolu_demo_03"},
+		{say: "edits src/app.go (flags low stock)", op: gitstore.OpEdit, path: "src/app.go", view: "full", key: "toolu_demo_04",
 			write: func(old string) string {
 				return strings.Replace(old, "fmt.Println(it.Name, it.Count)", "fmt.Println(it.Name, it.Count, lowStock(it))", 1)
 			}},
-		{say: "writes a new file src/report.go", op: "write", path: "src/report.go", view: "full", key: "toolu_demo_05",
+		{say: "writes a new file src/report.go", op: gitstore.OpWrite, path: "src/report.go", view: "full", key: "toolu_demo_05",
 			write: func(string) string {
 				return "package main\n\n// total sums the stock: written by the agent during the demo.\nfunc total(items []Item) (n int) {\n\tfor _, it := range items {\n\t\tn += it.Count\n\t}\n\treturn n\n}\n"
 			}},
-		{say: "reads .env (holds a planted secret)", op: "read", path: ".env", view: "full", key: "toolu_demo_06"},
-		{say: "reads src/util.go", op: "read", path: "src/util.go", view: "full", agent: demoAgent, key: "toolu_demo_07"},
-		{say: "re-sends tool call 1 (a session-end sweep)", op: "read", path: "README.md", view: "full", source: "sweep", key: "toolu_demo_01"},
+		{say: "reads .env (holds a planted secret)", op: gitstore.OpRead, path: ".env", view: "full", key: "toolu_demo_06"},
+		{say: "reads src/util.go", op: gitstore.OpRead, path: "src/util.go", view: "full", agent: demoAgent, key: "toolu_demo_07"},
+		{say: "re-sends tool call 1 (a session-end sweep)", op: gitstore.OpRead, path: "README.md", view: "full", source: "sweep", key: "toolu_demo_01"},
 	}
 }
 
@@ -393,7 +393,7 @@ func (d *demoRun) plainGit(evs []gitstore.Event, victim gitstore.Event) error {
 	}
 
 	for _, ev := range evs {
-		if ev.Op != "edit" || ev.Blob == "" {
+		if ev.Op != gitstore.OpEdit || ev.Blob == "" {
 			continue
 		}
 		got, err := d.git(d.repo, "cat-file", "-p", ev.Blob)

@@ -24,7 +24,7 @@
 // SSH keys are the one thing it leaves to git-lossless: encrypting to an
 // SSH recipient needs golang.org/x/crypto/ssh, which links net, x509 and
 // cgo (see gitstore.SSHKeys). When the archive an event goes to encrypts
-// to an SSH key (gitstore.Store.NeedsSSH), this program hands the event —
+// to an SSH key (gitstore.Crypt.NeedsSSH), this program hands the event —
 // the same command line and the same input bytes — to the git-lossless
 // beside it, before anything is recorded, and relays what it prints.
 package main
@@ -114,7 +114,7 @@ func runHook(ctx context.Context, args []string, e hooks.Env, full func() (strin
 	he.Stdin, he.Stdout, he.Stderr = bytes.NewReader(in), &out, &errOut
 	he.Open = func(dir string) (*gitstore.Store, error) {
 		st, err := gitstore.OpenDir(dir, gitstore.Options{})
-		if err == nil && st.NeedsSSH() {
+		if err == nil && st.Crypt().NeedsSSH() {
 			handOver = true
 			return nil, errHandOver
 		}

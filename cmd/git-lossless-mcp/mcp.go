@@ -61,7 +61,7 @@ answering the calls in flight), or when standard output fails.`,
 				if err != nil {
 					return err
 				}
-				ids, err := st.LoadIdentities(*identity, e.Getenv)
+				ids, err := st.Crypt().LoadIdentities(ctx, *identity, e.Getenv)
 				if err != nil {
 					return err
 				}

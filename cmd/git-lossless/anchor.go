@@ -274,7 +274,7 @@ func anchorArchive(ctx context.Context, e *env, st *gitstore.Store, targets []an
 	var refusedAll []gitstore.PushProblem
 	for _, t := range targets {
 		r := gitstore.Remote{URL: t.Remote, Dir: t.Dir}
-		refs, err := st.LsRemote(ctx, r)
+		refs, err := st.Transport().LsRemote(ctx, r)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("%s: %v", t.Remote, err))
 			continue
@@ -298,7 +298,7 @@ func anchorArchive(ctx context.Context, e *env, st *gitstore.Store, targets []an
 			fmt.Fprintf(out, "archive on %s: up to date\n", t.Remote)
 			continue
 		}
-		pushed, err := st.Push(ctx, r, plan, false)
+		pushed, err := st.Transport().Push(ctx, r, plan, false)
 		printPushed(out, t.Remote, pushed)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("%s: %v", t.Remote, err))

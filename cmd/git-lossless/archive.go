@@ -53,8 +53,8 @@ stored in the events or as a ref name, and pushed with the archive.`,
 			source := fs.String("source", "cli", "who recorded: cli, hook, sweep, proxy or mcp")
 			quiet := fs.BoolP("quiet", "q", false, "print nothing on success")
 			return func(ctx context.Context, e *env, args []string) error {
-				switch *op {
-				case "read", "edit", "write":
+				switch gitstore.Op(*op) {
+				case gitstore.OpRead, gitstore.OpEdit, gitstore.OpWrite:
 				case "":
 					return cli.Usagef("--op is required: read, edit or write")
 				default:
@@ -85,11 +85,11 @@ stored in the events or as a ref name, and pushed with the archive.`,
 				if w == "" {
 					// Per clone by construction: two clones never derive
 					// the same writer (gitstore FORMAT.md section 2).
-					if w, err = st.OwnWriterName(gitstore.FamilyCLI, *session); err != nil {
+					if w, err = st.OwnWriterName(ctx, gitstore.FamilyCLI, *session); err != nil {
 						return err
 					}
 				}
-				if err := st.CheckWritable(w); err != nil {
+				if err := st.CheckWritable(ctx, w); err != nil {
 					return cli.WithHint(fmt.Errorf("record to %s: %w", w, err), "a clone appends only to writers it wrote; leave out --writer to use this clone's own")
 				}
 				var recs []gitstore.Record
@@ -101,7 +101,7 @@ stored in the events or as a ref name, and pushed with the archive.`,
 						fmt.Fprintf(e.Stderr, "git-lossless: error: %v\n", err)
 						continue
 					}
-					rec.Op, rec.Session, rec.Agent, rec.Sidechain = *op, *session, *agent, *agent != ""
+					rec.Op, rec.Session, rec.Agent, rec.Sidechain = gitstore.Op(*op), *session, *agent, *agent != ""
 					rec.View, rec.Key, rec.Source = *view, *key, *source
 					recs = append(recs, rec)
 				}
@@ -154,7 +154,7 @@ func addFilterFlags(fs *pflag.FlagSet) *filterFlags {
 }
 
 func (f *filterFlags) query(now time.Time) (gitstore.Query, error) {
-	q := gitstore.Query{Session: *f.session, Agent: *f.agent, Path: *f.path, Op: *f.op, Source: *f.source, Limit: *f.limit}
+	q := gitstore.Query{Session: *f.session, Agent: *f.agent, Path: *f.path, Op: gitstore.Op(*f.op), Source: *f.source, Limit: *f.limit}
 	if *f.writer != "" {
 		q.Writers = []string{*f.writer}
 	}
@@ -299,7 +299,7 @@ func catCmd() *command {
 				if err != nil {
 					return err
 				}
-				b, err := st.Blob(ctx, args[0])
+				b, err := st.Objects().Blob(ctx, args[0])
 				if errors.Is(err, gitstore.ErrObjectMissing) {
 					return cli.WithHint(fmt.Errorf("blob %s is not in %s", args[0], st.Location().CommonDir), "`git lossless log --json` lists the blobs events name; a pruned blob is gone on purpose")
 				}
@@ -387,7 +387,7 @@ Exit 0 only when every writer verifies and no alarm is open.`,
 						printFindings(e.Stdout, rc)
 					}
 				}
-				if locks, err := st.Locks(); err == nil {
+				if locks, err := st.Locks(ctx); err == nil {
 					for _, l := range locks {
 						if l.Stale {
 							fmt.Fprintf(e.Stderr, "git-lossless: warning: stale lock %s (%s); `git lossless locks --clean` removes it\n", l.Path, l.Why)
@@ -533,7 +533,7 @@ Appends remove stale locks themselves; this command shows them.`,
 				if err != nil {
 					return err
 				}
-				ls, err := st.Locks()
+				ls, err := st.Locks(ctx)
 				if err != nil {
 					return err
 				}
@@ -549,7 +549,7 @@ Appends remove stale locks themselves; this command shows them.`,
 					fmt.Fprintf(e.Stdout, "%s (%s, age %s)\n", l.Path, state, l.Age.Round(time.Millisecond))
 				}
 				if *clean {
-					removed, err := st.CleanStaleLocks()
+					removed, err := st.CleanStaleLocks(ctx)
 					if err != nil {
 						return err
 					}

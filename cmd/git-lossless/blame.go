@@ -77,7 +77,7 @@ changed is the person's. The rule is in blame/FORMAT.md.
 				}
 				opt := blame.Options{Moves: *moves, Copies: *copies, Requests: *requests, HarnessOf: harnesses.WriterHarness()}
 				if *identity != "" || *why != "" || *requests {
-					ids, err := st.LoadIdentities(*identity, e.Getenv)
+					ids, err := st.Crypt().LoadIdentities(ctx, *identity, e.Getenv)
 					if err != nil {
 						return err
 					}
@@ -298,7 +298,7 @@ func printBlamePorcelain(bw *bufio.Writer, lines []blame.Line) {
 			kv("session", o.Session)
 			kv("agent", o.Agent)
 			kv("model", o.Model)
-			kv("op", o.Op)
+			kv("op", string(o.Op))
 			kv("tool", o.Tool)
 			kv("call", o.Call)
 			kv("time", o.TS.UTC().Format(time.RFC3339Nano))

@@ -81,7 +81,7 @@ nothing of is an error (exit 3).`,
 				if err != nil {
 					return err
 				}
-				ids, err := st.LoadIdentities(*identity, e.Getenv)
+				ids, err := st.Crypt().LoadIdentities(ctx, *identity, e.Getenv)
 				if err != nil {
 					return err
 				}

@@ -106,7 +106,7 @@ func TestHandoffCommand(t *testing.T) {
 	paths := func(fs []recall.FileTouched) []string {
 		var out []string
 		for _, f := range fs {
-			out = append(out, f.Path+":"+f.Op+":"+f.State)
+			out = append(out, f.Path+":"+string(f.Op)+":"+f.State)
 		}
 		return out
 	}

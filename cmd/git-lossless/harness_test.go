@@ -42,7 +42,7 @@ func harnessArchive(t *testing.T, sb *sandbox) harnessFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := st.OwnWriterName(gitstore.FamilyProxy, "localhost_8080")
+	proxy, err := st.OwnWriterName(t.Context(), gitstore.FamilyProxy, "localhost_8080")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func harnessArchive(t *testing.T, sb *sandbox) harnessFixture {
 		t.Helper()
 		n++
 		r := gitstore.Record{Event: gitstore.Event{TS: at.Add(time.Duration(n) * time.Second), Session: session,
-			Source: "hook", Op: op, Harness: harness}}
+			Source: "hook", Op: gitstore.Op(op), Harness: harness}}
 		r.Content, r.HasContent = []byte(content), true
 		switch op {
 		case "span":
@@ -83,7 +83,7 @@ func harnessArchive(t *testing.T, sb *sandbox) harnessFixture {
 		add(w.writer, w.harness, w.session, "span", "", `{"role":"user","text":"please look at `+w.word+` and sharedword"}`)
 	}
 	add(proxy, "", "", "span", "", `{"summary":"proxyword sharedword"}`)
-	mcp, err := st.OwnWriterName(gitstore.FamilyMCP, "")
+	mcp, err := st.OwnWriterName(t.Context(), gitstore.FamilyMCP, "")
 	if err != nil {
 		t.Fatal(err)
 	}

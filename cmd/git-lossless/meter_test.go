@@ -44,7 +44,7 @@ func TestMeterAndPackCLI(t *testing.T) {
 		t.Helper()
 		seq++
 		r := gitstore.Record{Event: gitstore.Event{TS: at, Session: session, Agent: agent, Sidechain: agent != "",
-			Source: "hook", Op: op, View: "full", Tool: "Read", Key: "toolu_" + strconv.Itoa(seq)}}
+			Source: "hook", Op: gitstore.Op(op), View: "full", Tool: "Read", Key: "toolu_" + strconv.Itoa(seq)}}
 		if op == "compact" {
 			r.Source, r.View, r.Tool = "sweep", "", ""
 		} else {

@@ -176,11 +176,11 @@ request is answered 408 and nothing is forwarded.
 				cfg.Logf = func(format string, a ...any) {
 					fmt.Fprintf(e.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
 				}
-				on, _, err := st.Encryption()
+				on, _, err := st.Crypt().Encryption(ctx)
 				if err != nil {
 					return cli.WithHint(err, "set `git config --add lossless.recipient age1...` (or an ssh-ed25519 public key), or `git config lossless.encrypt false`")
 				}
-				ln, p, err := proxy.Listen(cfg)
+				ln, p, err := proxy.Listen(ctx, cfg)
 				if errors.Is(err, proxy.ErrUpstreamIsSelf) {
 					return cli.WithHint(err, "point --upstream at the model server: Ollama http://127.0.0.1:11434, llama.cpp http://127.0.0.1:8080, vLLM http://127.0.0.1:8000")
 				}
@@ -374,8 +374,8 @@ func kfmt(n int64) string {
 	}
 }
 
-func proxyLogPath(st *gitstore.Store) (string, error) {
-	dir, err := st.StateDir("proxy")
+func proxyLogPath(ctx context.Context, st *gitstore.Store) (string, error) {
+	dir, err := st.StateDir(ctx, "proxy")
 	if err != nil {
 		return "", err
 	}
@@ -410,7 +410,7 @@ the proxy counted when it handled the request.`,
 				if err != nil {
 					return err
 				}
-				path, err := proxyLogPath(st)
+				path, err := proxyLogPath(ctx, st)
 				if err != nil {
 					return err
 				}

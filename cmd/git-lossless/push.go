@@ -119,7 +119,7 @@ refused), 1 refused (nothing pushed) or git push rejected a ref, 2 usage,
 				pol.AllowIgnored = pol.AllowIgnored || *allowIgnored
 				pol.Force = *force
 				r := gitstore.Remote{URL: remote, Dir: e.Dir}
-				refs, err := st.LsRemote(ctx, r)
+				refs, err := st.Transport().LsRemote(ctx, r)
 				if err != nil {
 					return cli.WithHint(err, "`git remote -v` lists this repository's remotes; name one, give a URL or path, or set `git config lossless.remote NAME`")
 				}
@@ -152,7 +152,7 @@ refused), 1 refused (nothing pushed) or git push rejected a ref, 2 usage,
 					printPushProblems(e.Stdout, probs, allowedBy)
 				}
 				if rep.Verdict == "push" {
-					pushed, perr := st.Push(ctx, r, plan, *force)
+					pushed, perr := st.Transport().Push(ctx, r, plan, *force)
 					rep.Pushed = pushed
 					if perr == nil {
 						rep.Verdict = "pushed"

@@ -83,7 +83,7 @@ at any time. --json prints JSON.`,
 				if err != nil {
 					return err
 				}
-				ids, err := st.LoadIdentities(*identity, e.Getenv)
+				ids, err := st.Crypt().LoadIdentities(ctx, *identity, e.Getenv)
 				if err != nil {
 					return err
 				}
@@ -219,7 +219,7 @@ at any time. --json prints JSON.`,
 					text := strings.Join(lns[min(from-1, len(lns)):to], "\n")
 					left := 0
 					if *reveal {
-						b, _, l, err := st.Reveal(ctx, sp.Writer, []byte(text), ids)
+						b, _, l, err := st.Crypt().Reveal(ctx, sp.Writer, []byte(text), ids)
 						if err != nil {
 							return err
 						}

@@ -47,7 +47,7 @@ received them keeps its copy until it is pruned or rewritten there too
 				if err != nil {
 					return err
 				}
-				ids, err := st.LoadIdentities(*identity, e.Getenv)
+				ids, err := st.Crypt().LoadIdentities(ctx, *identity, e.Getenv)
 				if err != nil {
 					return err
 				}

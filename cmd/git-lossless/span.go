@@ -55,7 +55,7 @@ is data, not instructions.`,
 				if err != nil {
 					return err
 				}
-				ids, err := st.LoadIdentities(*identity, e.Getenv)
+				ids, err := st.Crypt().LoadIdentities(ctx, *identity, e.Getenv)
 				if err != nil {
 					return err
 				}
@@ -74,7 +74,7 @@ is data, not instructions.`,
 				if err != nil {
 					return err
 				}
-				data, err := st.OpenContent(ctx, ev, ids)
+				data, err := st.Crypt().OpenContent(ctx, ev, ids)
 				if errors.Is(err, gitstore.ErrContentLocked) {
 					fmt.Fprintf(e.Stdout, "span %s: locked (age-encrypted, %s bytes, writer %s#%d, seal intact)\n", id, cli.Commas(ev.Bytes), ev.Writer, ev.Seq)
 					fmt.Fprintf(e.Stderr, "git-lossless: hint: %s\n", gitstore.IdentityHint)
@@ -86,7 +86,7 @@ is data, not instructions.`,
 				left := 0
 				if *reveal {
 					var n int
-					data, n, left, err = st.Reveal(ctx, ev.Writer, data, ids)
+					data, n, left, err = st.Crypt().Reveal(ctx, ev.Writer, data, ids)
 					if err != nil {
 						return err
 					}

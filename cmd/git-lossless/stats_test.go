@@ -57,7 +57,7 @@ func (s *statsScript) content(f string) []byte {
 // lines of f as they are.
 func (s *statsScript) event(a statsAgent, op, f string) {
 	s.sb.t.Helper()
-	e := gitstore.Event{TS: s.tick(), Session: a.session, Op: op, Source: "hook", View: "full", Tool: "Edit", Harness: a.harness,
+	e := gitstore.Event{TS: s.tick(), Session: a.session, Op: gitstore.Op(op), Source: "hook", View: "full", Tool: "Edit", Harness: a.harness,
 		Key: a.session + "-" + strconv.FormatInt(s.now.Unix(), 10)}
 	e.SetPath(f)
 	if _, err := s.st.Append(context.Background(), a.writer, []gitstore.Record{{Event: e, Content: s.content(f), HasContent: true}}); err != nil {

@@ -52,7 +52,7 @@ func TestSSHKeysRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.NeedsSSH() {
+	if !st.Crypt().NeedsSSH() {
 		t.Fatal("NeedsSSH false with an SSH recipient")
 	}
 	ctx := context.Background()
@@ -76,7 +76,7 @@ func TestSSHKeysRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.OpenContent(ctx, ev, ids)
+	got, err := st.Crypt().OpenContent(ctx, ev, ids)
 	if err != nil || !bytes.Equal(got, secret) {
 		t.Fatalf("opened with the SSH key: %q %v", got, err)
 	}

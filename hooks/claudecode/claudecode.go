@@ -9,6 +9,8 @@ import (
 	"github.com/git-lossless/git-lossless/hooks/claudecode/cctranscript"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/hooks/shellread"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // Name is Claude Code's harness name: Event.Harness of everything
@@ -59,7 +61,7 @@ var editTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, 
 
 // resultOps are the tools whose results are evidence, with the op each
 // records.
-var resultOps = map[string]string{"Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit"}
+var resultOps = map[string]gitstore.Op{"Read": gitstore.OpRead, "Write": gitstore.OpWrite, "Edit": gitstore.OpEdit, "MultiEdit": gitstore.OpEdit, "NotebookEdit": gitstore.OpEdit}
 
 // Decode implements hooks.Harness: the payload's members (see
 // DecodePayload, and FieldError for what a payload that breaks them
@@ -104,7 +106,7 @@ func (p *Payload) result() (hooks.FileOp, error) {
 	}
 	f.Path = p.fileOf(in)
 	switch f.Op {
-	case "read":
+	case gitstore.OpRead:
 		read, err := p.readResult()
 		if err != nil {
 			return f, err
@@ -122,7 +124,7 @@ func (p *Payload) result() (hooks.FileOp, error) {
 			f.FirstLine, f.NumLines = start, read.NumLines
 			f.Partial = start > 1 || (read.TotalLines > 0 && read.NumLines < read.TotalLines)
 		}
-	case "write":
+	case gitstore.OpWrite:
 		written, err := in.writtenContent()
 		if err != nil {
 			return f, err

@@ -184,7 +184,7 @@ func TestHooksConcurrentProcesses(t *testing.T) {
 	}
 	count := map[string]int{}
 	for _, e := range evs {
-		k := e.Op + " " + e.Key
+		k := string(e.Op) + " " + e.Key
 		if e.Op == "deny" {
 			var id string
 			json.Unmarshal(e.Extra["tool_use_id"], &id)

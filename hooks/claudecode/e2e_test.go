@@ -515,7 +515,7 @@ func TestClaudeCodePreCompactSweep(t *testing.T) {
 	var mainSpans, subSpans int
 	var helloRead, sharedRead bool
 	for _, e := range evs {
-		byOp[e.Op]++
+		byOp[string(e.Op)]++
 		switch {
 		case e.Op == "span" && e.Agent == "":
 			mainSpans++

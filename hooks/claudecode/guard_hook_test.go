@@ -35,7 +35,7 @@ func (r *hookRig) post(agent, tool, id string, input, response map[string]any) {
 // events returns the session's archived events of op.
 func (r *hookRig) events(op string) []gitstore.Event {
 	r.t.Helper()
-	evs, err := r.store().Events(context.Background(), gitstore.Query{Session: r.session, Op: op})
+	evs, err := r.store().Events(context.Background(), gitstore.Query{Session: r.session, Op: gitstore.Op(op)})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func (r *hookRig) events(op string) []gitstore.Event {
 
 func (r *hookRig) blob(id string) string {
 	r.t.Helper()
-	b, err := r.store().Blob(context.Background(), id)
+	b, err := r.store().Objects().Blob(context.Background(), id)
 	if err != nil {
 		r.t.Fatalf("blob %s: %v", id, err)
 	}
@@ -95,7 +95,7 @@ func (r *hookRig) ccAttach(agent, uuid string, ts time.Time, path, content strin
 func evKeys(evs []gitstore.Event) []string {
 	var out []string
 	for _, e := range evs {
-		out = append(out, e.Op+":"+e.Key+":"+e.View)
+		out = append(out, string(e.Op)+":"+e.Key+":"+e.View)
 	}
 	return out
 }
@@ -156,7 +156,7 @@ func TestPostToolUseRecordsWriteEditMultiEditNotebookEdit(t *testing.T) {
 		if !ok {
 			t.Fatalf("no event with key %s", key)
 		}
-		if e.Op != w.op || e.Tool != w.tool || e.Path != w.path || e.Agent != w.agent || e.Sidechain != (w.agent != "") || e.Source != "hook" || e.View != "full" {
+		if string(e.Op) != w.op || e.Tool != w.tool || e.Path != w.path || e.Agent != w.agent || e.Sidechain != (w.agent != "") || e.Source != "hook" || e.View != "full" {
 			t.Errorf("%s: %+v", key, e)
 		}
 		if c := r.blob(e.Blob); c != w.content {
@@ -359,7 +359,7 @@ func TestPostToolUseSweepsInTheSameAppend(t *testing.T) {
 	if err != nil || w.Seq != 2 {
 		t.Fatalf("writer after one post-tool-use: %+v %v, want 2 events", w, err)
 	}
-	if c := readCursor(st, r.tpath); c == nil || c.Offset != swSize(t, r.tpath) {
+	if c := readCursor(t.Context(), st, r.tpath); c == nil || c.Offset != swSize(t, r.tpath) {
 		t.Fatalf("cursor %+v, want at the end of the transcript", c)
 	}
 	// One batch commit holds both (as plain git sees the writer's ref).

@@ -22,6 +22,6 @@ func manifest(ctx context.Context, st *gitstore.Store, session, agent, source st
 }
 
 // readCursor reads the cursor of the Claude Code transcript at path.
-func readCursor(st *gitstore.Store, path string) *hooks.Cursor {
-	return hooks.ReadCursor(st, New(), path)
+func readCursor(ctx context.Context, st *gitstore.Store, path string) *hooks.Cursor {
+	return hooks.ReadCursor(ctx, st, New(), path)
 }

@@ -170,7 +170,7 @@ func TestEventsNameTheirHarness(t *testing.T) {
 	}
 	ops := map[string]bool{}
 	for _, e := range evs {
-		ops[e.Op] = true
+		ops[string(e.Op)] = true
 		if e.Harness != Name {
 			t.Errorf("%s event without its harness: %s", e.Op, e.Raw)
 		}

@@ -134,7 +134,7 @@ func imEventSet(t testing.TB, dir string) []string {
 	}
 	out := make([]string, 0, len(evs))
 	for _, e := range evs {
-		out = append(out, strings.Join([]string{e.Writer, e.Key, e.Op, e.RawPath(), e.Blob}, "|"))
+		out = append(out, strings.Join([]string{e.Writer, e.Key, string(e.Op), e.RawPath(), e.Blob}, "|"))
 	}
 	sort.Strings(out)
 	return out

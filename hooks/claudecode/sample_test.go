@@ -39,7 +39,7 @@ func TestSamplePayload(t *testing.T) {
 			t.Fatalf("%s: call %+v", c.ev, call)
 		}
 		f := call.Files[0]
-		if f.Op != c.op || f.Path != c.file || f.HasContent != c.shown || c.shown && (!bytes.Equal(f.Content, content) || f.Partial || f.NumLines != c.lines) {
+		if string(f.Op) != c.op || f.Path != c.file || f.HasContent != c.shown || c.shown && (!bytes.Equal(f.Content, content) || f.Partial || f.NumLines != c.lines) {
 			t.Errorf("%s: file %+v", c.ev, f)
 		}
 		if call.CallID == "" || ids[call.CallID] {

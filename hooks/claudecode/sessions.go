@@ -23,6 +23,8 @@ import (
 	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
+
+	"context"
 )
 
 // Subagents implements hooks.Harness: the agent-*.jsonl transcripts in
@@ -174,7 +176,7 @@ func ProjectDir(wt string, getenv func(string) string) string {
 // Sessions implements hooks.Harness: the main transcript of session (the
 // most recently written one when session is "") in the project directory
 // of the work tree wt.
-func (Harness) Sessions(wt, session string, getenv func(string) string) (hooks.SessionFound, error) {
+func (Harness) Sessions(ctx context.Context, wt, session string, getenv func(string) string) (hooks.SessionFound, error) {
 	dir := ProjectDir(wt, getenv)
 	if dir == "" {
 		return hooks.SessionFound{}, errors.New("no Claude Code config dir or no work tree: cannot find transcripts")

@@ -130,13 +130,13 @@ func TestSweepSampleSession(t *testing.T) {
 		if e.Sidechain != (e.Agent != "") {
 			t.Fatalf("sidechain: %s", e.Raw)
 		}
-		if !swSeenOps[e.Op] {
+		if !swSeenOps[string(e.Op)] {
 			continue
 		}
 		if e.Blob == "" {
 			t.Fatalf("evidence without content: %s", e.Raw)
 		}
-		content, err := st.Blob(ctx, e.Blob)
+		content, err := st.Objects().Blob(ctx, e.Blob)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestSweepSampleSession(t *testing.T) {
 	kinds := map[string]int{}
 	var summary, firstUser map[string]any
 	for _, e := range spans {
-		b, err := st.Blob(ctx, e.Blob)
+		b, err := st.Objects().Blob(ctx, e.Blob)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +310,7 @@ func TestSweepSamplePathsOutsideRepo(t *testing.T) {
 	if len(evs) != 1 || evs[0].View != "full" {
 		t.Fatalf("%+v", evs)
 	}
-	b, err := st.Blob(ctx, evs[0].Blob)
+	b, err := st.Objects().Blob(ctx, evs[0].Blob)
 	if err != nil || string(b) != "hello world\n" {
 		t.Fatalf("%q %v", b, err)
 	}
@@ -330,7 +330,7 @@ func TestSweepCursorFile(t *testing.T) {
 	}
 	sum := sha256.Sum256([]byte(main))
 	file := filepath.Join(repo, ".git", "lossless", hooks.CursorDir(New()), hex.EncodeToString(sum[:16]))
-	if cf, err := hooks.CursorFile(st, New(), main); err != nil || cf != file {
+	if cf, err := hooks.CursorFile(ctx, st, New(), main); err != nil || cf != file {
 		t.Fatalf("cursor file %s %v, want %s", cf, err, file)
 	}
 	b, err := os.ReadFile(file)
@@ -416,7 +416,7 @@ func TestSweepAppendedWhileReading(t *testing.T) {
 	if s.Lines != 1 || s.Appended != 1 || s.Bytes != int64(len(use)+1) {
 		t.Fatalf("first sweep %+v", s)
 	}
-	c := readCursor(st, path)
+	c := readCursor(ctx, st, path)
 	if c == nil || c.Offset != int64(len(use)+1) || len(c.Pending) != 1 || c.Pending[0].Path != file {
 		t.Fatalf("cursor %+v", c)
 	}
@@ -435,10 +435,10 @@ func TestSweepAppendedWhileReading(t *testing.T) {
 	if len(evs) != 1 || evs[0].Path != "a.go" || evs[0].Key != "t1" || evs[0].Session != "s1" {
 		t.Fatalf("%+v", evs)
 	}
-	if b, _ := st.Blob(ctx, evs[0].Blob); string(b) != "package a\n" {
+	if b, _ := st.Objects().Blob(ctx, evs[0].Blob); string(b) != "package a\n" {
 		t.Fatalf("content %q", b)
 	}
-	if c := readCursor(st, path); c == nil || len(c.Pending) != 0 || c.Offset != int64(len(use)+len(res)+2) {
+	if c := readCursor(ctx, st, path); c == nil || len(c.Pending) != 0 || c.Offset != int64(len(use)+len(res)+2) {
 		t.Fatalf("cursor %+v", c)
 	}
 }
@@ -509,7 +509,7 @@ func TestSweepHostileTranscript(t *testing.T) {
 		t.Fatalf("%d spans", len(evs))
 	}
 	for _, e := range evs {
-		c, err := st.Blob(ctx, e.Blob)
+		c, err := st.Objects().Blob(ctx, e.Blob)
 		if err != nil || !json.Valid(c) {
 			t.Fatalf("span %s: %v", e.Raw, err)
 		}

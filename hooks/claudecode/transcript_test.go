@@ -168,7 +168,7 @@ func TestTranscriptGenerator(t *testing.T) {
 			}
 			k += "-nocontent"
 		}
-		ops[k]++
+		ops[string(k)]++
 		if fs.Op == "read" && fs.Agent == "" && fs.View != "full" && !strings.HasPrefix(fs.View, "lines:") {
 			t.Errorf("view %q", fs.View)
 		}

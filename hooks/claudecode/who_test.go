@@ -19,7 +19,7 @@ import (
 // store, as its adapter would (harness field set).
 func (r *hookRig) codexEvent(op, path, content string, ts time.Time) {
 	r.t.Helper()
-	rec := gitstore.Record{Event: gitstore.Event{TS: ts, Session: "s2", Source: "hook", Op: op, View: "full", Harness: "codex", Tool: "apply_patch"},
+	rec := gitstore.Record{Event: gitstore.Event{TS: ts, Session: "s2", Source: "hook", Op: gitstore.Op(op), View: "full", Harness: "codex", Tool: "apply_patch"},
 		File: path, Content: []byte(content), HasContent: true}
 	rec.SetPath(r.store().RelPath(path))
 	if _, err := r.store().Append(context.Background(), "codex-s2", []gitstore.Record{rec}); err != nil {
@@ -247,7 +247,7 @@ func TestWhoAfterCompaction(t *testing.T) {
 		if len(fp.Holders) != 1 {
 			t.Fatalf("%s: holders %+v", fp.Path, fp.Holders)
 		}
-		states[fp.Path] = fp.Holders[0].State + " " + fp.Holders[0].Op
+		states[fp.Path] = fp.Holders[0].State + " " + string(fp.Holders[0].Op)
 	}
 	if states["a.go"] != "current attach" || states["b.go"] != "compacted read" {
 		t.Errorf("states %v", states)

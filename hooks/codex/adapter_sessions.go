@@ -221,12 +221,12 @@ func getenvOr(getenv func(string) string) func(string) string {
 // Sessions implements hooks.Harness: the main rollouts under
 // $CODEX_HOME/sessions whose session ran in wt (session_meta cwd), the
 // one of session or the latest.
-func (Harness) Sessions(wt, session string, getenv func(string) string) (hooks.SessionFound, error) {
+func (Harness) Sessions(ctx context.Context, wt, session string, getenv func(string) string) (hooks.SessionFound, error) {
 	home, err := Home(getenvOr(getenv))
 	if err != nil {
 		return hooks.SessionFound{}, err
 	}
-	ss, err := FindSessions(context.Background(), home)
+	ss, err := FindSessions(ctx, home)
 	if err != nil {
 		return hooks.SessionFound{}, err
 	}

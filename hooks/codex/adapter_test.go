@@ -154,7 +154,7 @@ func TestHooksReadPatchDeny(t *testing.T) {
 		if e.Harness != "codex" || e.Writer != Prefix+r.session {
 			t.Errorf("event %s %s: harness %q writer %q", e.Op, e.Path, e.Harness, e.Writer)
 		}
-		got = append(got, want{e.Op, e.Path, e.Key, e.View})
+		got = append(got, want{string(e.Op), e.Path, e.Key, e.View})
 		switch {
 		case e.Op == "read" && e.Path == ".env":
 			if !e.Excluded || e.Blob != "" {
@@ -288,7 +288,7 @@ func TestPatchSeveralFiles(t *testing.T) {
 	var got []string
 	for _, e := range r.events() {
 		if e.Op == "edit" || e.Op == "delete" {
-			got = append(got, e.Op+" "+e.Path+" "+e.Key)
+			got = append(got, string(e.Op)+" "+e.Path+" "+e.Key)
 		}
 	}
 	if want := "edit a.txt call_p:0|edit c.txt call_p:1|delete b.txt call_p:2"; strings.Join(got, "|") != want {

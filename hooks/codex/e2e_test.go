@@ -203,9 +203,9 @@ func TestCodexEndToEnd(t *testing.T) {
 			t.Errorf("event %s %s: harness %q writer %q", e.Op, e.Path, e.Harness, e.Writer)
 		}
 		if e.Op != "span" {
-			have = append(have, e.Op+" "+e.Path+" "+e.Key)
+			have = append(have, string(e.Op)+" "+e.Path+" "+e.Key)
 		}
-		count[e.Op]++
+		count[string(e.Op)]++
 		switch {
 		case e.Op == "read" && e.Path == ".env":
 			if !e.Excluded || e.Blob != "" {
@@ -386,7 +386,7 @@ func TestCodexSubagentIsItsOwnContext(t *testing.T) {
 				t.Errorf("the child's %s is not its own context: %+v", e.Op, e)
 			}
 			agent = e.Agent
-			ops[e.Op] = true
+			ops[string(e.Op)] = true
 		case e.Op == "deny":
 			if e.Agent != "" {
 				t.Errorf("the parent's deny carries agent %q", e.Agent)
@@ -478,7 +478,7 @@ func TestCodexProjectScope(t *testing.T) {
 	}
 	ops := map[string]int{}
 	for _, e := range evs {
-		ops[e.Op]++
+		ops[string(e.Op)]++
 	}
 	if ops["read"] != 1 || ops["deny"] != 1 {
 		t.Errorf("ops %v, want one read and one deny", ops)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/shellread"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // Name is Codex CLI's harness name: Event.Harness of everything recorded
@@ -113,7 +115,7 @@ func (Harness) Decode(ev hooks.HookEvent, stdin io.Reader) (hooks.Call, error) {
 		}
 		if ev == hooks.PreToolUse {
 			for _, f := range pt.NeedsSeen(cwd, exists) {
-				c.Files = append(c.Files, hooks.FileOp{Op: "edit", Path: f})
+				c.Files = append(c.Files, hooks.FileOp{Op: gitstore.OpEdit, Path: f})
 			}
 			return c, nil
 		}
@@ -129,10 +131,10 @@ func (Harness) Decode(ev hooks.HookEvent, stdin io.Reader) (hooks.Call, error) {
 			return p.ToolUseID + ":" + strconv.Itoa(i)
 		}
 		for _, f := range written {
-			c.Files = append(c.Files, hooks.FileOp{Op: "edit", Path: f, Key: key(len(c.Files))})
+			c.Files = append(c.Files, hooks.FileOp{Op: gitstore.OpEdit, Path: f, Key: key(len(c.Files))})
 		}
 		for _, f := range removed {
-			c.Files = append(c.Files, hooks.FileOp{Op: "delete", Path: f, Key: key(len(c.Files))})
+			c.Files = append(c.Files, hooks.FileOp{Op: gitstore.OpDelete, Path: f, Key: key(len(c.Files))})
 		}
 		return c, nil
 	}

@@ -59,7 +59,7 @@ func TestImportSampleRollouts(t *testing.T) {
 	}
 	ops, agents := map[string]int{}, 0
 	for _, e := range evs {
-		ops[e.Op]++
+		ops[string(e.Op)]++
 		if e.Harness != Name || e.Writer != Prefix+e.Session {
 			t.Errorf("event %s: harness %q writer %q session %q", e.Op, e.Harness, e.Writer, e.Session)
 		}

@@ -146,7 +146,7 @@ func TestModelAcrossSweeps(t *testing.T) {
 	if _, err := hooks.SweepTranscript(ctx, st, New(), rollout, hooks.SweepOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if c := hooks.ReadCursor(st, New(), rollout); c == nil || c.Offset != cut || string(c.State) != `{"model":"gpt-5.5"}` {
+	if c := hooks.ReadCursor(ctx, st, New(), rollout); c == nil || c.Offset != cut || string(c.State) != `{"model":"gpt-5.5"}` {
 		t.Fatalf("cursor after the first sweep: %+v", c)
 	}
 	if err := os.WriteFile(rollout, b, 0o600); err != nil {

@@ -283,7 +283,7 @@ func checkArchive(ctx context.Context, opt Options) []Check {
 		out = append(out, okCheck(chains, fmt.Sprintf("%s: every entry links to the one before, no alarm open (chains only; `git lossless verify` also checks content)", doctorCount(len(v.Writers), "writer"))))
 	}
 
-	ls, err := st.Locks()
+	ls, err := st.Locks(ctx)
 	var stale []string
 	for _, l := range ls {
 		if l.Stale {

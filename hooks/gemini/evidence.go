@@ -10,14 +10,16 @@ import (
 	"strings"
 
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // Seen is a file version a tool result put into the context: the text a
 // read showed, the content a write_file wrote, the file a replace left.
 type Seen struct {
-	Path string // absolute
-	Tool string // read_file, read_many_files, write_file, replace
-	Op   string // read, write, edit
+	Path string      // absolute
+	Tool string      // read_file, read_many_files, write_file, replace
+	Op   gitstore.Op // read, write, edit
 	// View is "full" or "lines:A-B" (1-based, the file split at '\n')
 	// when HasContent.
 	View       string
@@ -177,7 +179,7 @@ func parseReadFileArgs(raw []byte) (readFileArgs, error) {
 // names the file without content. Binary files, images and PDFs have no
 // text.
 func readSeen(path string, args readFileArgs, out string, display []byte) Seen {
-	s := Seen{Path: path, Tool: ToolReadFile, Op: "read"}
+	s := Seen{Path: path, Tool: ToolReadFile, Op: gitstore.OpRead}
 	out = stripAdded(out)
 	a, b, n, body, truncated := parseTruncated(out)
 	if display != nil {
@@ -397,7 +399,7 @@ func readManySeen(out string, display []byte) ([]Seen, string) {
 			return nil, "a file part without its framing"
 		}
 		body = body[:len(body)-2]
-		sn := Seen{Path: f.file, Tool: ToolReadManyFiles, Op: "read"}
+		sn := Seen{Path: f.file, Tool: ToolReadManyFiles, Op: gitstore.OpRead}
 		switch {
 		case strings.HasPrefix(body, manyTruncated):
 			body = body[len(manyTruncated):]
@@ -433,10 +435,10 @@ func readManySeen(out string, display []byte) ([]Seen, string) {
 // that) and made the edit. Without that member a replace is evidence
 // without content.
 func editSeen(tool, path string, args, display []byte) Seen {
-	s := Seen{Path: path, Tool: tool, Op: "edit", View: "full"}
+	s := Seen{Path: path, Tool: tool, Op: gitstore.OpEdit, View: "full"}
 	switch tool {
 	case ToolWriteFile:
-		s.Op = "write"
+		s.Op = gitstore.OpWrite
 		f, _ := fields(args, "content")
 		if c, ok := jsonscan.Unquote(f["content"]); ok {
 			s.Content, s.HasContent = c, true

@@ -21,6 +21,10 @@ import (
 	"github.com/git-lossless/git-lossless/hooks/settings"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
+
+	"github.com/git-lossless/git-lossless/gitstore"
+
+	"context"
 )
 
 // Name is Gemini CLI's harness name: Event.Harness of everything
@@ -135,9 +139,9 @@ func (Harness) Decode(ev hooks.HookEvent, stdin io.Reader) (hooks.Call, error) {
 		case err != nil:
 			c.ToolErr = err
 		case ok:
-			op := "edit"
+			op := gitstore.OpEdit
 			if p.ToolName == ToolWriteFile {
-				op = "write"
+				op = gitstore.OpWrite
 			}
 			c.Files = []hooks.FileOp{{Op: op, Path: path}}
 		}
@@ -161,7 +165,7 @@ func (Harness) Decode(ev hooks.HookEvent, stdin io.Reader) (hooks.Call, error) {
 // fileOp is one Seen as the runtime's FileOp.
 func fileOp(s Seen) hooks.FileOp {
 	f := hooks.FileOp{Op: s.Op, Path: s.Path}
-	if s.Op != "read" {
+	if s.Op != gitstore.OpRead {
 		return f // the file as the call left it on disk
 	}
 	if !s.HasContent {
@@ -396,7 +400,7 @@ func getenvOr(getenv func(string) string) func(string) string {
 // Sessions implements hooks.Harness: the main chat of session (the most
 // recently written when session is "") among the chats whose project
 // directory is the work tree wt.
-func (Harness) Sessions(wt, session string, getenv func(string) string) (hooks.SessionFound, error) {
+func (Harness) Sessions(ctx context.Context, wt, session string, getenv func(string) string) (hooks.SessionFound, error) {
 	d, err := Dir(getenvOr(getenv))
 	if err != nil {
 		return hooks.SessionFound{}, err

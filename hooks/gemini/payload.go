@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // Hook events, as Gemini CLI names them in settings.json and in the
@@ -483,7 +485,7 @@ func (p *Payload) Seen() ([]Seen, error) {
 			return nil, err
 		}
 		if len(tr.LLMContent) == 0 || tr.LLMContent[0] != '"' {
-			return []Seen{{Path: path, Tool: ToolReadFile, Op: "read", Why: "not text (" + jsonKind(tr.LLMContent) + ")"}}, nil
+			return []Seen{{Path: path, Tool: ToolReadFile, Op: gitstore.OpRead, Why: "not text (" + jsonKind(tr.LLMContent) + ")"}}, nil
 		}
 		text, _ := jsonscan.String(tr.LLMContent)
 		return []Seen{readSeen(path, args, text, tr.ReturnDisplay)}, nil
@@ -516,7 +518,7 @@ func manyRefused(display []byte, why string) []Seen {
 	}
 	out := make([]Seen, 0, len(d.files))
 	for _, rel := range d.files {
-		out = append(out, Seen{Path: filepath.Join(d.targetDir, filepath.FromSlash(rel)), Tool: ToolReadManyFiles, Op: "read", Why: why})
+		out = append(out, Seen{Path: filepath.Join(d.targetDir, filepath.FromSlash(rel)), Tool: ToolReadManyFiles, Op: gitstore.OpRead, Why: why})
 	}
 	return out
 }

@@ -156,7 +156,7 @@ func sameSeen(a, b Seen) bool {
 func seenText(s []Seen) string {
 	var parts []string
 	for _, x := range s {
-		parts = append(parts, x.Op+" "+x.Tool+" "+x.Path+" "+x.View+" "+short(string(x.Content), 20)+" why="+x.Why)
+		parts = append(parts, string(x.Op)+" "+x.Tool+" "+x.Path+" "+x.View+" "+short(string(x.Content), 20)+" why="+x.Why)
 	}
 	return "[" + strings.Join(parts, "; ") + "]"
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/git-lossless/git-lossless/hooks"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // Name is opencode's harness name: Event.Harness of everything recorded
@@ -81,7 +83,7 @@ type Payload struct {
 
 // editTools are the tools the guard checks, with the op their results
 // record; readTools the tools whose results are read evidence.
-var editTools = map[string]string{"edit": "edit", "write": "write", "multiedit": "edit"}
+var editTools = map[string]gitstore.Op{"edit": gitstore.OpEdit, "write": gitstore.OpWrite, "multiedit": gitstore.OpEdit}
 
 // DecodePayload reads and checks one plugin payload: a JSON object whose
 // session is a non-empty id, cwd and log paths absolute, agent an id.
@@ -221,12 +223,12 @@ func (p *Payload) patchFiles(ev hooks.HookEvent) ([]hooks.FileOp, error) {
 	var files []hooks.FileOp
 	if ev == hooks.PreToolUse {
 		for _, f := range patchNeedsSeen(ops) {
-			files = append(files, hooks.FileOp{Op: "edit", Path: f})
+			files = append(files, hooks.FileOp{Op: gitstore.OpEdit, Path: f})
 		}
 		return files, nil
 	}
 	for _, f := range patchWritten(ops) {
-		files = append(files, hooks.FileOp{Op: "edit", Path: f})
+		files = append(files, hooks.FileOp{Op: gitstore.OpEdit, Path: f})
 	}
 	return files, nil
 }

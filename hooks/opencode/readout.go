@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/git-lossless/git-lossless/hooks"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // endOfFile is the footer of a read that reached the file's end.
@@ -98,7 +100,7 @@ func ReadEvidence(abs, out string) (hooks.FileOp, bool) {
 			return hooks.FileOp{}, false
 		}
 	}
-	f := hooks.FileOp{Op: "read", Path: abs, HasContent: true}
+	f := hooks.FileOp{Op: gitstore.OpRead, Path: abs, HasContent: true}
 	if first == 1 && eof && last == len(diskLines) {
 		f.Content = disk
 		return f, true

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/git-lossless/git-lossless/hooks"
+
+	"context"
 )
 
 // LogDir is where the plugin keeps its session logs:
@@ -146,7 +148,7 @@ func (Harness) ImportDirs(dir string, getenv func(string) string) ([]string, err
 
 // Sessions implements hooks.Harness: the root logs whose cwd is wt (or
 // below it), the newest first.
-func (h Harness) Sessions(wt, session string, getenv func(string) string) (hooks.SessionFound, error) {
+func (h Harness) Sessions(ctx context.Context, wt, session string, getenv func(string) string) (hooks.SessionFound, error) {
 	dir, err := LogDir(getenv)
 	if err != nil {
 		return hooks.SessionFound{}, err

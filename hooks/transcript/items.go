@@ -3,6 +3,8 @@ package transcript
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // LineMeta is what every item knows about the transcript line it came
@@ -85,10 +87,10 @@ type FileSeen struct {
 	Path       string // as the transcript names it (absolute)
 	Content    []byte // the raw text (no line numbers), when HasContent
 	HasContent bool
-	View       string // "full" or "lines:A-B"
-	Op         string // read, write, edit, attach
-	Tool       string // the tool as the harness names it (Claude Code's Read, Edit...); "" for attach
-	Key        string // the tool call's id, or attach:<uuid>
+	View       string      // "full" or "lines:A-B"
+	Op         gitstore.Op // read, write, edit, attach
+	Tool       string      // the tool as the harness names it (Claude Code's Read, Edit...); "" for attach
+	Key        string      // the tool call's id, or attach:<uuid>
 }
 
 // CompactBoundary is a compaction of the line's context.

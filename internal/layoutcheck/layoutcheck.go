@@ -82,9 +82,11 @@ const (
 )
 
 // ShippingBanned are the import paths (each with its subtree) the
-// shipping program must not link.
+// shipping program must not link: the fixtures, the peer scanner,
+// modernc.org (SQLite compiled to Go, the recall bench's FTS5 peer), and
+// the MCP server with what only its SDK brings.
 var ShippingBanned = []Banned{
-	{Testkit, inBench}, {Module + "/internal/rescan", inBench},
+	{Testkit, inBench}, {Module + "/internal/rescan", inBench}, {"modernc.org", inBench},
 	{Module + "/mcp", inMCP}, {"github.com/modelcontextprotocol/go-sdk", inMCP},
 	{"github.com/google/jsonschema-go", inMCP}, {"encoding/gob", inMCP},
 }

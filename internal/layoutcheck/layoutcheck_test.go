@@ -352,13 +352,15 @@ func TestChecksCanFail(t *testing.T) {
 	// The shipping program's banned links are caught, with their
 	// subtrees, and not a path that only shares a prefix.
 	got = ShippingLinks([]string{"fmt", Testkit + "/stubbackend", Module + "/internal/rescan", Module + "/internal/rescanner", Module + "/proxy",
-		Module + "/mcp", Module + "/mcpx", "github.com/modelcontextprotocol/go-sdk/jsonrpc", "encoding/gob", "encoding/json"})
+		Module + "/mcp", Module + "/mcpx", "github.com/modelcontextprotocol/go-sdk/jsonrpc", "encoding/gob", "encoding/json",
+		"modernc.org/sqlite/lib", "modernc.org.example/x"})
 	want = []string{
 		"git-lossless links " + Testkit + "/stubbackend (banned: " + Testkit + "; the demo and benchmarks live in git-lossless-bench)",
 		"git-lossless links " + Module + "/internal/rescan (banned: " + Module + "/internal/rescan; the demo and benchmarks live in git-lossless-bench)",
 		"git-lossless links " + Module + "/mcp (banned: " + Module + "/mcp; the MCP server lives in git-lossless-mcp)",
 		"git-lossless links github.com/modelcontextprotocol/go-sdk/jsonrpc (banned: github.com/modelcontextprotocol/go-sdk; the MCP server lives in git-lossless-mcp)",
 		"git-lossless links encoding/gob (banned: encoding/gob; the MCP server lives in git-lossless-mcp)",
+		"git-lossless links modernc.org/sqlite/lib (banned: modernc.org; the demo and benchmarks live in git-lossless-bench)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("ShippingLinks:\ngot  %q\nwant %q", got, want)

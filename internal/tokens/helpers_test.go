@@ -48,7 +48,7 @@ func (r *tokRepo) record(writer string, recs ...rec) []gitstore.Event {
 	r.t.Helper()
 	var out []gitstore.Event
 	for _, x := range recs {
-		e := gitstore.Event{TS: x.at, Session: x.session, Agent: x.agent, Sidechain: x.agent != "", Op: x.op, Source: "hook", View: x.view}
+		e := gitstore.Event{TS: x.at, Session: x.session, Agent: x.agent, Sidechain: x.agent != "", Op: gitstore.Op(x.op), Source: "hook", View: x.view}
 		if e.View == "" && x.op != "span" {
 			e.View = "full"
 		}

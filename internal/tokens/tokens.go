@@ -142,7 +142,7 @@ func (lm *lineMemo) count(s string, pc *pieceCounter) (int64, error) {
 //     tool name and raw "input" of a tool call, the "content" of a tool
 //     result (a string, or the text blocks of an array).
 func ModelText(e *gitstore.Event, content []byte) string {
-	if e.Op == "span" {
+	if e.Op == gitstore.OpSpan {
 		return spanText(content)
 	}
 	if rest, ok := strings.CutPrefix(e.View, "lines:"); ok {
@@ -254,9 +254,9 @@ const (
 
 // NewCounter returns a counter with its cache in the store's state
 // directory (no cache when that cannot be created).
-func NewCounter(st *gitstore.Store) *Counter {
+func NewCounter(ctx context.Context, st *gitstore.Store) *Counter {
 	tc := &Counter{Store: st}
-	if d, err := st.StateDir("receipts"); err == nil {
+	if d, err := st.StateDir(ctx, "receipts"); err == nil {
 		tc.Dir = filepath.Join(d, counterDir)
 	}
 	return tc
@@ -271,7 +271,7 @@ func (tc *Counter) Stats() Stats {
 
 func kindOf(e *gitstore.Event) string {
 	switch {
-	case e.Op == "span":
+	case e.Op == gitstore.OpSpan:
 		return "span"
 	case strings.HasPrefix(e.View, "lines:"):
 		return e.View
@@ -443,7 +443,7 @@ func (tc *Counter) countOne(ctx context.Context, e *gitstore.Event, memo *lineMe
 		// as its ciphertext.
 		return -1
 	}
-	content, err := tc.Store.Blob(ctx, e.Blob)
+	content, err := tc.Store.Objects().Blob(ctx, e.Blob)
 	if err != nil {
 		return -1
 	}

@@ -48,7 +48,7 @@ func TestTokenCounterCache(t *testing.T) {
 		t.Fatalf("reference counts %v: the full text, a part of it and a span must count differently", want)
 	}
 	ctx := context.Background()
-	tc := tokens.NewCounter(r.st)
+	tc := tokens.NewCounter(ctx, r.st)
 	if tc.Dir == "" {
 		t.Fatal("no cache directory")
 	}
@@ -86,7 +86,7 @@ func TestTokenCounterCache(t *testing.T) {
 	}
 	f.WriteString(evs[0].Blob + " lines:1-1 12")
 	f.Close()
-	tc2 := tokens.NewCounter(r.st)
+	tc2 := tokens.NewCounter(ctx, r.st)
 	got = tc2.CountAll(ctx, ptrs)
 	for i := range want {
 		if got[i] != want[i] {
@@ -100,7 +100,7 @@ func TestTokenCounterCache(t *testing.T) {
 	if err := os.RemoveAll(tc.Dir); err != nil {
 		t.Fatal(err)
 	}
-	tc3 := tokens.NewCounter(r.st)
+	tc3 := tokens.NewCounter(ctx, r.st)
 	tc3.Workers = 1
 	if got := tc3.CountAll(ctx, ptrs); got[0] != want[0] || tc3.Stats().Counted != 3 {
 		t.Fatalf("after deleting the cache: %v %+v", got, tc3.Stats())
@@ -111,7 +111,7 @@ func TestTokenCounterCache(t *testing.T) {
 func TestTokenCounterMissingBlob(t *testing.T) {
 	r := newRepo(t)
 	ev := gitstore.Event{Writer: "x", Seq: 1, Op: "read", View: "full", Blob: strings.Repeat("ab", 20)}
-	tc := tokens.NewCounter(r.st)
+	tc := tokens.NewCounter(t.Context(), r.st)
 	if got := tc.CountAll(context.Background(), []*gitstore.Event{&ev}); got[0] != -1 {
 		t.Fatalf("count of a missing blob = %d, want -1", got[0])
 	}

@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/git-lossless/git-lossless/seal"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // Header is the first line of every version 1 receipt. A later format
@@ -442,13 +444,9 @@ func validState(s string) bool {
 	return false
 }
 
-func validOp(s string) bool {
-	switch s {
-	case "attach", "edit", "read", "restore", "write":
-		return true
-	}
-	return false
-}
+// validOp: a read-set row lists the ops that put its versions into the
+// context, which are the file-version ops.
+func validOp(s string) bool { return gitstore.IsFileVersion(s) }
 
 func validMode(m string) bool {
 	switch m {

@@ -83,13 +83,10 @@ func joinHarness(field, h string) string {
 
 // fileOps are the ops that touch a file (as opposed to spans, compaction
 // marks and prune records).
-var fileOps = map[string]bool{"read": true, "write": true, "edit": true, "attach": true, "restore": true, "deny": true}
-
-// versionOps put a version of a file into a context.
-var versionOps = map[string]bool{"read": true, "write": true, "edit": true, "attach": true, "restore": true}
+var fileOps = map[gitstore.Op]bool{gitstore.OpRead: true, gitstore.OpWrite: true, gitstore.OpEdit: true, gitstore.OpAttach: true, gitstore.OpRestore: true, gitstore.OpDeny: true}
 
 // wroteOps are the ops by which a model produced the content.
-var wroteOps = map[string]bool{"write": true, "edit": true}
+var wroteOps = map[gitstore.Op]bool{gitstore.OpWrite: true, gitstore.OpEdit: true}
 
 type ctxKey struct{ session, agent string }
 
@@ -116,7 +113,7 @@ func partialView(e *gitstore.Event) bool { return e.View != "" && e.View != "ful
 // the disk blob recorded beside a read (Claude Code shows CRLF files with
 // LF: the disk version then differs from what was shown, byte for byte).
 func version(e *gitstore.Event) (blob, disk string) {
-	if e.Excluded || !versionOps[e.Op] {
+	if e.Excluded || !e.Op.IsFileVersion() {
 		return "", ""
 	}
 	if raw, ok := e.Extra["disk_blob"]; ok {
@@ -316,7 +313,7 @@ func Compute(in Input) (*Receipt, error) {
 	blobless := 0
 	for _, e := range own {
 		p := e.RawPath()
-		if !versionOps[e.Op] || p == "" {
+		if !e.Op.IsFileVersion() || p == "" {
 			continue
 		}
 		if !e.Excluded && e.Blob == "" {
@@ -331,7 +328,7 @@ func Compute(in Input) (*Receipt, error) {
 			rows[k] = rs
 			order = append(order, k)
 		}
-		rs.row.Ops = addOp(rs.row.Ops, e.Op)
+		rs.row.Ops = addOp(rs.row.Ops, string(e.Op))
 		rs.row.Evidence = refOf(e)
 		rs.last = e
 		if partialView(e) {
@@ -372,7 +369,7 @@ func Compute(in Input) (*Receipt, error) {
 
 	// 5. Spans.
 	for _, e := range own {
-		if e.Op != "span" {
+		if e.Op != gitstore.OpSpan {
 			continue
 		}
 		c := &r.Contexts[cindex[keyOf(e)]-1]
@@ -638,7 +635,7 @@ func ReadEvidence(rd ReadEntry, e *gitstore.Event, treeBlob func(p string) (blob
 	}
 	found := false
 	for _, op := range rd.Ops {
-		if op == e.Op {
+		if gitstore.Op(op) == e.Op {
 			found = true
 		}
 	}

@@ -50,7 +50,7 @@ func trFuzzParseLine(t *testing.T, data []byte) {
 				}
 				switch x := it.(type) {
 				case *transcript.FileSeen:
-					if x.Key == "" || x.Path == "" || !strings.Contains("read write edit attach", x.Op) {
+					if x.Key == "" || x.Path == "" || !strings.Contains("read write edit attach", string(x.Op)) {
 						t.Fatalf("evidence %+v", x)
 					}
 					if x.HasContent && !trViewRE.MatchString(x.View) {

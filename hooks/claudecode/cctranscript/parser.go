@@ -14,6 +14,8 @@ import (
 	"github.com/git-lossless/git-lossless/hooks/shellread"
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 // Parser reads a transcript from an offset, line by line.
@@ -586,7 +588,7 @@ func (p *Parser) parseAttachment(tl *transcript.Line, env *envelope) {
 	}
 	tl.Items = append(tl.Items, &transcript.FileSeen{
 		LineMeta: tl.LineMeta, Path: absPath(path, tl.Cwd), Content: rf.content, HasContent: true,
-		View: view, Op: "attach", Key: "attach:" + tl.UUID,
+		View: view, Op: gitstore.OpAttach, Key: "attach:" + tl.UUID,
 	})
 }
 

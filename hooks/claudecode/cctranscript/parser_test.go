@@ -88,7 +88,7 @@ func trCheckSeen(t *testing.T, got []*transcript.FileSeen, want []trWant) {
 	}
 	for i, w := range want {
 		g := got[i]
-		if g.Op != w.op || g.Path != w.path || g.Key != w.key || g.Tool != w.tool || g.Agent != w.agent ||
+		if string(g.Op) != w.op || g.Path != w.path || g.Key != w.key || g.Tool != w.tool || g.Agent != w.agent ||
 			g.HasContent != w.hasContent || (w.hasContent && (g.View != w.view || string(g.Content) != w.content)) {
 			t.Errorf("evidence %d:\n got %s %s view=%s key=%s tool=%s agent=%s has=%v %q\nwant %s %s view=%s key=%s tool=%s agent=%s has=%v %q",
 				i, g.Op, g.Path, g.View, g.Key, g.Tool, g.Agent, g.HasContent, g.Content,
@@ -142,7 +142,7 @@ func TestTranscriptSampleMain(t *testing.T) {
 			case *transcript.CompactBoundary:
 				order = append(order, "compact")
 			case *transcript.FileSeen:
-				order = append(order, x.Op)
+				order = append(order, string(x.Op))
 			}
 		}
 	}
@@ -392,7 +392,7 @@ func trCheckSeenLoose(t *testing.T, got []*transcript.FileSeen, want []trWant) {
 	}
 	for i, w := range want {
 		g := got[i]
-		if g.Op != w.op || g.Path != w.path || g.Key != w.key || g.Tool != w.tool || g.HasContent != w.hasContent ||
+		if string(g.Op) != w.op || g.Path != w.path || g.Key != w.key || g.Tool != w.tool || g.HasContent != w.hasContent ||
 			(w.hasContent && (g.View != w.view || string(g.Content) != w.content)) {
 			t.Errorf("evidence %d: got %s %s %s %s %s has=%v %q, want %+v", i, g.Op, g.Path, g.View, g.Key, g.Tool, g.HasContent, g.Content, w)
 		}

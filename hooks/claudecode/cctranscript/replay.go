@@ -7,6 +7,8 @@ import (
 
 	"github.com/git-lossless/git-lossless/hooks/transcript"
 	"github.com/git-lossless/git-lossless/internal/jsonscan"
+
+	"github.com/git-lossless/git-lossless/gitstore"
 )
 
 type readFile struct {
@@ -204,7 +206,7 @@ func deriveFileSeen(r *transcript.ToolResult, pt *transcript.PendingToolUse) *tr
 	}
 	switch name {
 	case "Read":
-		fs.Op = "read"
+		fs.Op = gitstore.OpRead
 		switch tur.typ {
 		case "file_unchanged", "image", "notebook", "pdf", "parts":
 			return nil
@@ -238,7 +240,7 @@ func deriveFileSeen(r *transcript.ToolResult, pt *transcript.PendingToolUse) *tr
 			fs.View = "lines:" + strconv.Itoa(first) + "-" + strconv.Itoa(last)
 		}
 	case "Write":
-		fs.Op = "write"
+		fs.Op = gitstore.OpWrite
 		switch {
 		case tur.hasContent:
 			fs.Content, fs.HasContent = tur.content, true
@@ -246,7 +248,7 @@ func deriveFileSeen(r *transcript.ToolResult, pt *transcript.PendingToolUse) *tr
 			fs.Content, fs.HasContent = in.content, true
 		}
 	case "Edit":
-		fs.Op = "edit"
+		fs.Op = gitstore.OpEdit
 		old, nw, all := in.oldString, in.newString, in.replaceAll
 		hasOld, hasNew := in.hasOld, in.hasNew
 		if tur.hasOld && tur.hasNew {
@@ -262,7 +264,7 @@ func deriveFileSeen(r *transcript.ToolResult, pt *transcript.PendingToolUse) *tr
 			}
 		}
 	case "MultiEdit":
-		fs.Op = "edit"
+		fs.Op = gitstore.OpEdit
 		edits := tur.edits
 		if edits == nil {
 			edits = in.edits
@@ -293,7 +295,7 @@ func deriveFileSeen(r *transcript.ToolResult, pt *transcript.PendingToolUse) *tr
 			}
 		}
 	case "NotebookEdit":
-		fs.Op = "edit" // cell edits: no file content in the transcript
+		fs.Op = gitstore.OpEdit // cell edits: no file content in the transcript
 	default:
 		return nil
 	}

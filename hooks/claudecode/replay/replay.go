@@ -129,7 +129,7 @@ type Report struct {
 func (r *Report) Lossless() bool { return r.Total.Divergences == 0 }
 
 // fileOps are the ops whose events carry file versions.
-var fileOps = []string{"read", "write", "edit", "attach"}
+var fileOps = []gitstore.Op{gitstore.OpRead, gitstore.OpWrite, gitstore.OpEdit, gitstore.OpAttach}
 
 // held is a file version a context holds: the text the transcript shows
 // (equal to the archived blob of the operation that set it, or a
@@ -240,7 +240,7 @@ func Replay(ctx context.Context, st *gitstore.Store, sessions []Session, opt Opt
 	}
 	tc := opt.Counter
 	if tc == nil {
-		tc = tokens.NewCounter(st)
+		tc = tokens.NewCounter(ctx, st)
 	}
 	packer := opt.Packer
 	if packer == nil {
@@ -334,7 +334,7 @@ func (r *replayer) walk(si int, s *Session, path string, keys map[string]int, c 
 					views[x.Agent] = view
 				}
 				var res *transcript.ToolResult
-				if x.Op == "read" {
+				if x.Op == gitstore.OpRead {
 					res = results[x.Key]
 					delete(results, x.Key)
 				}
@@ -439,7 +439,7 @@ func (r *replayer) op(si int, s *Session, tpath string, line int, fs *transcript
 	}
 
 	prev := view[fs.Path]
-	if fs.Op == "read" && fs.HasContent {
+	if fs.Op == gitstore.OpRead && fs.HasContent {
 		rec := readRec{sess: si, context: contextOf(s, fs.SessionID, fs.Agent), path: rel, ev: match}
 		if match != nil {
 			rec.blob = match.Blob
@@ -477,7 +477,7 @@ func (r *replayer) sameBytes(ev *gitstore.Event, text []byte) string {
 	if r.verified[ev.Blob] && gitstore.BlobID(text) == ev.Blob {
 		return ""
 	}
-	b, err := r.st.Blob(r.ctx, ev.Blob)
+	b, err := r.st.Objects().Blob(r.ctx, ev.Blob)
 	if err != nil {
 		return fmt.Sprintf("archived blob %s cannot be read back: %v", ev.Blob, err)
 	}

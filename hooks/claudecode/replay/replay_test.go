@@ -143,7 +143,7 @@ func TestReplaySampleLossless(t *testing.T) {
 		t.Fatalf("second replay %+v %v", again.Total, err)
 	}
 	// The sweep cursors name the session: the default input.
-	found, err := ArchivedSessions(st)
+	found, err := ArchivedSessions(ctx, st)
 	if err != nil || len(found) != 1 || found[0].Main != sessions[0].Main || len(found[0].Transcripts) != 2 {
 		t.Fatalf("archived sessions %+v %v", found, err)
 	}

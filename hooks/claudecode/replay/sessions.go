@@ -126,8 +126,8 @@ func sessionsOf(mains map[string]bool) ([]Session, error) {
 // the transcripts its sweep cursors name (hooks.CursorFile), where they
 // still exist. Sessions archived by hooks alone, whose transcripts no
 // sweep has read, are not found this way; name their transcripts.
-func ArchivedSessions(st *gitstore.Store) ([]Session, error) {
-	dir, err := st.StateDir(hooks.CursorDir(claudecode.New()))
+func ArchivedSessions(ctx context.Context, st *gitstore.Store) ([]Session, error) {
+	dir, err := st.StateDir(ctx, hooks.CursorDir(claudecode.New()))
 	if err != nil {
 		return nil, err
 	}

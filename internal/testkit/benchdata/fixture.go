@@ -31,7 +31,7 @@ func Records(seed uint64, w, first, n int) []gitstore.Record {
 		k := first + i
 		recs[i] = gitstore.Record{
 			Event: gitstore.Event{
-				TS: Base.Add(time.Duration(k) * time.Millisecond), Op: "read", Source: "hook",
+				TS: Base.Add(time.Duration(k) * time.Millisecond), Op: gitstore.OpRead, Source: "hook",
 				Session: sess, Path: Path(seed, k), Repo: "/src/bench", View: "full", Tool: "Read",
 				Key: "toolu_" + strconv.FormatUint(seed, 36) + "_" + strconv.Itoa(k),
 			},

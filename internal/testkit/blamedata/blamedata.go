@@ -113,11 +113,11 @@ func Build(ctx context.Context, dir string, p Params) (*Fixture, error) {
 	}
 	commit("Pat", "start")
 	recs := make([][]gitstore.Record, len(writers))
-	event := func(w int, op, key string) {
+	event := func(w int, op gitstore.Op, key string) {
 		t = t.Add(time.Second)
 		wr := writers[w]
 		e := gitstore.Event{TS: t, Session: wr.session, Source: "hook", Op: op, View: "full", Harness: wr.harness, Key: key}
-		if op != "read" {
+		if op != gitstore.OpRead {
 			e.Tool = wr.tool
 		}
 		e.SetPath(file)

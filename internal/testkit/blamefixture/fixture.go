@@ -214,10 +214,10 @@ func (f Fixture) Build(ctx context.Context, dir string) (Built, error) {
 				continue
 			}
 			evTS := ts.Add(time.Duration(-40+10*k) * time.Second)
-			ev := func(op string, ts time.Time, body []byte) gitstore.Record {
+			ev := func(op gitstore.Op, ts time.Time, body []byte) gitstore.Record {
 				e := gitstore.Event{TS: ts, Session: a.session, Source: "hook", View: "full", Op: op, Harness: a.harness,
-					Tool: map[string]string{"read": "Read", "edit": "Edit"}[op]}
-				if op == "edit" {
+					Tool: map[gitstore.Op]string{gitstore.OpRead: "Read", gitstore.OpEdit: "Edit"}[op]}
+				if op == gitstore.OpEdit {
 					e.Key = fmt.Sprintf("call-%d-%d", n, k)
 				}
 				e.SetPath(Path(i))

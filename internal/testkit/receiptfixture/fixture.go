@@ -169,7 +169,7 @@ func (f Fixture) Build(ctx context.Context, dir string) (Built, error) {
 		recs := make([]gitstore.Record, 0, f.PerSession)
 		for e := range f.PerSession {
 			ts := sessStart(s).Add(time.Duration(e) * step)
-			ev := gitstore.Event{TS: ts, Session: session, Source: "hook", View: "full", Tool: "Read", Op: "read"}
+			ev := gitstore.Event{TS: ts, Session: session, Source: "hook", View: "full", Tool: "Read", Op: gitstore.OpRead}
 			r := gitstore.Record{}
 			file := rng.IntN(f.Files)
 			if last >= 0 && e < 14*2 {
@@ -177,7 +177,7 @@ func (f Fixture) Build(ctx context.Context, dir string) (Built, error) {
 				file = last*14 + e/2
 				if e%2 == 1 {
 					version[file]++
-					ev.Op, ev.Tool = "edit", "Edit"
+					ev.Op, ev.Tool = gitstore.OpEdit, "Edit"
 					edited = append(edited, file)
 				}
 				ev.SetPath(Path(file))
@@ -189,7 +189,7 @@ func (f Fixture) Build(ctx context.Context, dir string) (Built, error) {
 					r.Content, r.HasContent = content(file), true
 				case k < 48: // edit
 					version[file]++
-					ev.Op, ev.Tool = "edit", "Edit"
+					ev.Op, ev.Tool = gitstore.OpEdit, "Edit"
 					ev.SetPath(Path(file))
 					r.Content, r.HasContent = content(file), true
 				case k < 53: // partial read: Claude Code archives the lines shown
@@ -202,7 +202,7 @@ func (f Fixture) Build(ctx context.Context, dir string) (Built, error) {
 					ev.SetPath(Path(file))
 					r.Content, r.HasContent = content(file), true
 				default: // a conversation span
-					ev.Op, ev.Tool, ev.View, ev.Source = "span", "", "", "sweep"
+					ev.Op, ev.Tool, ev.View, ev.Source = gitstore.OpSpan, "", "", "sweep"
 					r.Content = []byte(fmt.Sprintf(`{"kind":"assistant","role":"assistant","text":"Step %d of session %d: I looked at %s and will now change the function that keeps the order stable."}`, e, s, Path(file)))
 					r.HasContent = true
 				}
