@@ -1,4 +1,5 @@
-// Package mcp is git-lossless's MCP server (`git lossless mcp`, stdio):
+// Package mcp is git-lossless's MCP server (`git lossless mcp`, stdio,
+// in the program cmd/git-lossless-mcp, the only one that links it):
 // the archive as tools an agent can call — search and read what it saw
 // before a compaction, the versions of a file each context saw, the seal,
 // how full the window is, a commit's receipt — and two tools that put

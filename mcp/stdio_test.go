@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/git-lossless/git-lossless/internal/testkit"
 )
 
 // The real `git lossless mcp` process under a hostile client: raw frames
@@ -41,11 +43,12 @@ func gitLosslessBinary(t *testing.T) string {
 			binErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "git-lossless")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/git-lossless")
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/git-lossless: %v\n%s", err, out)
+		// git-lossless runs `mcp` through git-lossless-mcp beside it:
+		// the process the tests drive is the delegation, as a harness
+		// registered with `git-lossless mcp` starts it.
+		var bins []string
+		if bins, binErr = testkit.BuildPrograms(dir, "git-lossless", "git-lossless-mcp"); binErr == nil {
+			binPath = bins[0]
 		}
 	})
 	if binErr != nil {

@@ -556,21 +556,12 @@ func tsPinnedVersion(t *testing.T) string {
 	return v
 }
 
-// buildGitLossless builds the binary from the module root, with the
-// caller's environment (its build cache).
+// buildGitLossless builds git-lossless at bin with git-lossless-mcp
+// beside it (its mcp command runs that program), with the caller's
+// environment (its build cache).
 func buildGitLossless(bin string) error {
-	goTool := "go"
-	if p, err := exec.LookPath("go"); err == nil {
-		goTool = p
-	} else if root := os.Getenv("GOROOT"); root != "" {
-		goTool = filepath.Join(root, "bin", "go")
-	}
-	cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/git-lossless")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/git-lossless: %v\n%s", err, out)
-	}
-	return nil
+	_, err := testkit.BuildPrograms(filepath.Dir(bin), "git-lossless", "git-lossless-mcp")
+	return err
 }
 
 // ensureTSSDK returns a directory whose node_modules holds the SDK at

@@ -71,7 +71,9 @@ type Archive interface {
 	WriteSpan(ctx context.Context, sp *Span) error
 }
 
-var spanEnc = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+var spanEnc = sync.OnceValue(func() *base32.Encoding {
+	return base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+})
 
 // NewSpanID returns a fresh span id: "sp-" and 80 random bits (16 base32
 // characters). Ids never depend on the clock, so two compactions in the
@@ -81,7 +83,7 @@ func NewSpanID() string {
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err)
 	}
-	return "sp-" + spanEnc.EncodeToString(b[:])
+	return "sp-" + spanEnc().EncodeToString(b[:])
 }
 
 // ValidSpanID reports whether id has the form NewSpanID returns.
@@ -90,7 +92,7 @@ func ValidSpanID(id string) bool {
 	if !ok || len(rest) != 16 {
 		return false
 	}
-	_, err := spanEnc.DecodeString(rest)
+	_, err := spanEnc().DecodeString(rest)
 	return err == nil
 }
 

@@ -411,7 +411,7 @@ func journalSpanID(newHash func() hash.Hash, session string, index int, raw []by
 	h.Write([]byte{0})
 	h.Write(withoutCacheControl(raw))
 	sum := h.Sum(nil)
-	return "sp-" + spanEnc.EncodeToString(sum[:10])
+	return "sp-" + spanEnc().EncodeToString(sum[:10])
 }
 
 // withoutCacheControl returns raw without its "cache_control" members,

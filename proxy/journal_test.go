@@ -471,7 +471,7 @@ func TestJournalIDVector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := "sp-" + spanEnc.EncodeToString(sum[:10]); got != id {
+	if got := "sp-" + spanEnc().EncodeToString(sum[:10]); got != id {
 		t.Fatalf("sha256sum gives %s, the code %s", got, id)
 	}
 	for _, doc := range []string{"../docs/proxy.md", "../gitstore/FORMAT.md"} {

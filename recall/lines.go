@@ -209,18 +209,18 @@ func indexable(term, part []byte, whole bool) bool {
 			}
 			low = append(low, c)
 		}
-		if lineStop[string(low)] {
+		if lineStop()[string(low)] {
 			return false
 		}
 	}
-	return !lineStop[string(term)]
+	return !lineStop()[string(term)]
 }
 
 func hasDigit(w string) bool { return strings.ContainsAny(w, "0123456789") }
 
 // lineStop are plain words too common in talk about code to name
 // anything by themselves.
-var lineStop = func() map[string]bool {
+var lineStop = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`about above after again against also another anything back been before being
 below between both called cannot change changed could does doing done down during each earlier either else
@@ -232,7 +232,7 @@ okay right thanks thank still said tell`) {
 		m[w] = true
 	}
 	return m
-}()
+})
 
 // distinctive reports whether a query token can name something by
 // itself: an identifier or path part (a compound), a number or a word
@@ -246,7 +246,7 @@ func distinctive(qt queryToken) bool {
 	if hasDigit(w) {
 		return len(w) >= 3
 	}
-	return len(w) >= 4 && !lineStop[w] && !lineStop[qt.term]
+	return len(w) >= 4 && !lineStop()[w] && !lineStop()[qt.term]
 }
 
 // Word is a distinctive word of a text: lower-cased, and the term Match

@@ -10,18 +10,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/internal/testkit/claudetest"
 )
 
 // buildBinary builds git-lossless for the end-to-end test.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "git-lossless")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/git-lossless/git-lossless/cmd/git-lossless")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bins, err := testkit.BuildPrograms(t.TempDir(), "git-lossless", "git-lossless-mcp")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return bin
+	return bins[0]
 }
 
 // TestReceiptAfterClaudeCode: a real Claude Code session (scripted model,

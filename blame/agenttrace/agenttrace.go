@@ -55,6 +55,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/git-lossless/git-lossless/blame"
@@ -404,15 +405,18 @@ func limitModel(m string) string {
 }
 
 // idNamespace is the UUID namespace of record ids: the version 5 UUID of
-// this URL in the URL namespace of RFC 9562.
-var idNamespace = uuid5(mustUUID("6ba7b811-9dad-11d1-80b4-00c04fd430c8"), []byte("https://github.com/git-lossless/git-lossless/blame/agenttrace"))
+// this URL in the URL namespace of RFC 9562, computed on first use (not
+// by every git-lossless process at start-up).
+var idNamespace = sync.OnceValue(func() [16]byte {
+	return uuid5(mustUUID("6ba7b811-9dad-11d1-80b4-00c04fd430c8"), []byte("https://github.com/git-lossless/git-lossless/blame/agenttrace"))
+})
 
 // recordID is the version 5 UUID of the commit and the record's bytes
 // without id and tool: stable across runs, different when the attribution
 // is.
 func recordID(commit string, withoutID []byte) string {
 	sum := sha256.Sum256(withoutID)
-	u := uuid5(idNamespace, []byte(commit+"\x00"+hex.EncodeToString(sum[:])))
+	u := uuid5(idNamespace(), []byte(commit+"\x00"+hex.EncodeToString(sum[:])))
 	return formatUUID(u)
 }
 

@@ -24,16 +24,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	e2eBin = filepath.Join(dir, "git-lossless")
-	for _, b := range [][]string{{"-o", e2eBin, "../git-lossless"}, {"-o", filepath.Join(dir, "git-lossless-hook"), "../git-lossless-hook"}, {"-o", filepath.Join(dir, "git-lossless-bench"), "."}} {
-		build := exec.Command("go", append([]string{"build"}, b...)...)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "bench e2e: go build: %v\n", err)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
+	bins, err := testkit.BuildPrograms(dir, "git-lossless", "git-lossless-hook", "git-lossless-mcp", "git-lossless-bench")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench e2e: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
 	}
+	e2eBin = bins[0]
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -207,8 +207,8 @@ func TestDocsCommandsExist(t *testing.T) {
 			t.Errorf("%s:%d: no command %q: %s", dc.file, dc.line, name, dc.text)
 			continue
 		}
-		if _, external := externalSummaries[name]; external || c.Flags == nil {
-			// bench and demo are git-lossless-bench's: its own test checks
+		if _, external := externals[name]; external || c.Flags == nil {
+			// bench, demo and mcp are other programs': their own tests check
 			// their documented flags.
 			continue
 		}

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/seal"
 )
 
@@ -42,27 +43,19 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	e2eBin = filepath.Join(dir, "git-lossless")
-	goTool := "go"
-	if p, err := exec.LookPath("go"); err == nil {
-		goTool = p
-	} else if root := os.Getenv("GOROOT"); root != "" {
-		goTool = filepath.Join(root, "bin", "go")
+	// Built with the caller's environment (its build cache), with the
+	// hook-only program and the MCP server's beside it as `go install
+	// ./cmd/...` puts them: install then writes those programs into the
+	// settings, so every test that installs hooks (the real Claude Code
+	// ones included) runs the hooks through git-lossless-hook, and `git
+	// lossless mcp` runs git-lossless-mcp.
+	bins, err := testkit.BuildPrograms(dir, "git-lossless", "git-lossless-hook", "git-lossless-mcp")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
 	}
-	// Built with the caller's environment (its build cache), from this
-	// package's directory, with the hook-only program beside it as
-	// `go install ./cmd/...` puts it: install then writes that program
-	// into the settings, so every test that installs hooks (the real
-	// Claude Code ones included) runs the hooks through it.
-	for _, b := range [][]string{{"-o", e2eBin, "."}, {"-o", filepath.Join(dir, "git-lossless-hook"), "../git-lossless-hook"}} {
-		build := exec.Command(goTool, append([]string{"build"}, b...)...)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: go build: %v\n", err)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
+	e2eBin = bins[0]
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

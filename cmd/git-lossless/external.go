@@ -7,48 +7,78 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/git-lossless/git-lossless/internal/cli"
 )
 
-// The benchmarks and the demo live in a program of their own,
-// git-lossless-bench, so the program you run every day holds only the
-// product (no fixtures, no peer scanner, no stub backends: layoutcheck
-// holds it to that). `git lossless bench ARGS` and `git lossless demo
-// ARGS` run `git-lossless-bench bench|demo ARGS`, found beside this
-// executable first, then on PATH, as git runs git-<command>: stdin,
-// stdout, stderr and the exit code are passed through.
+// Some commands live in programs of their own, so that the program you
+// run every day holds only what its commands need and starts without the
+// package initialisation of the rest (layoutcheck holds it to that):
+//
+//   - git-lossless-bench: `bench` and `demo` (the fixtures they generate,
+//     the peer scanner, the stub backends);
+//   - git-lossless-mcp: `mcp`, the MCP server (the MCP SDK, with its JSON
+//     schema, gob, OAuth and HTTP packages, whose initialisation alone
+//     cost every git-lossless process about 2 ms).
+//
+// `git lossless NAME ARGS` runs `PROGRAM NAME ARGS`, found beside this
+// executable first, then on PATH, as git runs git-<command>, in the
+// command's directory (-C): stdin, stdout and stderr are passed through
+// (the same files, not copies, so an MCP client talks to the server
+// itself), and the exit code is ours. SIGINT and SIGTERM reach it as
+// they reach us: a terminal sends SIGINT to both; a SIGTERM sent to us
+// only (a harness stopping its MCP server) is passed on, and the program
+// is killed if it has not exited 5 s later.
 
-// benchProgram is the program's name.
-const benchProgram = "git-lossless-bench"
-
-// externalSummaries are the commands git-lossless-bench provides.
-var externalSummaries = map[string]string{
-	"bench": "measure against the peers (C git, the reference tools' figures), side by side (git-lossless-bench)",
-	"demo":  "a scripted agent session recorded, verified and receipted in a throwaway repository (git-lossless-bench)",
+// external is a command another program provides.
+type external struct {
+	program string // the program's name
+	summary string // help's line
 }
 
-// externalCmd is the help entry of a command git-lossless-bench runs; run
+// externals are the commands run by other programs, by name.
+var externals = map[string]external{
+	"bench": {benchProgram, "measure against the peers (C git, the reference tools' figures), side by side (git-lossless-bench)"},
+	"demo":  {benchProgram, "a scripted agent session recorded, verified and receipted in a throwaway repository (git-lossless-bench)"},
+	"mcp":   {mcpProgram, "serve the archive to an agent as MCP tools (stdio; git-lossless-mcp)"},
+}
+
+const (
+	// benchProgram is the demo's and the benchmarks' program.
+	benchProgram = "git-lossless-bench"
+	// mcpProgram is the MCP server's program (settings.MCPProgramName,
+	// which install writes into the harnesses' configs when it sits
+	// beside git-lossless).
+	mcpProgram = "git-lossless-mcp"
+)
+
+// externalCmd is the help entry of a command another program runs; run
 // dispatches it before flags are parsed (runExternal).
 func externalCmd(name string) *command {
 	return &command{
-		Name: name, Summary: externalSummaries[name], Usage: "[ARGS] (see `git lossless " + name + " --help`)",
+		Name: name, Summary: externals[name].summary, Usage: "[ARGS] (see `git lossless " + name + " --help`)",
 		Flags: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 			return func(ctx context.Context, e *env, args []string) error { return runExternal(ctx, e, name, args) }
 		},
 	}
 }
 
-// errNoBench is the error when git-lossless-bench is nowhere to be found.
-var errNoBench = errors.New(benchProgram + " is not installed beside git-lossless or on PATH")
+// errNotInstalled is the error when a command's program is nowhere to be
+// found.
+type errNotInstalled struct{ program string }
 
-// findBench finds git-lossless-bench beside the running program, then on
-// PATH.
-func findBench(getenv func(string) string) (string, error) {
+func (e errNotInstalled) Error() string {
+	return e.program + " is not installed beside git-lossless or on PATH"
+}
+
+// findProgram finds program beside the running executable, then on PATH.
+func findProgram(program string, getenv func(string) string) (string, error) {
 	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), benchProgram)
+		p := filepath.Join(filepath.Dir(self), program)
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 			return p, nil
 		}
@@ -57,27 +87,37 @@ func findBench(getenv func(string) string) (string, error) {
 		if dir == "" {
 			continue
 		}
-		p := filepath.Join(dir, benchProgram)
+		p := filepath.Join(dir, program)
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 			return p, nil
 		}
 	}
-	return "", errNoBench
+	return "", errNotInstalled{program}
 }
 
-// runExternal runs `git-lossless-bench NAME ARGS` in the command's
-// directory with the command's streams; its exit code becomes ours.
+// externalStopWait is how long a program told to stop (SIGTERM) has to
+// exit before it is killed.
+const externalStopWait = 5 * time.Second
+
+// runExternal runs `PROGRAM NAME ARGS` in the command's directory with
+// the command's streams; its exit code becomes ours.
 func runExternal(ctx context.Context, e *env, name string, args []string) error {
-	bin, err := findBench(e.Getenv)
+	program := externals[name].program
+	bin, err := findProgram(program, e.Getenv)
 	if err != nil {
-		return cli.WithHint(err, "go install github.com/git-lossless/git-lossless/cmd/"+benchProgram+"@latest (from a clone: go run ./cmd/"+benchProgram+" "+name+")")
+		return cli.WithHint(err, "go install github.com/git-lossless/git-lossless/cmd/"+program+"@latest (from a clone: go install ./cmd/..., or go run ./cmd/"+program+" "+name+")")
 	}
 	cmd := exec.CommandContext(ctx, bin, append([]string{name}, args...)...)
 	cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = e.Dir, e.Stdin, e.Stdout, e.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = externalStopWait
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return exitCode(ee.ExitCode())
+		if ee.ExitCode() < 0 { // killed by a signal: it reported nothing
+			return fmt.Errorf("%s %s: %v", program, name, ee)
+		}
+		return exitCode{program, ee.ExitCode()}
 	}
 	if err != nil {
 		return fmt.Errorf("run %s: %w", bin, err)
@@ -86,8 +126,11 @@ func runExternal(ctx context.Context, e *env, name string, args []string) error 
 }
 
 // exitCode is an external program's exit status, already reported by it.
-type exitCode int
+type exitCode struct {
+	program string
+	code    int
+}
 
 func (c exitCode) Error() string {
-	return fmt.Sprintf("%s exited with status %d", benchProgram, int(c))
+	return fmt.Sprintf("%s exited with status %d", c.program, c.code)
 }

@@ -53,7 +53,7 @@ func commands() []*command {
 		recordCmd(), logCmd(), importCmd(), catCmd(), verifyCmd(), headsCmd(), locksCmd(), reindexCmd(),
 		externalCmd("demo"), externalCmd("bench"), pruneCmd(), hookCmd(), restoreCmd(), sweepCmd(),
 		installCmd(), uninstallCmd(), doctorCmd(), receiptCmd(), keyCmd(),
-		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(), redactCmd(), pushCmd(), anchorCmd(), syncCmd(), mcpCmd(), recallCmd(),
+		proxyCmd(), statuslineCmd(), savingsCmd(), spanCmd(), redactCmd(), pushCmd(), anchorCmd(), syncCmd(), externalCmd("mcp"), recallCmd(),
 		meterCmd(), packCmd(), whoCmd(), blameCmd(), traceCmd(), statsCmd(), handoffCmd(),
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
@@ -125,13 +125,13 @@ dispatch:
 		}
 		name, rest = rest[0], []string{"--help"}
 	}
-	if _, ok := externalSummaries[name]; ok {
-		// git-lossless-bench parses its own flags and prints its own
-		// errors; its exit code is ours.
+	if _, ok := externals[name]; ok {
+		// The program parses its own flags and prints its own errors;
+		// its exit code is ours.
 		err := runExternal(ctx, e, name, rest)
 		var xc exitCode
 		if errors.As(err, &xc) {
-			return int(xc)
+			return xc.code
 		}
 		return cli.Fail(e, err)
 	}

@@ -32,7 +32,7 @@ func TestNoGoFormattingInOutput(t *testing.T) {
 		{"sweep", transcript}, {"sweep", transcript}, {"reindex"}, {"stats", "HEAD"},
 	}
 	for _, c := range commands() {
-		if _, external := externalSummaries[c.Name]; !external { // git-lossless-bench's, tested there
+		if _, external := externals[c.Name]; !external { // another program's, tested there
 			runs = append(runs, []string{c.Name, "--help"})
 		}
 	}

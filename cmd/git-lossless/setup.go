@@ -58,7 +58,9 @@ It also registers git-lossless's MCP server (` + "`git lossless mcp`" + `: searc
 read_span, restore_context, read_file... shown to the model as
 mcp__git-lossless__<tool>) the way ` + "`claude mcp add --scope user|project`" + `
 stores it: "mcpServers": {"git-lossless": {"type": "stdio", "command":
-PROGRAM, "args": ["mcp"], "env": {}}}, spliced into the file with every
+PROGRAM, "args": ["mcp"], "env": {}}}, PROGRAM being git-lossless-mcp
+beside git-lossless (the server's own program), else git-lossless, whose
+mcp command runs git-lossless-mcp from PATH; spliced into the file with every
 other key kept, in the same diff, backup and atomic replace. --no-mcp
 leaves the registration alone. A server of someone else's registered as
 "git-lossless" is refused, not replaced.
@@ -94,7 +96,7 @@ func uninstallCmd() *command {
 Code's settings.json, and the matcher groups, event keys and "hooks" key
 that held only ours; everything else stays as it is. It also removes our
 MCP server's registration ("mcpServers"."git-lossless" when it runs
-git-lossless mcp; a server of someone else's under that name stays) from
+git-lossless-mcp mcp or git-lossless mcp; a server of someone else's under that name stays) from
 the scope's .claude.json or .mcp.json, with "mcpServers" when it held
 nothing else, and the file when it is left empty. Prints the diffs; writes
 only with --apply, after a backup (FILE.bak-YYYYMMDD-HHMMSS).
@@ -179,6 +181,9 @@ func harnessSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, 
 			if bin.Warning != "" {
 				fmt.Fprintf(e.Stderr, "git-lossless: warning: %s\n", bin.Warning)
 			}
+			if bin.MCPWarning != "" && verb == "install" && !*noMCP {
+				fmt.Fprintf(e.Stderr, "git-lossless: warning: %s\n", bin.MCPWarning)
+			}
 		}
 		inst, err := h.Install(ctx, hooks.InstallOptions{Uninstall: verb == "uninstall", Scope: *scope, Dir: e.Dir, Getenv: getenv, Bin: bin,
 			HooksFile: abs(*settingsFile), MCPFile: abs(*mcpConfig), NoMCP: *noMCP})
@@ -198,6 +203,9 @@ func harnessSettingsFlags(fs *pflag.FlagSet, verb string) func(context.Context, 
 		}
 		if verb == "install" {
 			fmt.Fprintf(e.Stdout, "hook program: %s\n", bin.Hook)
+			if !*noMCP {
+				fmt.Fprintf(e.Stdout, "mcp program: %s\n", bin.MCPCommand())
+			}
 		}
 		var changed []hooks.InstallTarget
 		for _, t := range inst.Targets {

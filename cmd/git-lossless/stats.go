@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"unicode/utf8"
 
@@ -273,7 +274,9 @@ func gitShortstat(ctx context.Context, top, rng string) (shortstat, []string, st
 	return s, args, strings.TrimSpace(string(out)), nil
 }
 
-var shortstatPart = regexp.MustCompile(`^(\d+) (files? changed|insertions?\(\+\)|deletions?\(-\))$`)
+var shortstatPart = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(\d+) (files? changed|insertions?\(\+\)|deletions?\(-\))$`)
+})
 
 // parseShortstat reads " 3 files changed, 10 insertions(+), 2 deletions(-)"
 // (parts with nothing to count are left out; no change prints nothing).
@@ -284,7 +287,7 @@ func parseShortstat(out string) (shortstat, error) {
 		return s, nil
 	}
 	for _, part := range strings.Split(out, ",") {
-		m := shortstatPart.FindStringSubmatch(strings.TrimSpace(part))
+		m := shortstatPart().FindStringSubmatch(strings.TrimSpace(part))
 		if m == nil {
 			return s, fmt.Errorf("unexpected shortstat %q", out)
 		}

@@ -60,7 +60,8 @@
 //
 // # The MCP server's registration
 //
-// install claude-code also registers `git-lossless mcp` as the MCP server
+// install claude-code also registers `git-lossless-mcp mcp` (or
+// `git-lossless mcp`, see settings.MCPProgram) as the MCP server
 // "git-lossless" in the file and shape `claude mcp add --scope user|project`
 // uses ($CLAUDE_CONFIG_DIR/.claude.json or ~/.claude.json, .mcp.json at
 // the repository's top), uninstall removes it, and the doctor starts the

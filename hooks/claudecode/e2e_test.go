@@ -11,32 +11,32 @@ import (
 	"testing"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/internal/testkit/claudetest"
 )
 
-// buildBinary builds git-lossless once per test binary.
+// buildBinary builds git-lossless for a test, with git-lossless-mcp
+// beside it (which its mcp command runs and install registers).
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "git-lossless")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/git-lossless/git-lossless/cmd/git-lossless")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bins, err := testkit.BuildPrograms(t.TempDir(), "git-lossless", "git-lossless-mcp")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return bin
+	return bins[0]
 }
 
 // buildWithHookProgram builds git-lossless and, beside it, the hook-only
-// program git-lossless-hook, as `go install ./cmd/...` lays them out; an
-// install by that git-lossless writes the hook program into the settings.
+// program git-lossless-hook and the MCP server's, as `go install
+// ./cmd/...` lays them out; an install by that git-lossless writes the
+// hook program into the settings.
 func buildWithHookProgram(t *testing.T) (bin, hook string) {
 	t.Helper()
-	bin = buildBinary(t)
-	hook = filepath.Join(filepath.Dir(bin), "git-lossless-hook")
-	cmd := exec.Command("go", "build", "-o", hook, "github.com/git-lossless/git-lossless/cmd/git-lossless-hook")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bins, err := testkit.BuildPrograms(t.TempDir(), "git-lossless", "git-lossless-hook", "git-lossless-mcp")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return bin, hook
+	return bins[0], bins[1]
 }
 
 func gitOut(t *testing.T, dir string, args ...string) string {

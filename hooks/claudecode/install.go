@@ -56,7 +56,7 @@ func (Harness) Install(ctx context.Context, opt hooks.InstallOptions) (hooks.Ins
 		return settings.PlanInstall(path, opt.Bin.Hook, HookSpecs())
 	}
 	mcpPlanFn := func(path string) (*settings.Plan, error) {
-		return settings.PlanMCPInstall(path, MCPServerEntry(opt.Bin.Path))
+		return settings.PlanMCPInstall(path, MCPServerEntry(opt.Bin.MCPCommand()))
 	}
 	unchanged, mcpUnchanged := "git-lossless hooks are already installed in %s; nothing to change", "the git-lossless MCP server is already registered in %s; nothing to change"
 	if opt.Uninstall {

@@ -63,9 +63,10 @@ func MCPToolName(server, tool string) string {
 	return "mcp__" + string(b) + "__" + tool
 }
 
-// MCPServerEntry is the entry install writes: bin (the program the hooks
-// run, see settings.ResolveBinary) with the argument mcp, and the empty env the CLI
-// writes too.
+// MCPServerEntry is the entry install writes: bin (the server's program,
+// settings.HookBinary.MCPCommand: git-lossless-mcp beside git-lossless,
+// else git-lossless itself) with the argument mcp, and the empty env the
+// CLI writes too.
 func MCPServerEntry(bin string) settings.MCPServer {
 	return settings.MCPServer{Type: "stdio", Command: bin, Args: []string{"mcp"}, Env: map[string]string{}}
 }

@@ -180,17 +180,21 @@ func TestMCPInstallWritesWhatClaudeMCPAddWrites(t *testing.T) {
 // TestMCPRegistrationRealClaudeCode installs with the real git-lossless
 // binary and checks with the real CLI that Claude Code starts the server
 // and completes the MCP handshake (`claude mcp list`: Connected), for the
-// user and the project scope, and that uninstall removes it.
+// user and the project scope, and that uninstall removes it. Install
+// registers git-lossless-mcp, the server's program beside git-lossless;
+// without it there, `git-lossless mcp`, which runs git-lossless-mcp found
+// on PATH: both connect.
 func TestMCPRegistrationRealClaudeCode(t *testing.T) {
 	claude := claudetest.EnsureClaude(t)
 	gl := buildBinary(t)
+	server := filepath.Join(filepath.Dir(gl), settings.MCPProgramName)
 	s := newMCPSandbox(t, claude)
 	// Something in the archive, so that the server has a store to open.
 	os.WriteFile(filepath.Join(s.repo, "a.txt"), []byte("a\n"), 0o644)
 	s.run(t, gl, "record", "--op", "read", "a.txt")
-	line := regexp.MustCompile(`(?m)^git-lossless: ` + regexp.QuoteMeta(gl) + ` mcp - (.*)$`)
-	status := func() string {
+	statusOf := func(prog string) string {
 		t.Helper()
+		line := regexp.MustCompile(`(?m)^git-lossless: ` + regexp.QuoteMeta(prog) + ` mcp - (.*)$`)
 		out := s.run(t, claude, "mcp", "list")
 		m := line.FindStringSubmatch(out)
 		if m == nil {
@@ -198,9 +202,10 @@ func TestMCPRegistrationRealClaudeCode(t *testing.T) {
 		}
 		return m[1]
 	}
+	status := func() string { t.Helper(); return statusOf(server) }
 
 	out := s.run(t, gl, "install", "claude-code", "--scope", "user", "--command", gl)
-	if !strings.Contains(out, "+++ "+filepath.Join(s.cfg, ".claude.json")+" (new)") || !strings.Contains(out, `+      "command": "`+gl+`",`) || !strings.Contains(out, "dry run") {
+	if !strings.Contains(out, "+++ "+filepath.Join(s.cfg, ".claude.json")+" (new)") || !strings.Contains(out, `+      "command": "`+server+`",`) || !strings.Contains(out, "dry run") {
 		t.Errorf("dry run does not show the MCP config diff:\n%s", out)
 	}
 	if got := status(); !strings.HasPrefix(got, "absent") {
@@ -244,6 +249,29 @@ func TestMCPRegistrationRealClaudeCode(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(s.repo, ".mcp.json")); !os.IsNotExist(err) {
 		t.Errorf(".mcp.json left behind: %v", err)
+	}
+
+	// git-lossless-mcp moved from beside git-lossless to a directory on
+	// PATH: install registers `git-lossless mcp`, which runs it from there.
+	onPath := filepath.Join(filepath.Dir(filepath.Dir(gl)), "path-bin")
+	if err := os.MkdirAll(onPath, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(server, filepath.Join(onPath, settings.MCPProgramName)); err != nil {
+		t.Fatal(err)
+	}
+	for i, kv := range s.env {
+		if strings.HasPrefix(kv, "PATH=") {
+			s.env[i] = "PATH=" + onPath + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
+		}
+	}
+	s.run(t, gl, "install", "claude-code", "--scope", "user", "--command", gl, "--apply")
+	if got := statusOf(gl); !strings.Contains(got, "Connected") {
+		t.Fatalf("delegating form: claude mcp list says %q", got)
+	}
+	out = s.run(t, gl, "doctor")
+	if !regexp.MustCompile(`OK    mcp server: ` + "`" + regexp.QuoteMeta(gl) + ` mcp` + "`" + ` .* started and answered tools/list: \d+ tools \(`).MatchString(out) {
+		t.Errorf("doctor, delegating form:\n%s", out)
 	}
 }
 

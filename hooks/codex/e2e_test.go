@@ -11,23 +11,21 @@ import (
 	"testing"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/internal/testkit/codextest"
 )
 
-// buildPrograms builds git-lossless and, beside it, git-lossless-hook (as
-// `go install ./cmd/...` lays them out): install writes the hook program
-// into hooks.json.
+// buildPrograms builds git-lossless and, beside it, git-lossless-hook and
+// git-lossless-mcp (as `go install ./cmd/...` lays them out): install
+// writes the hook program into hooks.json and the MCP server's into
+// config.toml.
 func buildPrograms(t *testing.T) (bin, hook string) {
 	t.Helper()
-	dir := t.TempDir()
-	bin, hook = filepath.Join(dir, "git-lossless"), filepath.Join(dir, "git-lossless-hook")
-	for out, pkg := range map[string]string{bin: "cmd/git-lossless", hook: "cmd/git-lossless-hook"} {
-		cmd := exec.Command("go", "build", "-o", out, "github.com/git-lossless/git-lossless/"+pkg)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
+	bins, err := testkit.BuildPrograms(t.TempDir(), "git-lossless", "git-lossless-hook", "git-lossless-mcp")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return bin, hook
+	return bins[0], bins[1]
 }
 
 func git(t *testing.T, dir string, args ...string) string {

@@ -403,7 +403,7 @@ func planConfig(path string, e configEdit) (*settings.Plan, []string, error) {
 		add = append(add, fmt.Sprintf("%s\n%s\ntrusted_hash = %s\n", trustHeader(t.Key), tomlMarker, tomlString(t.Hash)))
 	}
 	if mcpWanted {
-		add = append(add, fmt.Sprintf("%s\n%s\ncommand = %s\nargs = [\"mcp\", \"--harness\", \"codex\"]\n", mcpTableHeader, tomlMarker, tomlString(e.bin.Path)))
+		add = append(add, fmt.Sprintf("%s\n%s\ncommand = %s\nargs = [\"mcp\", \"--harness\", \"codex\"]\n", mcpTableHeader, tomlMarker, tomlString(e.bin.MCPCommand())))
 	}
 	if projectHeader != "" && !projectEntry && !e.uninstall && !hasOursProject(tables, projectHeader) {
 		add = append(add, fmt.Sprintf("%s\n%s\ntrust_level = \"trusted\"\n", projectHeader, tomlMarker))
@@ -452,7 +452,7 @@ func rootSetsHooks(b []byte) bool {
 }
 
 // ourMCPTable reports whether a [mcp_servers.git-lossless] table runs
-// git-lossless's server (a command named git-lossless).
+// git-lossless's server (a command named git-lossless or git-lossless-mcp).
 func ourMCPTable(b []byte) bool {
 	for _, l := range strings.Split(string(b), "\n") {
 		l = strings.TrimSpace(l)
@@ -462,7 +462,7 @@ func ourMCPTable(b []byte) bool {
 				var s string
 				if json.Unmarshal([]byte(strings.TrimSpace(v)), &s) == nil {
 					base := strings.TrimSuffix(filepath.Base(s), ".exe")
-					return base == "git-lossless"
+					return base == "git-lossless" || base == settings.MCPProgramName
 				}
 			}
 		}

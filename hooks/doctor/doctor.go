@@ -7,11 +7,13 @@
 // creating it when a repository is found but unusable, which any command
 // run there does too).
 //
-// It is a package of its own, not part of hooks, because it links the MCP
-// SDK (to list the registered server's tools), whose initialisation every
-// hook process would otherwise pay. It may import hooks, hooks/settings,
-// anchor, gitstore, seal and the MCP SDK; only cmd/git-lossless imports
-// it.
+// It is a package of its own, not part of hooks, because it starts
+// programs and reads every harness's configuration, which the hook
+// program has no use for. It asks the MCP server for its tools with a
+// JSON-RPC exchange of its own over stdio (mcp.go), not the MCP SDK:
+// git-lossless, which runs the doctor, links no SDK (the server is
+// cmd/git-lossless-mcp). It may import hooks, hooks/settings, the
+// adapters, anchor, gitstore and seal; only cmd/git-lossless imports it.
 package doctor
 
 import (

@@ -567,17 +567,23 @@ func TestDoctorAnchorOnPushHook(t *testing.T) {
 	want(OK, "not true: pushes do not anchor", "")
 }
 
-// doctorMCPHelperEnv makes this test binary an MCP server (see init):
-// "serve" answers like git lossless mcp with two tools, "crash" writes to
-// stderr and exits 1, "hang" never answers.
+// doctorMCPHelperEnv makes this test binary an MCP server (see init),
+// built on the MCP SDK, the second implementation the doctor's own
+// JSON-RPC client is held to: "serve" answers like git lossless mcp with
+// two tools, "paged" the same one tool per tools/list page, "crash"
+// writes to stderr and exits 1, "hang" never answers.
 const doctorMCPHelperEnv = "LOSSLESS_HOOKS_TEST_MCP_SERVER"
 
 func init() {
 	switch os.Getenv(doctorMCPHelperEnv) {
 	case "":
 		return
-	case "serve":
-		srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "git-lossless", Version: "helper"}, nil)
+	case "serve", "paged":
+		var opts *mcpsdk.ServerOptions
+		if os.Getenv(doctorMCPHelperEnv) == "paged" {
+			opts = &mcpsdk.ServerOptions{PageSize: 1}
+		}
+		srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "git-lossless", Version: "helper"}, opts)
 		for _, n := range []string{"alpha", "beta"} {
 			srv.AddTool(&mcpsdk.Tool{Name: n, Description: n, InputSchema: map[string]any{"type": "object"}},
 				func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
@@ -663,6 +669,10 @@ func TestDoctorMCPServer(t *testing.T) {
 		if c.Fix != "" {
 			t.Errorf("fix on OK: %q", c.Fix)
 		}
+	})
+	t.Run("answers in pages", func(t *testing.T) {
+		f.registerMCP(t, user, helper, map[string]string{doctorMCPHelperEnv: "paged"})
+		check(t, OK, "answered tools/list: 2 tools (alpha, beta); server git-lossless helper")
 	})
 	t.Run("crashes", func(t *testing.T) {
 		f.registerMCP(t, user, helper, map[string]string{doctorMCPHelperEnv: "crash"})

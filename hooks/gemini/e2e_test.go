@@ -12,18 +12,19 @@ import (
 	"testing"
 
 	"github.com/git-lossless/git-lossless/gitstore"
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/internal/testkit/geminitest"
 )
 
-// buildBinary builds git-lossless for the test.
+// buildBinary builds git-lossless for the test, with git-lossless-mcp
+// beside it (which install registers as the MCP server).
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "git-lossless")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/git-lossless/git-lossless/cmd/git-lossless")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bins, err := testkit.BuildPrograms(t.TempDir(), "git-lossless", "git-lossless-mcp")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return bin
+	return bins[0]
 }
 
 func gitOut(t *testing.T, dir string, args ...string) string {

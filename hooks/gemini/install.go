@@ -120,7 +120,7 @@ func (Harness) Install(ctx context.Context, opt hooks.InstallOptions) (hooks.Ins
 		if opt.Uninstall {
 			mplan, err = settings.PlanMCPUninstall(opt.MCPFile, opt.Bin.Path)
 		} else {
-			mplan, err = settings.PlanMCPInstall(opt.MCPFile, MCPServerEntry(opt.Bin.Path))
+			mplan, err = settings.PlanMCPInstall(opt.MCPFile, MCPServerEntry(opt.Bin.MCPCommand()))
 		}
 		if err != nil {
 			return inst, refused(err)
@@ -153,7 +153,7 @@ func addMCP(plan *settings.Plan, opt hooks.InstallOptions) error {
 	if opt.Uninstall {
 		after, changes, err = settings.RemoveMCPServer(plan.Path, doc, opt.Bin.Path)
 	} else {
-		after, changes, err = settings.MergeMCPServer(plan.Path, doc, MCPServerEntry(opt.Bin.Path))
+		after, changes, err = settings.MergeMCPServer(plan.Path, doc, MCPServerEntry(opt.Bin.MCPCommand()))
 	}
 	if err != nil {
 		return err

@@ -85,7 +85,8 @@
 // after session.compacted on, once computed per compaction (see
 // hooks.ManifestWith).
 //
-// MCP: install registers `git-lossless mcp --harness opencode` in
+// MCP: install registers `git-lossless-mcp mcp --harness opencode` (or
+// `git-lossless mcp ...`, see settings.MCPProgram) in
 // opencode.json's "mcp" object (type local); opencode names its tools
 // git-lossless_<tool> (MCPToolName), and read_file and restore_context
 // count as seen for the session's context.

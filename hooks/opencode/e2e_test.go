@@ -15,23 +15,21 @@ import (
 
 	"github.com/git-lossless/git-lossless/gitstore"
 	"github.com/git-lossless/git-lossless/hooks/opencode"
+	"github.com/git-lossless/git-lossless/internal/testkit"
 	"github.com/git-lossless/git-lossless/internal/testkit/opencodetest"
 )
 
-// buildWithHookProgram builds git-lossless and git-lossless-hook beside
-// it, as `go install ./cmd/...` lays them out: install then writes the
-// hook program into the plugin.
+// buildWithHookProgram builds git-lossless and git-lossless-hook and
+// git-lossless-mcp beside it, as `go install ./cmd/...` lays them out:
+// install then writes the hook program into the plugin and the MCP
+// server's into opencode.json.
 func buildWithHookProgram(t *testing.T) (bin, hook string) {
 	t.Helper()
-	dir := t.TempDir()
-	bin, hook = filepath.Join(dir, "git-lossless"), filepath.Join(dir, "git-lossless-hook")
-	for out, pkg := range map[string]string{bin: "cmd/git-lossless", hook: "cmd/git-lossless-hook"} {
-		cmd := exec.Command("go", "build", "-o", out, "github.com/git-lossless/git-lossless/"+pkg)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
+	bins, err := testkit.BuildPrograms(t.TempDir(), "git-lossless", "git-lossless-hook", "git-lossless-mcp")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return bin, hook
+	return bins[0], bins[1]
 }
 
 func gitOut(t *testing.T, dir string, args ...string) string {

@@ -95,24 +95,14 @@ func MCPEntry(bin string) json.RawMessage {
 }
 
 // isOurMCPEntry recognises an "mcp" entry of ours: a command array that
-// runs git-lossless (any path) or bin with first argument mcp, or `git
-// lossless mcp`.
+// runs git-lossless or git-lossless-mcp (any path) or bin with first
+// argument mcp, or `git lossless mcp` (settings.IsOurMCPCommand).
 func isOurMCPEntry(bin string) func(json.RawMessage) bool {
 	return func(raw json.RawMessage) bool {
 		var e struct {
 			Command []string `json:"command"`
 		}
-		if json.Unmarshal(raw, &e) != nil || len(e.Command) < 2 {
-			return false
-		}
-		base := filepath.Base(e.Command[0])
-		switch {
-		case (base == "git-lossless" || base == "git-lossless.exe" || (bin != "" && e.Command[0] == bin)) && e.Command[1] == "mcp":
-			return true
-		case (base == "git" || base == "git.exe") && len(e.Command) > 2 && e.Command[1] == "lossless" && e.Command[2] == "mcp":
-			return true
-		}
-		return false
+		return json.Unmarshal(raw, &e) == nil && settings.IsOurMCPCommand(e.Command, bin)
 	}
 }
 
@@ -198,7 +188,7 @@ func (Harness) Install(ctx context.Context, opt hooks.InstallOptions) (hooks.Ins
 		if opt.Uninstall {
 			mplan, err = settings.PlanMCPEntryUninstall(mpath, "mcp", isOurMCPEntry(opt.Bin.Path))
 		} else {
-			mplan, err = settings.PlanMCPEntryInstall(mpath, "mcp", opt.Bin.Path, MCPEntry(opt.Bin.Path), isOurMCPEntry(opt.Bin.Path))
+			mplan, err = settings.PlanMCPEntryInstall(mpath, "mcp", opt.Bin.MCPCommand(), MCPEntry(opt.Bin.MCPCommand()), isOurMCPEntry(opt.Bin.Path))
 		}
 		if err != nil {
 			return inst, refused(err, "nothing was written; fix the file (or move it aside) and run again, or pass --no-mcp to leave the MCP server out")

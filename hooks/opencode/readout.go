@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/git-lossless/git-lossless/hooks"
 
@@ -13,7 +14,7 @@ import (
 )
 
 // endOfFile is the footer of a read that reached the file's end.
-var endOfFile = regexp.MustCompile(`^\(End of file - total (\d+) lines\)$`)
+var endOfFile = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\(End of file - total (\d+) lines\)$`) })
 
 // ShownLines parses opencode's read output, "<path>P</path>\n<type>file
 // </type>\n<content>\n1: line\n2: line\n\n(footer)\n</content>": the
@@ -56,7 +57,7 @@ func ShownLines(out string) (lines []string, first int, eof bool, ok bool) {
 	if len(rest) != 2 || rest[0] != "" {
 		return nil, 0, false, false
 	}
-	if m := endOfFile.FindStringSubmatch(rest[1]); m != nil {
+	if m := endOfFile().FindStringSubmatch(rest[1]); m != nil {
 		total, _ := strconv.Atoi(m[1])
 		if total != first+n-1 {
 			return nil, 0, false, false

@@ -68,9 +68,27 @@ type HookBinary struct {
 	// Hook is the program the hook commands run: git-lossless-hook when it
 	// sits beside Path (see HookProgram), else Path.
 	Hook string
+	// MCP is the program the harness's MCP server entry runs, with the
+	// argument mcp: git-lossless-mcp when it sits beside Path (see
+	// MCPProgram), else Path, whose `mcp` command runs git-lossless-mcp
+	// found beside it or on PATH. "" means Path (see MCPCommand).
+	MCP string
 	// Warning explains a choice the user should know about ("" = none):
 	// a temporary `go run` build, or another git-lossless on PATH.
 	Warning string
+	// MCPWarning says why the MCP server may not start or may run other
+	// code than Path ("" = none): no git-lossless-mcp beside Path or on
+	// PATH, or one of another version. Install prints it only when it
+	// registers the server.
+	MCPWarning string
+}
+
+// MCPCommand is the program an MCP server entry runs (MCP, else Path).
+func (b HookBinary) MCPCommand() string {
+	if b.MCP != "" {
+		return b.MCP
+	}
+	return b.Path
 }
 
 // BinaryOptions are the inputs of ResolveBinary; zero values use the
@@ -106,6 +124,7 @@ func ResolveBinary(ctx context.Context, opt BinaryOptions) (HookBinary, error) {
 		}
 		b := HookBinary{Path: p}
 		b.pickHook(ctx, opt)
+		b.pickMCP(ctx, opt)
 		return b, nil
 	}
 	getenv := opt.Getenv
@@ -127,6 +146,7 @@ func ResolveBinary(ctx context.Context, opt BinaryOptions) (HookBinary, error) {
 	if found && SameFile(onPath, exe) {
 		b := HookBinary{Path: onPath}
 		b.pickHook(ctx, opt)
+		b.pickMCP(ctx, opt)
 		return b, nil
 	}
 	b := HookBinary{Path: exe}
@@ -137,6 +157,7 @@ func ResolveBinary(ctx context.Context, opt BinaryOptions) (HookBinary, error) {
 		b.Warning = fmt.Sprintf("the git-lossless on PATH (%s) is a different program; the hooks will run this one (%s)", onPath, exe)
 	}
 	b.pickHook(ctx, opt)
+	b.pickMCP(ctx, opt)
 	return b, nil
 }
 
@@ -150,18 +171,77 @@ const HookProgramName = "git-lossless-hook"
 // packages starts faster on every tool call, else bin itself. A bare name
 // (resolved on PATH at hook time) is kept as it is.
 func HookProgram(bin string) string {
+	return sibling(bin, HookProgramName)
+}
+
+// MCPProgramName is the MCP server's program, which `go install
+// ./cmd/...` puts beside git-lossless (cmd/git-lossless-mcp): the server
+// links the MCP SDK, which git-lossless does not (so that every other
+// command starts without its initialisation).
+const MCPProgramName = "git-lossless-mcp"
+
+// MCPProgram returns the program an MCP server entry should run for the
+// git-lossless at bin: the git-lossless-mcp in the same directory when
+// there is one (a regular, executable file), so the harness starts the
+// server without a git-lossless process in between, else bin itself
+// (`bin mcp` runs git-lossless-mcp found beside bin or on PATH). A bare
+// name (resolved on PATH when the harness starts it) is kept as it is.
+func MCPProgram(bin string) string {
+	return sibling(bin, MCPProgramName)
+}
+
+// sibling is the program name in bin's directory when it is there and
+// executable (.exe added when bin has it), else bin; bin itself when it
+// is not an absolute path.
+func sibling(bin, name string) string {
 	if !filepath.IsAbs(bin) {
 		return bin
 	}
-	name := HookProgramName
 	if strings.HasSuffix(strings.ToLower(bin), ".exe") {
 		name += ".exe"
 	}
 	sib := filepath.Join(filepath.Dir(bin), name)
-	if st, err := os.Stat(sib); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+	if IsExecutable(sib) {
 		return sib
 	}
 	return bin
+}
+
+// pickMCP sets b.MCP to MCPProgram(b.Path) and b.MCPWarning when the
+// server may not start (git-lossless-mcp neither beside b.Path nor on
+// PATH) or would run another version than opt.Version. A git-lossless-mcp
+// of another version is still the one written: `git-lossless mcp` would
+// run that same program (beside first), so falling back would change
+// nothing but the start-up cost.
+func (b *HookBinary) pickMCP(ctx context.Context, opt BinaryOptions) {
+	b.MCP = MCPProgram(b.Path)
+	if b.MCP == b.Path {
+		getenv := opt.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		if _, found := LookPath(MCPProgramName, getenv("PATH")); !found {
+			b.MCPWarning = fmt.Sprintf("%s is not installed beside %s or on PATH: the MCP server (`%s mcp`) will not start until it is; install every program with `go install ./cmd/...` (or `go install github.com/git-lossless/git-lossless/cmd/...@latest`)",
+				MCPProgramName, b.Path, Quote(b.Path))
+		}
+		return
+	}
+	if opt.Version == "" {
+		return
+	}
+	versionOf := opt.VersionOf
+	if versionOf == nil {
+		versionOf = RunVersion
+	}
+	v, err := versionOf(ctx, b.MCP)
+	if err == nil && v == opt.Version {
+		return
+	}
+	what := "version " + v
+	if err != nil {
+		what = "unusable (" + err.Error() + ")"
+	}
+	b.MCPWarning = fmt.Sprintf("%s is %s, not %s like %s: the MCP server runs other code than the commands; install both of one version with `go install ./cmd/...`", b.MCP, what, opt.Version, b.Path)
 }
 
 // pickHook sets b.Hook: HookProgram(b.Path), unless that is a

@@ -31,10 +31,10 @@ type MCPServer struct {
 }
 
 // IsOurMCPServer reports whether an mcpServers entry runs git-lossless's
-// server: a program named git-lossless (any directory, .exe on Windows)
-// or bin, with first argument mcp; or `git lossless mcp`. Only such an
-// entry is ever replaced or removed: a server someone else registered
-// under our name is theirs.
+// server: a program named git-lossless or git-lossless-mcp (any
+// directory, .exe on Windows) or bin, with first argument mcp; or `git
+// lossless mcp`. Only such an entry is ever replaced or removed: a server
+// someone else registered under our name is theirs.
 func IsOurMCPServer(entry json.RawMessage, bin string) bool {
 	var e struct {
 		Command string `json:"command"`
@@ -51,11 +51,21 @@ func IsOurMCPServer(entry json.RawMessage, bin string) bool {
 		}
 		args = append(args, s)
 	}
-	base := e.Command[strings.LastIndexAny(e.Command, `/\`)+1:] // a Windows path too, wherever it is read
+	return IsOurMCPCommand(append([]string{e.Command}, args...), bin)
+}
+
+// IsOurMCPCommand is IsOurMCPServer for a command line as words (the
+// program first): the rule every harness's entry is judged by.
+func IsOurMCPCommand(words []string, bin string) bool {
+	if len(words) < 2 {
+		return false
+	}
+	prog, args := words[0], words[1:]
+	base := strings.TrimSuffix(prog[strings.LastIndexAny(prog, `/\`)+1:], ".exe") // a Windows path too, wherever it is read
 	switch {
-	case (base == "git-lossless" || base == "git-lossless.exe" || bin != "" && e.Command == bin) && len(args) > 0 && args[0] == "mcp":
+	case (base == "git-lossless" || base == MCPProgramName || bin != "" && prog == bin) && args[0] == "mcp":
 		return true
-	case (base == "git" || base == "git.exe") && len(args) > 1 && args[0] == "lossless" && args[1] == "mcp":
+	case base == "git" && len(args) > 1 && args[0] == "lossless" && args[1] == "mcp":
 		return true
 	}
 	return false

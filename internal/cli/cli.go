@@ -1,14 +1,15 @@
-// Package cli is what git-lossless's two command programs share:
-// cmd/git-lossless (the product) and cmd/git-lossless-bench (the demo and
+// Package cli is what git-lossless's command programs share:
+// cmd/git-lossless (the product), cmd/git-lossless-bench (the demo and
 // the benchmarks, which `git lossless bench` and `git lossless demo` run
-// when it is installed beside it). It holds the command framework (the
+// when it is installed beside it) and cmd/git-lossless-mcp (the MCP
+// server, which `git lossless mcp` runs). It holds the command framework (the
 // environment a command sees, a command, its errors and exit codes, the
 // one way errors are printed) and the printers whose output both show:
 // a recorded event, a seal report, a receipt and its verification.
 //
 // The split keeps the shipping program free of the benchmarks, the demo
-// and their fixtures (internal/testkit, the peer scanner): layoutcheck
-// holds cmd/git-lossless to that.
+// and their fixtures (internal/testkit, the peer scanner), and of the MCP
+// SDK: layoutcheck holds cmd/git-lossless to that.
 package cli
 
 import (

@@ -239,9 +239,10 @@ func TestHookProgramStaysSmall(t *testing.T) {
 	}
 }
 
-// TestShippingProgramHoldsOnlyTheProduct: git-lossless links no fixture
-// and no peer scanner, while git-lossless-bench (listed the same way)
-// links both, so the listing is one the rule can fail on.
+// TestShippingProgramHoldsOnlyTheProduct: git-lossless links no fixture,
+// no peer scanner and no MCP server or SDK, while git-lossless-bench and
+// git-lossless-mcp (listed the same way) link them, so the listing is one
+// the rule can fail on.
 func TestShippingProgramHoldsOnlyTheProduct(t *testing.T) {
 	for _, goos := range platforms {
 		t.Run(goos, func(t *testing.T) {
@@ -263,6 +264,12 @@ func TestShippingProgramHoldsOnlyTheProduct(t *testing.T) {
 			}
 			if len(ShippingLinks(deps(BenchProgram))) == 0 {
 				t.Errorf("git-lossless-bench links nothing the rule bans: the check would test nothing")
+			}
+			server := deps(MCPProgram)
+			for _, p := range []string{Module + "/mcp", "github.com/modelcontextprotocol/go-sdk/mcp", "encoding/gob"} {
+				if !slices.Contains(server, p) {
+					t.Errorf("git-lossless-mcp does not link %s: the MCP rule would test nothing", p)
+				}
 			}
 		})
 	}
@@ -345,10 +352,14 @@ func TestChecksCanFail(t *testing.T) {
 	// The shipping program's banned links are caught, with their
 	// subtrees, and not a path that only shares a prefix.
 	got = ShippingLinks([]string{"fmt", Testkit + "/stubbackend", Module + "/internal/rescan", Module + "/internal/rescanner", Module + "/proxy",
+		Module + "/mcp", Module + "/mcpx", "github.com/modelcontextprotocol/go-sdk/jsonrpc", "encoding/gob", "encoding/json",
 		"modernc.org/sqlite/lib", "modernc.org.example/x"})
 	want = []string{
 		"git-lossless links " + Testkit + "/stubbackend (banned: " + Testkit + "; the demo and benchmarks live in git-lossless-bench)",
 		"git-lossless links " + Module + "/internal/rescan (banned: " + Module + "/internal/rescan; the demo and benchmarks live in git-lossless-bench)",
+		"git-lossless links " + Module + "/mcp (banned: " + Module + "/mcp; the MCP server lives in git-lossless-mcp)",
+		"git-lossless links github.com/modelcontextprotocol/go-sdk/jsonrpc (banned: github.com/modelcontextprotocol/go-sdk; the MCP server lives in git-lossless-mcp)",
+		"git-lossless links encoding/gob (banned: encoding/gob; the MCP server lives in git-lossless-mcp)",
 		"git-lossless links modernc.org/sqlite/lib (banned: modernc.org; the demo and benchmarks live in git-lossless-bench)",
 	}
 	if !slices.Equal(got, want) {

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/git-lossless/git-lossless/internal/cli"
+	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/git-lossless/git-lossless/hooks"
 	"github.com/git-lossless/git-lossless/hooks/harnesses"
+	"github.com/git-lossless/git-lossless/internal/cli"
 	"github.com/git-lossless/git-lossless/mcp"
 )
 
+// mcpCmd is the server's command: `git lossless mcp` runs it through
+// this program, so its help is the command's help.
 func mcpCmd() *command {
 	return &command{
 		Name:    "mcp",
@@ -35,6 +39,10 @@ or git config lossless.identity, in memory only.
 git lossless install claude-code registers this server with Claude Code
 (as "git-lossless", the way claude mcp add stores it); git lossless doctor
 checks that it starts and lists its tools. Logs go to standard error.
+
+The server is the program git-lossless-mcp (git lossless mcp runs it,
+found beside git-lossless or on PATH); install registers it directly when
+it sits beside git-lossless.
 
 A malformed or oversized frame (one line of standard input, at most 1 MiB)
 gets the JSON-RPC error the specification names and the next one is
@@ -71,4 +79,20 @@ answering the calls in flight), or when standard output fails.`,
 			}
 		},
 	}
+}
+
+// harnessList names the harnesses for the help text: "claude-code, ...".
+func harnessList() string { return strings.Join(harnesses.Names(), ", ") }
+
+// harnessFlag finds the harness --harness names ("" = the default), as
+// git-lossless's commands do.
+func harnessFlag(name string) (hooks.Harness, error) {
+	if name == "" {
+		return harnesses.Default(), nil
+	}
+	h, ok := harnesses.ByName(name)
+	if !ok {
+		return nil, cli.Usagef("--harness %q: the harnesses are %s", name, harnessList())
+	}
+	return h, nil
 }
