@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/git-lossless/git-lossless/internal/testkit"
 )
 
 // TestDocumentedBenchFlagsExist: every `git lossless bench ...` and `git
@@ -15,13 +17,10 @@ import (
 // names flags this program has (the shipping program's docs test checks
 // every other command).
 func TestDocumentedBenchFlagsExist(t *testing.T) {
-	files := []string{"../../README.md"}
-	filepath.WalkDir("../../docs", func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
-			files = append(files, p)
-		}
-		return nil
-	})
+	var files []string
+	for _, rel := range testkit.DocFiles(t, "../..") {
+		files = append(files, filepath.Join("../..", rel))
+	}
 	line := regexp.MustCompile(`^git lossless (bench|demo)\b(.*)$`)
 	flag := regexp.MustCompile(`(?:^|[\s\[|])(--[a-z][a-z0-9-]*)`)
 	seen := 0

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/git-lossless/git-lossless/internal/cli"
+
+	"github.com/git-lossless/git-lossless/internal/testkit"
 )
 
 // TestDocumentedMCPFlagsExist: every `git lossless mcp ...` in README.md
@@ -19,13 +21,10 @@ import (
 // program's mcp command has (git-lossless's docs test leaves mcp to this
 // one, as it leaves bench and demo to git-lossless-bench's).
 func TestDocumentedMCPFlagsExist(t *testing.T) {
-	files := []string{"../../README.md"}
-	filepath.WalkDir("../../docs", func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
-			files = append(files, p)
-		}
-		return nil
-	})
+	var files []string
+	for _, rel := range testkit.DocFiles(t, "../..") {
+		files = append(files, filepath.Join("../..", rel))
+	}
 	use := regexp.MustCompile("git lossless mcp((?: [^`\\n#]*)?)")
 	flag := regexp.MustCompile(`(?:^|[\s\[|])(--[a-z][a-z0-9-]*)`)
 	fs := pflag.NewFlagSet("mcp", pflag.ContinueOnError)

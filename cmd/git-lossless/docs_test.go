@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/git-lossless/git-lossless/internal/testkit"
 )
 
 // The documentation is held to the code: every `git lossless ...` line of
@@ -20,27 +22,7 @@ import (
 
 // docFiles is README.md and every Markdown file under docs/, relative to
 // the repository root.
-func docFiles(t *testing.T) []string {
-	t.Helper()
-	files := []string{"README.md"}
-	err := filepath.WalkDir("../../docs", func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(p, ".md") {
-			rel, _ := filepath.Rel("../..", p)
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) < 10 {
-		t.Fatalf("found %d documentation files: the walk is broken", len(files))
-	}
-	return files
-}
+func docFiles(t *testing.T) []string { return testkit.DocFiles(t, "../..") }
 
 // docCommand is one `git lossless` line of a fenced sh block.
 type docCommand struct {
