@@ -32,7 +32,9 @@ import (
 // itself), and the exit code is ours. SIGINT and SIGTERM reach it as
 // they reach us: a terminal sends SIGINT to both; a SIGTERM sent to us
 // only (a harness stopping its MCP server) is passed on, and the program
-// is killed if it has not exited 5 s later.
+// is killed if it has not exited 5 s later. On Linux it also gets SIGTERM
+// when git-lossless dies of a signal it cannot catch (SIGKILL; see
+// dieWithUs).
 
 // external is a command another program provides.
 type external struct {
@@ -111,6 +113,7 @@ func runExternal(ctx context.Context, e *env, name string, args []string) error 
 	cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = e.Dir, e.Stdin, e.Stdout, e.Stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = externalStopWait
+	dieWithUs(cmd)
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -11,6 +11,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"bufio"
+
+	"io"
+
+	"syscall"
+
+	"runtime"
 )
 
 // TestBenchAndDemoAreExternal: without git-lossless-bench beside it or on
@@ -140,5 +148,84 @@ func TestMCPIsExternal(t *testing.T) {
 	r := sb.ok(sb.root, "help")
 	if !strings.Contains(r.stdout, "    mcp ") || !strings.Contains(r.stdout, "git-lossless-mcp)") {
 		t.Errorf("help does not list mcp as git-lossless-mcp's:\n%s", r.stdout)
+	}
+}
+
+// TestMCPStopsWithGitLossless: a harness stops its MCP server with
+// SIGTERM to the process it started, git-lossless when its config runs
+// `git-lossless mcp`, or kills it. The server, git-lossless-mcp, must
+// stop with it and not linger on the harness's pipes: stdout reaches end
+// of file while stdin is still open (a server left behind would hold it
+// open until the harness closed stdin, which a harness that already
+// signalled may never do). SIGKILL cannot be passed on: on Linux the
+// kernel's parent-death signal stops the server (dieWithUs).
+func TestMCPStopsWithGitLossless(t *testing.T) {
+	sb := newSandbox(t)
+	repo := sb.initRepo("repo")
+	sb.setenv("PATH", filepath.Dir(docsGit(t)))
+	sigs := []syscall.Signal{syscall.SIGTERM}
+	if runtime.GOOS == "linux" {
+		sigs = append(sigs, syscall.SIGKILL)
+	}
+	for _, sig := range sigs {
+		t.Run(sig.String(), func(t *testing.T) { mcpStopsOn(t, sb, repo, sig) })
+	}
+}
+
+func mcpStopsOn(t *testing.T, sb *sandbox, repo string, sig syscall.Signal) {
+	cmd := exec.Command(e2eBin, "-C", repo, "mcp")
+	cmd.Dir, cmd.Env = sb.root, sb.env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close() // whatever happens, the server's stdin ends
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(stdout)
+	first := make(chan string, 1)
+	go func() {
+		l, _ := br.ReadString('\n')
+		first <- l
+	}()
+	select {
+	case l := <-first:
+		if !strings.Contains(l, `"serverInfo"`) {
+			t.Fatalf("the server's first answer is %q, not initialize's\n%s", l, errb.String())
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("no answer to initialize in 60 s\n%s", errb.String())
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		io.Copy(io.Discard, br) // end of file: every writer of stdout is gone
+		done <- cmd.Wait()
+	}()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("wait: %v", err)
+		}
+		if strings.Contains(errb.String(), "panic") {
+			t.Errorf("stderr after %v:\n%s", sig, errb.String())
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("60 s after %v to git-lossless, its MCP server still holds stdout open\n%s", sig, errb.String())
 	}
 }
