@@ -654,6 +654,7 @@ func TestQuarantineViewRefusesWrites(t *testing.T) {
 	_, attempts["StateDir"] = v.StateDir(ctx, "anchor")
 	attempts["Reindex"] = v.Reindex(ctx)
 	attempts["RecordAnchored"] = v.RecordAnchored(ctx, "w1", 1, strings.Repeat("ab", 32), AnchoredSeen, "test")
+	_, attempts["RedactWriter"] = v.RedactWriter(ctx, "w1", nil, false)
 	// Reads of this clone's memory (witness, ownership, clone id) write
 	// none of it through the view (the snapshot below says so).
 	if _, err := v.CloneID(ctx); err != nil && !errors.Is(err, ErrReadOnly) {

@@ -325,6 +325,11 @@ type RedactResult struct {
 // lossless.encrypt is on, so that redaction never leaves a clear copy.
 func (s *Store) RedactWriter(ctx context.Context, writer string, ids []age.Identity, dry bool) (RedactResult, error) {
 	res := RedactResult{Writer: writer, Kinds: map[string]int{}}
+	if s.readOnly && !dry {
+		// Refused before anything is read, as Append is: whether there
+		// would be anything to rewrite is not the caller's question.
+		return res, fmt.Errorf("redact %s: %w", writer, ErrReadOnly)
+	}
 	evs, err := s.Events(ctx, Query{Writers: []string{writer}})
 	if err != nil {
 		return res, err
