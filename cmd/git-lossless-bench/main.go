@@ -53,12 +53,8 @@ func main() {
 
 // run dispatches `bench ...` or `demo ...`.
 func run(ctx context.Context, args []string, e *env) int {
-	if e.Dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return cli.Fail(e, err)
-		}
-		e.Dir = wd
+	if err := cli.EnterDir(e); err != nil {
+		return cli.Fail(e, err)
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		w := e.Stdout

@@ -24,12 +24,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/git-lossless/git-lossless/internal/cli"
@@ -55,19 +52,15 @@ func main() {
 // the one command, mcp.
 func run(ctx context.Context, args []string, e *env) int {
 	for len(args) > 0 {
-		a := args[0]
-		switch {
-		case a == "-C":
-			if len(args) < 2 {
-				return cli.Fail(e, cli.Usagef("-C needs a directory"))
-			}
-			e.Dir = joinDir(e.Dir, args[1])
-			args = args[2:]
+		rest, took, err := cli.TakeDirFlag(e, args)
+		if err != nil {
+			return cli.Fail(e, err)
+		}
+		if took {
+			args = rest
 			continue
-		case strings.HasPrefix(a, "-C") && len(a) > 2:
-			e.Dir = joinDir(e.Dir, a[2:])
-			args = args[1:]
-			continue
+		}
+		switch a := args[0]; {
 		case a == "--version" || a == "version":
 			fmt.Fprintf(e.Stdout, "git-lossless version %s\n", version)
 			return cli.ExitOK
@@ -84,27 +77,12 @@ func run(ctx context.Context, args []string, e *env) int {
 	if args[0] != "mcp" {
 		return cli.Fail(e, cli.Usagef("%q is not a git-lossless-mcp command: it runs `git-lossless-mcp mcp [FLAGS]` (see `git lossless mcp --help`)", args[0]))
 	}
-	if e.Dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return cli.Fail(e, err)
-		}
-		e.Dir = wd
-	} else if st, err := os.Stat(e.Dir); err != nil {
-		return cli.Fail(e, cli.Usagef("cannot change to %s: %v", e.Dir, errors.Unwrap(err)))
-	} else if !st.IsDir() {
-		return cli.Fail(e, cli.Usagef("cannot change to %s: not a directory", e.Dir))
+	if err := cli.EnterDir(e); err != nil {
+		return cli.Fail(e, err)
 	}
 	return cli.Fail(e, cli.RunCommand(ctx, mcpCmd(), e, args[1:]))
 }
 
 func printHelp(e *env) {
 	fmt.Fprintf(e.Stdout, "git-lossless-mcp %s: git-lossless's MCP server (`git lossless mcp`).\n\nusage: git-lossless-mcp [-C DIR] mcp [FLAGS]\n       git-lossless-mcp --version\n\n`git-lossless-mcp mcp --help` describes the server and its flags.\n", version)
-}
-
-func joinDir(base, d string) string {
-	if base == "" || filepath.IsAbs(d) {
-		return d
-	}
-	return filepath.Join(base, d)
 }

@@ -20,7 +20,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -74,17 +73,16 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	// Global flags come before the command, as with git.
 	for len(args) > 0 {
+		rest, took, err := cli.TakeDirFlag(e, args)
+		if err != nil {
+			return cli.Fail(e, err)
+		}
+		if took {
+			args = rest
+			continue
+		}
 		a := args[0]
 		switch {
-		case a == "-C":
-			if len(args) < 2 {
-				return cli.Fail(e, cli.Usagef("-C needs a directory"))
-			}
-			e.Dir = joinDir(e.Dir, args[1])
-			args = args[2:]
-		case strings.HasPrefix(a, "-C") && len(a) > 2:
-			e.Dir = joinDir(e.Dir, a[2:])
-			args = args[1:]
 		case a == "--version" || a == "version":
 			fmt.Fprintf(e.Stdout, "git-lossless version %s\n", version)
 			return exitOK
@@ -102,16 +100,8 @@ dispatch:
 		printHelp(e.Stderr)
 		return exitUsage
 	}
-	if e.Dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return cli.Fail(e, err)
-		}
-		e.Dir = wd
-	} else if st, err := os.Stat(e.Dir); err != nil {
-		return cli.Fail(e, cli.Usagef("cannot change to %s: %v", e.Dir, errors.Unwrap(err)))
-	} else if !st.IsDir() {
-		return cli.Fail(e, cli.Usagef("cannot change to %s: not a directory", e.Dir))
+	if err := cli.EnterDir(e); err != nil {
+		return cli.Fail(e, err)
 	}
 	name, rest := args[0], args[1:]
 	if name == "help" {
@@ -143,12 +133,8 @@ dispatch:
 	return cli.Fail(e, cli.Usagef("%q is not a git-lossless command (see `git lossless help`)", name))
 }
 
-func joinDir(base, d string) string {
-	if base == "" || filepath.IsAbs(d) {
-		return d
-	}
-	return filepath.Join(base, d)
-}
+// joinDir is d relative to the command's directory base (cli.JoinDir).
+func joinDir(base, d string) string { return cli.JoinDir(base, d) }
 
 // helpTagline is what git-lossless is, in one line (help's first line,
 // the man page's NAME).
