@@ -84,15 +84,12 @@ answering the calls in flight), or when standard output fails.`,
 // harnessList names the harnesses for the help text: "claude-code, ...".
 func harnessList() string { return strings.Join(harnesses.Names(), ", ") }
 
-// harnessFlag finds the harness --harness names ("" = the default), as
-// git-lossless's commands do.
+// harnessFlag finds the harness a --harness flag names ("" = the
+// default; harnesses.Flag), an unknown one a usage error.
 func harnessFlag(name string) (hooks.Harness, error) {
-	if name == "" {
-		return harnesses.Default(), nil
-	}
-	h, ok := harnesses.ByName(name)
-	if !ok {
-		return nil, cli.Usagef("--harness %q: the harnesses are %s", name, harnessList())
+	h, err := harnesses.Flag(name)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
 	}
 	return h, nil
 }

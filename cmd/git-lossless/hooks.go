@@ -65,14 +65,11 @@ func checkHarnessFilter(name string) error {
 }
 
 // harnessFlag finds the harness a --harness flag names ("" = the
-// default).
+// default; harnesses.Flag), an unknown one a usage error.
 func harnessFlag(name string) (hooks.Harness, error) {
-	if name == "" {
-		return harnesses.Default(), nil
-	}
-	h, ok := harnesses.ByName(name)
-	if !ok {
-		return nil, cli.Usagef("--harness %q: the harnesses are %s", name, harnessList())
+	h, err := harnesses.Flag(name)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
 	}
 	return h, nil
 }

@@ -15,6 +15,10 @@ import (
 	"github.com/git-lossless/git-lossless/hooks/codex"
 	"github.com/git-lossless/git-lossless/hooks/gemini"
 	"github.com/git-lossless/git-lossless/hooks/opencode"
+
+	"fmt"
+
+	"strings"
 )
 
 // All returns every harness, the default first: the harness of a hook
@@ -35,6 +39,20 @@ func Default() hooks.Harness { return All()[0] }
 
 // ByName returns the harness named name.
 func ByName(name string) (hooks.Harness, bool) { return hooks.Find(All(), name) }
+
+// Flag is the harness a --harness flag names, "" meaning Default; an
+// unknown name is an error that lists the harnesses (every program's
+// --harness flag says the same).
+func Flag(name string) (hooks.Harness, error) {
+	if name == "" {
+		return Default(), nil
+	}
+	h, ok := ByName(name)
+	if !ok {
+		return nil, fmt.Errorf("--harness %q: the harnesses are %s", name, strings.Join(Names(), ", "))
+	}
+	return h, nil
+}
 
 // Names lists the harnesses' names, in All's order.
 func Names() []string {

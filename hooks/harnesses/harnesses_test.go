@@ -46,3 +46,25 @@ func TestList(t *testing.T) {
 		t.Error("ByName found no-such-harness")
 	}
 }
+
+// TestFlag: "" is the default harness, a name its harness, and an unknown
+// name an error listing every harness.
+func TestFlag(t *testing.T) {
+	if h, err := Flag(""); err != nil || h.Name() != Default().Name() {
+		t.Errorf(`Flag(""): %v, %v`, h, err)
+	}
+	for _, n := range Names() {
+		if h, err := Flag(n); err != nil || h.Name() != n {
+			t.Errorf("Flag(%q): %v, %v", n, h, err)
+		}
+	}
+	_, err := Flag("cursor")
+	if err == nil || !strings.Contains(err.Error(), `--harness "cursor"`) {
+		t.Fatalf(`Flag("cursor"): %v`, err)
+	}
+	for _, n := range Names() {
+		if !strings.Contains(err.Error(), n) {
+			t.Errorf("the error %q does not name %s", err, n)
+		}
+	}
+}
