@@ -229,3 +229,53 @@ func mcpStopsOn(t *testing.T, sb *sandbox, repo string, sig syscall.Signal) {
 		t.Fatalf("60 s after %v to git-lossless, its MCP server still holds stdout open\n%s", sig, errb.String())
 	}
 }
+
+// TestMCPExternalSurvivesGarbage: through git-lossless's delegation, a
+// hostile or broken client's garbage (not JSON, a frame of the wrong
+// shape, control bytes) gets JSON-RPC errors, and the server goes on to
+// answer the well-formed calls after it; it reads no file outside the
+// repository for a path that climbs out.
+func TestMCPExternalSurvivesGarbage(t *testing.T) {
+	sb := newSandbox(t)
+	repo := sb.initRepo("repo")
+	sb.setenv("PATH", filepath.Dir(docsGit(t)))
+	frames := strings.Join([]string{
+		`{not json}`,
+		"\x00\x01\x02\xff",
+		`{"jsonrpc":"2.0","id":7,"method":42}`,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"../../../../etc/passwd"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+	}, "\n") + "\n"
+	r := runProgram(t, sb, e2eBin, sb.root, frames, "-C", repo, "mcp")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	parseErrors := 0
+	answers := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var m struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("stdout holds %q, not a JSON-RPC frame", l)
+		}
+		if m.Error != nil && m.Error.Code == -32700 {
+			parseErrors++
+		}
+		answers[string(m.ID)] = l
+	}
+	if parseErrors == 0 {
+		t.Errorf("no parse error answered for the garbage:\n%s", r.stdout)
+	}
+	if !strings.Contains(answers["1"], `"serverInfo"`) || !strings.Contains(answers["3"], `"name":"search"`) {
+		t.Errorf("the well-formed calls after the garbage went unanswered:\n%s", r.stdout)
+	}
+	if a := answers["2"]; a == "" || strings.Contains(a, "root:") || !strings.Contains(a, `"isError":true`) {
+		t.Errorf("read_file of a path outside the repository: %s", a)
+	}
+}
